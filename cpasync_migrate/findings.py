@@ -1,0 +1,116 @@
+"""Data types shared by every stage: sites, fixes, findings and file outcomes.
+
+Offsets in :class:`Edit` are *character* offsets into the decoded text of a
+file (``str`` indices), so the engine can apply edits from any language
+front end the same way.  Lines and columns are 1-based; columns count
+characters.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Optional
+
+
+class Status(str, Enum):
+    """The bucket a legacy site ends up in.  Every site is in exactly one."""
+
+    REWRITTEN = "rewritten"  # the fix was applied (or would be, in --check/--diff)
+    MANUAL = "manual"  # left for a person, with a reason
+    UNSAFE = "unsafe"  # an unsafe fix exists but was not applied (no --unsafe-fixes)
+    SUPPRESSED = "suppressed"  # a suppression comment keeps it as it is
+    UNPARSABLE = "unparsable"  # the file could not be parsed
+    INFO = "info"  # information only; not a legacy site, not a failure
+
+
+class Applicability(str, Enum):
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace ``text[start:end]`` with ``replacement`` (character offsets)."""
+
+    start: int
+    end: int
+    replacement: str
+
+
+@dataclass
+class Fix:
+    edits: list[Edit]
+    applicability: Applicability
+    # Each assumption is one sentence a person can check; empty for safe fixes.
+    assumptions: list[str] = field(default_factory=list)
+    # Migration steps this fix applies, e.g. ["legacy->0.1.8"].
+    steps: list[str] = field(default_factory=list)
+
+    @property
+    def safe(self) -> bool:
+        return self.applicability is Applicability.SAFE
+
+
+@dataclass
+class Finding:
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    code: str
+    message: str
+    fix: Optional[Fix] = None
+    # Enclosing function (qualified, e.g. "make_kernel.main"), when known.
+    function: Optional[str] = None
+    # Set by the front end for suppressed/info sites; the engine sets the rest.
+    status: Optional[Status] = None
+    # Original text of the whole site and its replacement (filled by the engine).
+    original: Optional[str] = None
+    replacement: Optional[str] = None
+    # Whether this finding counts as a legacy site (info findings do not).
+    legacy_site: bool = True
+
+    @property
+    def fixable(self) -> bool:
+        return self.fix is not None
+
+    def sort_key(self):
+        return (self.path, self.line, self.column, self.code)
+
+
+@dataclass
+class FileOutcome:
+    path: str
+    language: str  # "python" | "cpp"
+    findings: list[Finding] = field(default_factory=list)
+    old_text: Optional[str] = None
+    new_text: Optional[str] = None  # None when nothing changes
+    written: bool = False
+    error: Optional[str] = None  # an error for this file (exit code 2)
+    error_line: Optional[int] = None
+    # Verification verdicts, when --verify ran (list of dicts, see verify/).
+    verdicts: list = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.new_text is not None and self.new_text != self.old_text
+
+
+@dataclass
+class Analysis:
+    """What a language front end returns for one file.  Pure data, no I/O."""
+
+    findings: list[Finding]
+    # Set when the text cannot be parsed at all.
+    error: Optional[str] = None
+    error_line: Optional[int] = None
+    error_column: Optional[int] = None
+
+
+class ParseError(Exception):
+    def __init__(self, message: str, line: Optional[int] = None, column: Optional[int] = None):
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.column = column
