@@ -114,3 +114,52 @@ class ParseError(Exception):
         self.message = message
         self.line = line
         self.column = column
+
+
+@dataclass(frozen=True)
+class FrontEndOptions:
+    """What a language front end needs to know to analyse one file.
+
+    ``rules`` is a :class:`cpasync_migrate.rules.Rules`; ``source`` and
+    ``target`` are :class:`cpasync_migrate.rules.Generation` objects
+    (``source`` is the generation the code is written for: legacy unless
+    ``--from`` says otherwise).
+    """
+
+    rules: object
+    target: object
+    source: object
+    style: str = "tvm_access_ptr"  # or "access_ptr" (0.1.9+ only)
+    migrate_tvm: bool = False  # also migrate calls through TVM's namespace
+
+
+def apply_edits(text: str, edits: list[Edit]) -> str:
+    """Apply non-overlapping edits (character offsets into ``text``)."""
+    out = []
+    pos = 0
+    for e in sorted(edits, key=lambda e: (e.start, e.end)):
+        if e.start < pos:
+            raise ValueError(f"overlapping edits at offset {e.start}")
+        out.append(text[pos : e.start])
+        out.append(e.replacement)
+        pos = e.end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def line_starts(text: str) -> list[int]:
+    """Character offset of the start of each line (index 0 = line 1)."""
+    starts = [0]
+    i = text.find("\n")
+    while i != -1:
+        starts.append(i + 1)
+        i = text.find("\n", i + 1)
+    return starts
+
+
+def offset_to_linecol(starts: list[int], offset: int) -> tuple[int, int]:
+    """1-based line and column of a character offset."""
+    import bisect
+
+    i = bisect.bisect_right(starts, offset) - 1
+    return i + 1, offset - starts[i] + 1
