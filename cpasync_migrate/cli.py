@@ -1,0 +1,311 @@
+"""Command line: parse arguments, pick the mode, map outcomes to exit codes."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+from . import __version__
+
+EPILOG = """\
+modes:
+  (default)  rewrite legacy calls in place and print a summary
+  --diff     print a unified diff (git apply / patch -p1), write nothing
+  --check    print one line per legacy site (path:line:col: CODE message), write nothing
+
+exit codes:
+  0  no legacy site remains (write mode: every site was migrated or suppressed)
+  1  legacy sites remain (--check/--diff: any; write mode: those the tool could not migrate)
+  2  an error: bad usage, or a file that cannot be read, decoded, parsed or written
+     (2 wins over 1; a broken file never stops the others from being processed)
+
+suppression: put `# cpasync-migrate: ignore` (Python) or `// cpasync-migrate: ignore` (C++)
+on the line where a call starts to keep it as it is and out of the report.
+"""
+
+
+class UsageError(Exception):
+    pass
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="cpasync-migrate",
+        description="Migrate TileLang's legacy ptx_cp_async calls to the access-pointer API.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("paths", nargs="*", help="files and directories (recursively)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="report legacy sites and write nothing (CI lint)")
+    mode.add_argument("--diff", action="store_true", help="print a unified diff and write nothing (dry run)")
+    p.add_argument("--format", choices=("text", "json", "github", "sarif"), default="text",
+                   help="output format (default: text)")
+    p.add_argument("--unsafe-fixes", dest="unsafe_fixes", action="store_true", default=None,
+                   help="also apply fixes that rest on an assumption the text does not show")
+    p.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false")
+    p.add_argument("--target", help="TileLang API to migrate to: a version (0.1.8, tilelang==0.1.13), "
+                   "a generation (0.1.8, 0.1.9) or 'latest' (default: the installed TileLang, else 0.1.8)")
+    p.add_argument("--from", dest="source", help="API generation the code is written for (default: legacy); "
+                   "e.g. --from 0.1.8 --target 0.1.9 converts byte counts of access-pointer calls")
+    p.add_argument("--style", choices=("tvm_access_ptr", "access_ptr"), default=None,
+                   help="access-pointer spelling for 0.1.9+ targets")
+    p.add_argument("--migrate-tvm", action="store_true", default=None,
+                   help="also migrate calls through TVM's namespace, switching them to TileLang's op")
+    p.add_argument("--exclude", action="append", default=None, metavar="GLOB",
+                   help="skip paths matching GLOB (repeatable; replaces the configured list)")
+    p.add_argument("--extend-exclude", action="append", default=None, metavar="GLOB",
+                   help="skip paths matching GLOB, in addition to the configured list")
+    p.add_argument("--no-gitignore", action="store_true", help="do not honour .gitignore files")
+    p.add_argument("--since", metavar="REV", help="only files changed since git revision REV")
+    p.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: all cores)")
+    p.add_argument("--config", metavar="PYPROJECT", help="read [tool.cpasync-migrate] from this file")
+    p.add_argument("--isolated", action="store_true", help="ignore configuration files")
+    p.add_argument("--verify", action="store_true", help="prove each rewritten kernel equivalent to the original")
+    p.add_argument("--device", choices=("auto", "cpu", "gpu"), default="auto",
+                   help="where --verify runs kernels (default: auto)")
+    p.add_argument("--require-proof", action="store_true",
+                   help="with --verify, do not write files that have inconclusive kernels")
+    p.add_argument("--bind", action="append", default=[], metavar="NAME=VALUE",
+                   help="bind a kernel factory parameter for --verify (repeatable)")
+    p.add_argument("--emit-cuda", metavar="DIR", help="with --verify, write the lowered CUDA of both forms")
+    p.add_argument("--emit-bundle", metavar="DIR", help="write a bundle of lowered kernels for the GPU runner")
+    p.add_argument("-q", "--quiet", action="store_true", help="print only findings and errors")
+    p.add_argument("-v", "--verbose", action="store_true", help="also print every file processed")
+    p.add_argument("--version", action="version", version=f"cpasync-migrate {__version__}")
+    return p
+
+
+# ------------------------------------------------------------------ target
+
+
+def installed_tilelang() -> Optional[str]:
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+    except ImportError:  # pragma: no cover
+        return None
+    try:
+        return version("tilelang")
+    except PackageNotFoundError:
+        return None
+    except Exception:  # noqa: BLE001 - broken metadata must not stop a run
+        return None
+
+
+def choose_target(spec: Optional[str], rules, origin: str) -> dict:
+    """Resolve --target into a generation, with the reason shown in every summary."""
+    from .rules import RulesError
+
+    def info(gen, reason):
+        return {"generation": gen.name, "title": gen.title, "reason": reason, "size_meaning": gen.size_meaning}
+
+    if spec:
+        s = spec.strip()
+        if s.lower().startswith("tilelang"):
+            s = s[len("tilelang"):].lstrip("=<>~! ")
+        if s == "latest":
+            return info(rules.generations[-1], f"--target latest {origin}")
+        names = [g.name for g in rules.generations]
+        if s in names:
+            gen = rules.generation(s)
+        else:
+            try:
+                gen = rules.generation_for_version(s)
+            except RulesError as e:
+                raise UsageError(f"--target {spec}: {e}") from None
+        if gen.form != "access_ptr":
+            raise UsageError(f"--target {spec}: that is the legacy API itself; choose 0.1.8 or later")
+        return info(gen, f"--target {spec} {origin}")
+    v = installed_tilelang()
+    default = rules.generations[1]
+    if v:
+        try:
+            gen = rules.generation_for_version(v)
+        except RulesError:
+            gen = None
+        if gen is not None and gen.form == "access_ptr":
+            return info(gen, f"installed tilelang {v}")
+        return info(default, f"installed tilelang {v} still has the legacy API; using the first "
+                             f"access-pointer generation")
+    return info(default, "no TileLang installed here; default is the upstream PR's form (bytes)")
+
+
+# ------------------------------------------------------------------ main
+
+
+def _color(stream) -> bool:
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return hasattr(stream, "isatty") and stream.isatty()
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse exits 2 on usage errors already
+        return int(e.code or 0)
+    try:
+        return run(args)
+    except UsageError as e:
+        print(f"cpasync-migrate: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("cpasync-migrate: interrupted", file=sys.stderr)
+        return 2
+
+
+def run(args) -> int:
+    from . import config as cfgmod
+    from .engine import RunSettings
+    from .rules import RulesError, load_rules
+
+    if not args.paths:
+        raise UsageError("no paths given (try: cpasync-migrate --diff path/)")
+    cfg: dict = {}
+    if not args.isolated:
+        try:
+            if args.config:
+                cfg = cfgmod.load(Path(args.config), required=True)
+            else:
+                pp = cfgmod.find_pyproject(Path(args.paths[0]) if Path(args.paths[0]).exists() else Path.cwd())
+                if pp is not None:
+                    cfg = cfgmod.load(pp)
+        except cfgmod.ConfigError as e:
+            raise UsageError(str(e)) from None
+    try:
+        rules = load_rules()
+    except (RulesError, FileNotFoundError) as e:
+        raise UsageError(str(e)) from None
+
+    mode = "check" if args.check else "diff" if args.diff else "write"
+    origin = "(command line)" if args.target else f"({cfg['__file__']})" if "target" in cfg else ""
+    target_info = choose_target(args.target or cfg.get("target"), rules, origin.strip())
+    source = args.source or cfg.get("from") or "legacy"
+    if source.lower().startswith("tilelang"):
+        source = source[len("tilelang"):].lstrip("=<>~! ")
+    try:
+        src_gen = rules.generation(source) if source in [g.name for g in rules.generations] \
+            else rules.generation_for_version(source)
+        rules.chain(src_gen.name, target_info["generation"])
+    except RulesError as e:
+        raise UsageError(f"--from {source}: {e}") from None
+    target_info["from"] = src_gen.name
+    target_info["steps"] = [f"{a}->{b}" for a, b in _pairs(rules, src_gen.name, target_info["generation"])]
+
+    unsafe = args.unsafe_fixes if args.unsafe_fixes is not None else bool(cfg.get("unsafe-fixes", False))
+    style = args.style or cfg.get("style") or "tvm_access_ptr"
+    migrate_tvm = args.migrate_tvm if args.migrate_tvm is not None else bool(cfg.get("migrate-tvm", False))
+    excludes = tuple(args.exclude if args.exclude is not None else cfg.get("exclude", []))
+    excludes += tuple(cfg.get("extend-exclude", [])) + tuple(args.extend_exclude or [])
+    jobs = args.jobs if args.jobs is not None else cfg.get("jobs") or (os.cpu_count() or 1)
+    if jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    binds = {}
+    for b in args.bind:
+        if "=" not in b:
+            raise UsageError(f"--bind {b!r}: expected NAME=VALUE")
+        k, v = b.split("=", 1)
+        binds[k.strip()] = v.strip()
+    device = args.device
+    if args.verify and device == "auto":
+        device = "gpu" if _gpu_available() else "cpu"
+    settings = RunSettings(
+        mode=mode, unsafe_fixes=unsafe, target=target_info["generation"], source=src_gen.name, style=style,
+        migrate_tvm=migrate_tvm, verify=args.verify, device=device, require_proof=args.require_proof,
+        binds=binds, emit_cuda=args.emit_cuda,
+    )
+    from .runner import run_files
+
+    outcomes, scanned = run_files(args.paths, settings, excludes=excludes, jobs=jobs,
+                                  respect_gitignore=not args.no_gitignore, since=args.since,
+                                  verbose=args.verbose, quiet=args.quiet)
+    if args.emit_bundle:
+        from .verify_bridge import emit_bundle
+
+        emit_bundle(outcomes, settings, args.emit_bundle)
+    return emit(outcomes, scanned, mode, args, target_info, rules)
+
+
+def _pairs(rules, src: str, dst: str):
+    prev = src
+    for g in rules.chain(src, dst):
+        yield prev, g.name
+        prev = g.name
+
+
+def _gpu_available() -> bool:
+    try:
+        import cupy  # noqa: F401
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def emit(outcomes, scanned: int, mode: str, args, target_info: dict, rules) -> int:
+    from . import report
+
+    out = sys.stdout
+    code = report.exit_code(outcomes, mode)
+    if args.format == "json":
+        report.dump_json(report.json_report(outcomes, scanned, mode, target_info, rules.versions), out)
+        return code
+    if args.format == "sarif":
+        report.dump_json(report.sarif_report(outcomes, target_info, rules.versions), out)
+        return code
+    if args.format == "github":
+        for line in report.github_lines(outcomes):
+            out.write(line + "\n")
+        if mode == "diff":
+            _write_diffs(outcomes, out)
+        return code
+    # text
+    if mode == "diff":
+        _write_diffs(outcomes, out)
+        info = sys.stderr
+        _print_unapplied(outcomes, info)
+    elif mode == "check":
+        for line in report.check_lines(outcomes):
+            out.write(line + "\n")
+        info = sys.stderr
+    else:
+        _print_unapplied(outcomes, out)
+        info = out
+    for line in report.verdict_lines(outcomes):
+        info.write(line + "\n")
+    if not args.quiet:
+        report.print_summary(info, outcomes, scanned, mode, target_info, _color(info))
+    info.flush()
+    return code
+
+
+def _write_diffs(outcomes, out) -> None:
+    from . import report
+
+    color = _color(out)
+    for o in sorted(outcomes, key=lambda o: o.path):
+        d = report.unified_diff(o)
+        if d:
+            out.write(report.colorize_diff(d) if color else d)
+
+
+def _print_unapplied(outcomes, out) -> None:
+    """Sites left for a person and unapplied unsafe fixes, with reasons and assumptions."""
+    from . import report
+    from .findings import Status
+
+    for f in report.all_findings(outcomes):
+        if f.status in (Status.MANUAL, Status.UNSAFE, Status.UNPARSABLE) or (
+                f.status is Status.REWRITTEN and f.fix and f.fix.assumptions):
+            out.write(report.finding_line(f) + "\n")
+            if f.fix and f.fix.assumptions:
+                for a in f.fix.assumptions:
+                    out.write(f"    assumption: {a}\n")
+    for o in outcomes:
+        if o.error and not any(f.code == "CPA900" for f in o.findings):
+            out.write(f"{report.rel(o.path)}:{o.error_line or 1}:1: CPA900 {o.error}\n")

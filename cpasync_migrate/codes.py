@@ -1,0 +1,18 @@
+"""Diagnostic codes: one entry per code (documented in README.md)."""
+
+CODES = {
+    "CPA001": {"name": "legacy-call", "summary": "Legacy offset-form ptx_cp_async call with an automatic fix", "fix": "safe or unsafe"},
+    "CPA002": {"name": "legacy-call-manual", "summary": "Legacy ptx_cp_async call the tool cannot migrate; the message says why", "fix": "none"},
+    "CPA003": {"name": "tvm-namespace-call", "summary": "Legacy call through TVM's namespace, whose wrapper keeps the legacy signature", "fix": "none (opt-in with --migrate-tvm)"},
+    "CPA004": {"name": "dtype-keyword-on-new-call", "summary": "Access-pointer call that still passes dtype=, which shifts every argument", "fix": "none"},
+    "CPA005": {"name": "suspicious-size", "summary": "Access-pointer call whose size is not a whole number of elements or not a legal cp.async width under the target", "fix": "none"},
+    "CPA101": {"name": "cpp-construction-brace-list", "summary": "C++ construction of a legacy ptx_cp_async call with an inline argument list", "fix": "safe or unsafe"},
+    "CPA102": {"name": "cpp-construction-args-array", "summary": "C++ construction of a legacy ptx_cp_async call through an argument array or an Op variable", "fix": "safe or unsafe"},
+    "CPA103": {"name": "cpp-consumer-rewritable", "summary": "C++ consumer branch with the shape of the upstream code generator branch", "fix": "unsafe"},
+    "CPA104": {"name": "cpp-consumer-manual", "summary": "C++ consumer that reads legacy argument positions", "fix": "none"},
+    "CPA105": {"name": "cpp-legacy-helper-signature", "summary": "C++ helper whose signature carries the legacy argument shape", "fix": "none"},
+    "CPA106": {"name": "cpp-dead-duplicate-branch", "summary": "Unreachable second ptx_cp_async branch in the same if/else chain", "fix": "none"},
+    "CPA107": {"name": "cpp-dual-layout-branch", "summary": "Branch that accepts both layouts on purpose (information)", "fix": "none"},
+    "CPA108": {"name": "cpp-site-near-parse-error", "summary": "Site inside or next to a region tree-sitter cannot parse (macros, #if); not edited", "fix": "none"},
+    "CPA900": {"name": "file-error", "summary": "File cannot be read, decoded or parsed, or its rewrite does not re-parse", "fix": "none"},
+}

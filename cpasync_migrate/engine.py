@@ -1,0 +1,190 @@
+"""The per-file pipeline: read -> front end -> choose fixes -> re-parse -> write.
+
+``process_file`` is a pure function of the file and the run's settings (plus
+the write itself), so it can run in a process pool.  Heavy front ends are
+imported only when a file that needs them is met.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+from . import files
+from .findings import Edit, FileOutcome, Finding, FrontEndOptions, Status, apply_edits, line_starts
+
+CODE_FILE_ERROR = "CPA900"
+
+_SITE_RE = re.compile(r"\bptx_cp_async\b(?!_)\s*\(")
+
+
+@dataclass
+class RunSettings:
+    mode: str  # "write" | "check" | "diff"
+    unsafe_fixes: bool = False
+    target: str = "0.1.8"
+    source: str = "legacy"
+    style: str = "tvm_access_ptr"
+    migrate_tvm: bool = False
+    rules_dir: Optional[str] = None
+    verify: bool = False
+    device: str = "cpu"
+    require_proof: bool = False
+    binds: dict = field(default_factory=dict)
+    emit_cuda: Optional[str] = None
+
+
+def language_of(path: str) -> Optional[str]:
+    if path.endswith(files.PYTHON_SUFFIXES):
+        return "python"
+    if path.endswith(files.CPP_SUFFIXES):
+        return "cpp"
+    return None
+
+
+def front_end(language: str):
+    if language == "python":
+        from . import python as fe
+    else:
+        from . import cpp as fe
+    return fe
+
+
+def front_end_options(settings: RunSettings) -> FrontEndOptions:
+    from .rules import load_rules
+
+    rules = load_rules(settings.rules_dir)
+    return FrontEndOptions(
+        rules=rules,
+        target=rules.generation(settings.target),
+        source=rules.generation(settings.source),
+        style=settings.style,
+        migrate_tvm=settings.migrate_tvm,
+    )
+
+
+def _count_sites(text: str) -> list[tuple[int, int]]:
+    starts = line_starts(text)
+    out = []
+    import bisect
+
+    for m in _SITE_RE.finditer(text):
+        i = bisect.bisect_right(starts, m.start()) - 1
+        out.append((i + 1, m.start() - starts[i] + 1))
+    return out
+
+
+def _error_outcome(path: str, language: str, message: str, line: Optional[int] = None,
+                   text: Optional[str] = None, column: Optional[int] = None) -> FileOutcome:
+    out = FileOutcome(path=path, language=language, error=message, error_line=line)
+    out.findings.append(Finding(path, line or 1, column or 1, line or 1, column or 1, CODE_FILE_ERROR,
+                                message, status=Status.UNPARSABLE, legacy_site=False))
+    if text is not None:
+        # every occurrence of the intrinsic in a file that cannot be parsed is a site in the "unparsable" bucket
+        for ln, col in _count_sites(text):
+            out.findings.append(Finding(path, ln, col, ln, col, CODE_FILE_ERROR,
+                                        "ptx_cp_async in a file that cannot be parsed; not examined",
+                                        status=Status.UNPARSABLE))
+    return out
+
+
+def process_file(path: str, settings: RunSettings, explicit: bool = False) -> Optional[FileOutcome]:
+    """Process one file.  Returns None when the byte prefilter rules it out."""
+    language = language_of(path) or ("python" if explicit else None)
+    if language is None:
+        return None
+    try:
+        raw = files.read_bytes(path)
+    except files.FileError as e:
+        return _error_outcome(path, language, e.message)
+    if files.NEEDLE not in raw:
+        return None
+    try:
+        src = files.decode(path, raw, python=(language == "python"))
+    except files.FileError as e:
+        return _error_outcome(path, language, e.message, e.line)
+    text = src.text
+    fe = front_end(language)
+    analysis = fe.analyze(text, path, front_end_options(settings))
+    if analysis.error:
+        return _error_outcome(path, language, analysis.error, analysis.error_line, text, analysis.error_column)
+    outcome = FileOutcome(path=path, language=language, findings=analysis.findings, old_text=text)
+    chosen: list[Edit] = []
+    for f in outcome.findings:
+        if f.status is None:
+            if f.fix is None:
+                f.status = Status.MANUAL
+            elif f.fix.safe or settings.unsafe_fixes:
+                f.status = Status.REWRITTEN
+            else:
+                f.status = Status.UNSAFE
+        _describe_fix(text, f)
+        if f.status is Status.REWRITTEN and f.fix is not None:
+            for e in f.fix.edits:
+                if e not in chosen:
+                    chosen.append(e)
+    if chosen:
+        try:
+            new_text = apply_edits(text, chosen)
+        except ValueError as e:
+            return _error_outcome(path, language, f"internal error: {e}; file left unchanged")
+        problem = fe.reparse_problem(text, new_text)
+        if problem:
+            for f in outcome.findings:
+                if f.status is Status.REWRITTEN:
+                    f.status = Status.MANUAL
+            outcome.error = f"{problem}; file left unchanged"
+            outcome.findings.append(Finding(path, 1, 1, 1, 1, CODE_FILE_ERROR, outcome.error,
+                                            status=Status.UNPARSABLE, legacy_site=False))
+        else:
+            outcome.new_text = new_text
+    if settings.verify and outcome.changed:
+        _verify(outcome, settings)
+    if settings.mode == "write" and outcome.changed:
+        if settings.verify and any(v.get("verdict") == "mismatch" for v in outcome.verdicts):
+            outcome.error = "verification found a mismatch; file not written"
+        elif settings.require_proof and any(v.get("verdict") != "equivalent" for v in outcome.verdicts):
+            outcome.error = "--require-proof: a kernel is not proven equivalent; file not written"
+        else:
+            try:
+                files.atomic_write(src, outcome.new_text)
+                outcome.written = True
+            except files.FileError as e:
+                outcome.error = e.message
+        if outcome.error and not outcome.written:
+            for f in outcome.findings:
+                if f.status is Status.REWRITTEN:
+                    f.status = Status.MANUAL
+                    f.message += f" [not written: {outcome.error}]"
+    return outcome
+
+
+def _describe_fix(text: str, f: Finding) -> None:
+    """Fill ``original``/``replacement``: the site's text before and after its own fix."""
+    if f.fix is None:
+        return
+    starts = line_starts(text)
+    s = starts[f.line - 1] + f.column - 1
+    e = starts[f.end_line - 1] + f.end_column - 1
+    inside = [x for x in f.fix.edits if s <= x.start and x.end <= e]
+    f.original = text[s:e]
+    f.replacement = apply_edits(f.original, [Edit(x.start - s, x.end - s, x.replacement) for x in inside])
+
+
+def _verify(outcome: FileOutcome, settings: RunSettings) -> None:
+    try:
+        from . import verify
+    except ImportError as e:  # pragma: no cover - verify is part of the package
+        outcome.verdicts = [{"kernel": "*", "verdict": "inconclusive", "reason": f"verifier unavailable: {e}"}]
+        return
+    if outcome.language != "python":
+        return
+    opts = front_end_options(settings)
+    try:
+        verdicts = verify.verify_source(
+            outcome.old_text, outcome.new_text, outcome.path, rules=opts.rules, target=opts.target,
+            binds=settings.binds, device=settings.device, emit_cuda_dir=settings.emit_cuda,
+        )
+        outcome.verdicts = [v.to_dict() for v in verdicts]
+    except Exception as e:  # noqa: BLE001 - a verifier crash must not lose the file's other results
+        outcome.verdicts = [{"kernel": "*", "line": 1, "verdict": "inconclusive", "reason": f"verifier error: {e}"}]

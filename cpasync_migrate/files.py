@@ -1,0 +1,334 @@
+"""File discovery, faithful reading and atomic writing.
+
+Discovery walks directories with ``os.scandir``, honours ``.gitignore`` files
+(a practical subset of git's rules: negation, anchoring, directory-only
+patterns, ``*``, ``?``, ``[...]`` and ``**``), skips VCS, virtual-environment,
+build and cache folders, and applies ``--exclude`` globs.  Explicit file
+arguments are always processed.
+
+Reading keeps everything needed to write the file back byte for byte:
+the encoding (PEP 263 cookie for Python, UTF-8 otherwise), a BOM, and the
+newline style (text is decoded without newline translation).
+"""
+from __future__ import annotations
+
+import codecs
+import fnmatch
+import hashlib
+import os
+import re
+import stat
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator, Optional
+
+NEEDLE = b"ptx_cp_async"
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+CPP_SUFFIXES = (".cc", ".cpp", ".cxx", ".h", ".hpp", ".cu", ".cuh")
+
+SKIP_DIRS = frozenset(
+    {
+        ".git", ".hg", ".svn", ".bzr", "_darcs", ".jj",
+        "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis",
+        ".tox", ".nox", ".eggs", "node_modules", "site-packages",
+        ".venv", "venv", ".env", "env",  # also any folder holding pyvenv.cfg
+        "build", "dist", "_build", ".cache", ".ipynb_checkpoints",
+    }
+)
+
+
+class FileError(Exception):
+    def __init__(self, path: str, message: str, line: Optional[int] = None):
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.message = message
+        self.line = line
+
+
+# ---------------------------------------------------------------- gitignore
+
+
+class _Pattern:
+    __slots__ = ("negate", "dir_only", "regex", "base")
+
+    def __init__(self, line: str, base: str):
+        self.base = base  # directory (relative to the walk root, "" for root) holding the .gitignore
+        self.negate = line.startswith("!")
+        if self.negate:
+            line = line[1:]
+        if line.startswith("\\"):
+            line = line[1:]
+        self.dir_only = line.endswith("/")
+        line = line.rstrip("/")
+        anchored = "/" in line
+        line = line.lstrip("/")
+        rx = _glob_to_regex(line)
+        self.regex = re.compile(("^" if anchored else "^(?:.*/)?") + rx + "$")
+
+    def matches(self, rel: str, is_dir: bool) -> bool:
+        if self.dir_only and not is_dir:
+            return False
+        if self.base:
+            if not rel.startswith(self.base + "/"):
+                return False
+            rel = rel[len(self.base) + 1 :]
+        return bool(self.regex.match(rel))
+
+
+def _glob_to_regex(pat: str) -> str:
+    i, n, out = 0, len(pat), []
+    while i < n:
+        c = pat[i]
+        if c == "*":
+            if pat[i : i + 3] == "**/":
+                out.append("(?:.*/)?")
+                i += 3
+                continue
+            if pat[i : i + 2] == "**":
+                out.append(".*")
+                i += 2
+                continue
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            j = pat.find("]", i + 1)
+            if j == -1:
+                out.append(re.escape(c))
+            else:
+                body = pat[i + 1 : j].replace("\\", "\\\\")
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append("[" + body + "]")
+                i = j
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
+
+
+def _read_gitignore(directory: str, base: str) -> list[_Pattern]:
+    try:
+        with open(os.path.join(directory, ".gitignore"), encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return []
+    pats = []
+    for raw in lines:
+        line = raw.rstrip()
+        if not line or line.startswith("#"):
+            continue
+        pats.append(_Pattern(line, base))
+    return pats
+
+
+def _ignored(patterns: list[_Pattern], rel: str, is_dir: bool) -> bool:
+    ignored = False
+    for p in patterns:
+        if p.negate == ignored and p.matches(rel, is_dir):
+            ignored = not p.negate
+    return ignored
+
+
+def _excluded(rel: str, name: str, excludes: tuple[str, ...]) -> bool:
+    for g in excludes:
+        if fnmatch.fnmatch(rel, g) or fnmatch.fnmatch(name, g) or fnmatch.fnmatch(rel, g.rstrip("/") + "/*"):
+            return True
+    return False
+
+
+def _git_root_patterns(start: Path) -> tuple[Optional[Path], list[_Pattern]]:
+    """.gitignore files of the enclosing repository above ``start`` (outermost first)."""
+    chain = []
+    cur = start.resolve()
+    root = None
+    while True:
+        chain.append(cur)
+        if (cur / ".git").exists():
+            root = cur
+            break
+        if cur.parent == cur:
+            break
+        cur = cur.parent
+    if root is None:
+        return None, []
+    pats: list[_Pattern] = []
+    chain.reverse()
+    for d in chain[:-1]:  # the start folder's own .gitignore is read by the walk
+        rel_to_start = os.path.relpath(d, start.resolve())
+        # express the parent's patterns relative to `start`: only unanchored ones still apply
+        for p in _read_gitignore(str(d), ""):
+            if p.regex.pattern.startswith("^(?:.*/)?"):
+                pats.append(p)
+        del rel_to_start
+    return root, pats
+
+
+def discover(
+    paths: Iterable[str],
+    suffixes: tuple[str, ...],
+    excludes: tuple[str, ...] = (),
+    respect_gitignore: bool = True,
+) -> Iterator[str]:
+    """Yield candidate files, in sorted order within each argument."""
+    seen: set[str] = set()
+    for arg in paths:
+        p = Path(arg)
+        if p.is_file() or not p.exists():
+            # explicit files are always processed (a missing one is reported by the reader)
+            if arg not in seen:
+                seen.add(arg)
+                yield arg
+            continue
+        outer = _git_root_patterns(p)[1] if respect_gitignore else []
+        for f in _walk(str(p), outer, suffixes, excludes, respect_gitignore):
+            if f not in seen:
+                seen.add(f)
+                yield f
+
+
+def _walk(top: str, outer: list[_Pattern], suffixes, excludes, respect_gitignore) -> Iterator[str]:
+    stack = [("", outer)]
+    while stack:
+        rel_dir, pats = stack.pop()
+        full_dir = os.path.join(top, rel_dir) if rel_dir else top
+        if respect_gitignore:
+            own = _read_gitignore(full_dir, rel_dir)
+            if own:
+                pats = pats + own
+        try:
+            entries = sorted(os.scandir(full_dir), key=lambda e: e.name)
+        except OSError:
+            continue
+        subdirs = []
+        for e in entries:
+            name = e.name
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            try:
+                is_dir = e.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if is_dir:
+                if name in SKIP_DIRS or name.endswith(".egg-info"):
+                    continue
+                if os.path.exists(os.path.join(e.path, "pyvenv.cfg")):
+                    continue
+                if excludes and _excluded(rel, name, excludes):
+                    continue
+                if pats and _ignored(pats, rel, True):
+                    continue
+                subdirs.append((rel, pats))
+            elif name.endswith(suffixes):
+                if excludes and _excluded(rel, name, excludes):
+                    continue
+                if pats and _ignored(pats, rel, False):
+                    continue
+                yield e.path
+        stack.extend(reversed(subdirs))
+
+
+# ---------------------------------------------------------------- reading
+
+
+@dataclass
+class SourceFile:
+    path: str
+    raw: bytes
+    text: str
+    encoding: str  # codec used to decode (without BOM handling)
+    bom: bytes  # b"" or the BOM that preceded the text
+    mode: int
+    digest: str
+
+
+_COOKIE_RE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+
+
+def _python_encoding(raw: bytes) -> str:
+    for line in raw.split(b"\n", 2)[:2]:
+        m = _COOKIE_RE.match(line)
+        if m:
+            return m.group(1).decode("ascii")
+        if line.strip() and not line.lstrip().startswith(b"#"):
+            break
+    return "utf-8"
+
+
+def read_bytes(path: str) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise FileError(path, "no such file") from None
+    except IsADirectoryError:
+        raise FileError(path, "is a directory") from None
+    except PermissionError:
+        raise FileError(path, "permission denied (cannot read)") from None
+    except OSError as e:
+        raise FileError(path, f"cannot read: {e.strerror or e}") from None
+
+
+def decode(path: str, raw: bytes, python: bool) -> SourceFile:
+    if b"\x00" in raw[:8192]:
+        raise FileError(path, "binary file (contains NUL bytes); not a source file")
+    bom = b""
+    if raw.startswith(codecs.BOM_UTF8):
+        bom = codecs.BOM_UTF8
+    encoding = _python_encoding(raw[len(bom):]) if python else "utf-8"
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        raise FileError(path, f"unknown encoding {encoding!r} declared", 1) from None
+    if bom and codecs.lookup(encoding).name != "utf-8":
+        raise FileError(path, f"UTF-8 BOM together with a {encoding!r} coding cookie", 1)
+    try:
+        text = raw[len(bom):].decode(encoding)
+    except UnicodeDecodeError as e:
+        line = raw[len(bom):][: e.start].count(b"\n") + 1
+        raise FileError(path, f"cannot decode as {encoding} at byte {e.start + len(bom)}", line) from None
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        mode = 0o644
+    return SourceFile(path, raw, text, encoding, bom, mode, hashlib.sha256(raw).hexdigest())
+
+
+def encode(src: SourceFile, text: str) -> bytes:
+    return src.bom + text.encode(src.encoding)
+
+
+def atomic_write(src: SourceFile, text: str) -> None:
+    """Write ``text`` back with the file's encoding, BOM and permission bits.
+
+    Refuses when the file changed on disk since it was read.
+    """
+    data = encode(src, text)
+    path = src.path
+    try:
+        with open(path, "rb") as fh:
+            current = fh.read()
+    except OSError as e:
+        raise FileError(path, f"cannot re-read before writing: {e.strerror or e}") from None
+    if hashlib.sha256(current).hexdigest() != src.digest:
+        raise FileError(path, "changed on disk since it was read; not overwritten")
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = None, None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".cpasync-", suffix=".tmp", dir=directory)
+        with os.fdopen(fd, "wb") as fh:
+            fd = None
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, src.mode)
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as e:
+        raise FileError(path, f"cannot write: {e.strerror or e}") from None
+    finally:
+        if fd is not None:
+            os.close(fd)
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)

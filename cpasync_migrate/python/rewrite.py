@@ -1,0 +1,787 @@
+"""Find legacy ``ptx_cp_async`` calls in TileLang scripts and compute their rewrite.
+
+Pure: takes text, returns findings whose fixes are character-offset edits.
+Name resolution uses libcst's QualifiedNameProvider and ScopeProvider, so
+aliases, ``from`` imports and local shadowing are handled as Python does.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import libcst as cst
+from libcst.metadata import (
+    Assignment,
+    MetadataWrapper,
+    ParentNodeProvider,
+    PositionProvider,
+    QualifiedNameProvider,
+    ScopeProvider,
+)
+
+from ..findings import (
+    Analysis,
+    Applicability,
+    Edit,
+    Finding,
+    Fix,
+    FrontEndOptions,
+    Status,
+    line_starts,
+)
+
+SUPPRESS_RE = re.compile(r"#\s*cpasync-migrate:\s*ignore\b")
+INTRINSIC = "ptx_cp_async"
+
+CODE_FIX = "CPA001"
+CODE_MANUAL = "CPA002"
+CODE_TVM = "CPA003"
+CODE_DTYPE_KW = "CPA004"
+CODE_SIZE = "CPA005"
+
+
+class NoFix(Exception):
+    """The site cannot be migrated automatically; the message says why."""
+
+
+@dataclass
+class DType:
+    """A resolved element type: the text to emit and, when known, its size."""
+
+    text: str  # expression to put inside T.type_annotation(...)
+    name: Optional[str]  # canonical dtype name when statically known
+    size: Optional[int]
+    assumptions: list[str] = field(default_factory=list)
+    # size used for extents when `size` is unknown (e.g. a parameter default)
+    assumed_size: Optional[int] = None
+    assumed_name: Optional[str] = None
+
+
+@dataclass
+class Pointer:
+    arg: cst.Arg
+    buffer: Optional[str]
+    dtype: DType
+
+
+def _is_atom(node: cst.BaseExpression) -> bool:
+    if node.lpar:
+        return True
+    return isinstance(
+        node,
+        (cst.Name, cst.Attribute, cst.Integer, cst.Float, cst.Call, cst.Subscript, cst.SimpleString),
+    )
+
+
+def _string_value(node: cst.BaseExpression) -> Optional[str]:
+    if isinstance(node, cst.SimpleString):
+        try:
+            v = node.evaluated_value
+        except Exception:  # noqa: BLE001 - odd prefixes
+            return None
+        return v if isinstance(v, str) else None
+    return None
+
+
+def _int_value(node: cst.BaseExpression) -> Optional[int]:
+    if isinstance(node, cst.Integer) and not node.lpar:
+        try:
+            return int(node.value.replace("_", ""), 0)
+        except ValueError:
+            return None
+    if isinstance(node, cst.Integer):
+        return int(node.value.replace("_", ""), 0)
+    return None
+
+
+class _Analyzer(cst.BatchableCSTVisitor):
+    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ScopeProvider, ParentNodeProvider)
+
+    def __init__(self, ctx: "_Context"):
+        super().__init__()
+        self.ctx = ctx
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.ctx.visit_call(node, self)
+
+
+class _Context:
+    def __init__(self, text: str, path: str, module: cst.Module, options: FrontEndOptions):
+        self.text = text
+        self.path = path
+        self.module = module
+        self.opts = options
+        self.rules = options.rules
+        self.target = options.target
+        self.legacy = self.rules.legacy
+        self.starts = line_starts(text)
+        self.lines = text.splitlines(True)
+        self.findings: list[Finding] = []
+        self.visitor: Optional[_Analyzer] = None
+        self.tl_modules = set(self.rules.tilelang_modules)
+        self.tvm_modules = set(self.rules.tvm_modules)
+        self.newline = "\r\n" if "\r\n" in text else "\n"
+        self._import_edit: Optional[Edit] = None
+        self._emit_alias: Optional[str] = None
+
+    # ---------------------------------------------------------------- metadata helpers
+
+    def md(self, provider, node, default=None):
+        return self.visitor.get_metadata(provider, node, default)
+
+    def pos(self, node):
+        return self.md(PositionProvider, node)
+
+    def offset(self, line: int, col: int) -> int:
+        return self.starts[line - 1] + col
+
+    def span(self, node) -> tuple[int, int]:
+        r = self.pos(node)
+        return self.offset(r.start.line, r.start.column), self.offset(r.end.line, r.end.column)
+
+    def node_text(self, node) -> str:
+        s, e = self.span(node)
+        return self.text[s:e]
+
+    def qnames(self, node) -> set[str]:
+        try:
+            return {q.name for q in self.md(QualifiedNameProvider, node, set())}
+        except Exception:  # noqa: BLE001
+            return set()
+
+    def enclosing_function(self, node) -> Optional[str]:
+        names = []
+        cur = node
+        while True:
+            cur = self.md(ParentNodeProvider, cur)
+            if cur is None:
+                break
+            if isinstance(cur, cst.FunctionDef):
+                names.append(cur.name.value)
+            elif isinstance(cur, cst.ClassDef):
+                names.append(cur.name.value)
+            if isinstance(cur, cst.Module):
+                break
+        return ".".join(reversed(names)) or None
+
+    # ---------------------------------------------------------------- classification
+
+    def which_api(self, func: cst.BaseExpression) -> Optional[str]:
+        for q in self.qnames(func):
+            mod, _, name = q.rpartition(".")
+            if name != INTRINSIC:
+                continue
+            if mod in self.tl_modules:
+                return "tilelang"
+            if mod in self.tvm_modules:
+                return "tvm"
+        return None
+
+    def visit_call(self, node: cst.Call, visitor: _Analyzer) -> None:
+        self.visitor = visitor
+        api = self.which_api(node.func)
+        if api is None:
+            return
+        r = self.pos(node)
+        line_text = self.lines[r.start.line - 1] if r.start.line - 1 < len(self.lines) else ""
+        suppressed = bool(SUPPRESS_RE.search(line_text))
+        finding = Finding(
+            path=self.path,
+            line=r.start.line,
+            column=r.start.column + 1,
+            end_line=r.end.line,
+            end_column=r.end.column + 1,
+            code=CODE_FIX,
+            message="",
+            function=self.enclosing_function(node),
+        )
+        kind = self.call_shape(node)
+        if kind == "new":
+            if any(a.keyword is not None and a.keyword.value == self.legacy_dtype_kw() for a in node.args):
+                finding.code = CODE_DTYPE_KW
+                finding.message = (
+                    "access-pointer call still passes dtype=: TileLang's dtype-forwarding wrapper moves it to the "
+                    "front and shifts every argument; delete the dtype= keyword"
+                )
+            else:
+                return  # already migrated: not a finding
+        elif api == "tvm":
+            finding.code = CODE_TVM
+            finding.message = (
+                "ptx_cp_async resolves to TVM's own wrapper, which keeps the legacy signature; a rewrite would break "
+                "this call. Switch the file to TileLang (import tilelang.language as T) and run again"
+            )
+        elif kind == "legacy":
+            try:
+                finding.fix, note = self.rewrite(node)
+                finding.message = "legacy offset-form ptx_cp_async; migrate to access pointers" + note
+            except NoFix as e:
+                finding.code = CODE_MANUAL
+                finding.message = f"legacy ptx_cp_async cannot be migrated automatically: {e}"
+        else:
+            finding.code = CODE_MANUAL
+            finding.message = f"ptx_cp_async call with an argument layout the tool cannot read: {kind}"
+        if suppressed:
+            finding.status = Status.SUPPRESSED
+            finding.fix = None
+        self.findings.append(finding)
+
+    def legacy_dtype_kw(self) -> str:
+        return self.legacy.python_params[0]
+
+    def call_shape(self, node: cst.Call) -> str:
+        """'legacy', 'new', or a description of what is wrong."""
+        if any(a.star for a in node.args):
+            return "it uses *args or **kwargs"
+        params = self.legacy.python_params
+        kws = [a.keyword.value for a in node.args if a.keyword is not None]
+        npos = sum(1 for a in node.args if a.keyword is None)
+        legacy_only = set(params) - {"dtype", "bytes"}
+        if any(k in legacy_only for k in kws):
+            return "legacy"
+        new_names = set()
+        for g in self.rules.generations[1:]:
+            new_names.update(g.python_params)
+        total = len(node.args)
+        if total == len(params):
+            return "legacy"
+        if 3 <= total <= 4 or (total - (1 if "dtype" in kws else 0)) in (3, 4):
+            return "new"
+        if any(k in new_names for k in kws):
+            return "new"
+        return f"{total} arguments ({npos} positional)"
+
+    # ---------------------------------------------------------------- binding
+
+    def bind_legacy(self, node: cst.Call) -> dict[str, cst.Arg]:
+        params = list(self.legacy.python_params)
+        bound: dict[str, cst.Arg] = {}
+        positional = [a for a in node.args if a.keyword is None]
+        keywords = [a for a in node.args if a.keyword is not None]
+        kwnames = [a.keyword.value for a in keywords]
+        # TVMScript's dtype forwarding: dtype given as keyword, the rest shift left
+        order = params[1:] if self.legacy_dtype_kw() in kwnames else params
+        if len(positional) > len(order):
+            raise NoFix("too many positional arguments")
+        for p, a in zip(order, positional):
+            bound[p] = a
+        for a in keywords:
+            k = a.keyword.value
+            if k not in params:
+                raise NoFix(f"unknown keyword argument {k}=")
+            if k in bound:
+                raise NoFix(f"argument {k} given twice")
+            bound[k] = a
+        missing = [p for p in params if p not in bound]
+        if missing:
+            raise NoFix("missing argument(s) " + ", ".join(missing))
+        return bound
+
+    # ---------------------------------------------------------------- declarations and dtypes
+
+    def scope_of(self, node):
+        return self.md(ScopeProvider, node)
+
+    def assignments(self, node, name: str):
+        scope = self.scope_of(node)
+        if scope is None:
+            return set()
+        try:
+            return set(scope[name])
+        except Exception:  # noqa: BLE001
+            return set()
+
+    def parent(self, node):
+        return self.md(ParentNodeProvider, node)
+
+    def declaration_of(self, at: cst.CSTNode, name: str) -> Optional[tuple[cst.CSTNode, cst.BaseExpression]]:
+        """The declaring call (or subscript) of buffer ``name`` visible at ``at``.
+
+        Returns (context node, declaration expression), or None when no
+        single declaration is visible.
+        """
+        decls = []
+        for asg in self.assignments(at, name):
+            if not isinstance(asg, Assignment):
+                return None
+            n = asg.node
+            if isinstance(n, cst.Param):
+                if n.annotation is None:
+                    return None
+                decls.append((n, n.annotation.annotation))
+                continue
+            par = self.parent(n)
+            if isinstance(par, cst.AssignTarget):
+                stmt = self.parent(par)
+                if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and par.target is n:
+                    decls.append((stmt, stmt.value))
+                    continue
+                return None
+            if isinstance(par, cst.AnnAssign) and par.target is n and par.value is not None:
+                decls.append((par, par.value))
+                continue
+            if isinstance(par, cst.AsName):
+                witem = self.parent(par)
+                if isinstance(witem, cst.WithItem):
+                    decls.append((witem, witem.item))
+                    continue
+            return None
+        if len(decls) != 1:
+            return None
+        return decls[0]
+
+    def decl_dtype_expr(self, decl: cst.BaseExpression) -> tuple[Optional[cst.BaseExpression], str]:
+        """The dtype argument of a declaration expression.
+
+        Returns (expr or None for the API default, declaring function name);
+        raises NoFix when the expression is not a known declaration.
+        """
+        if isinstance(decl, cst.Subscript):  # T.Buffer[(M, N), "float16"]
+            fname = self.decl_function(decl.value)
+            if fname is None:
+                raise NoFix("the buffer's declaration is not a TileLang buffer declaration")
+            elems = [e.slice for e in decl.slice]
+            vals = [e.value for e in elems if isinstance(e, cst.Index)]
+            if len(vals) >= 2:
+                return vals[1], fname
+            return None, fname
+        if not isinstance(decl, cst.Call):
+            raise NoFix("the buffer's declaration is not a call")
+        fname = self.decl_function(decl.func)
+        if fname is None:
+            raise NoFix(f"the buffer is declared by `{self.node_text(decl.func)}`, not a known buffer declaration")
+        spec = self.rules.declarations[fname]
+        positional = [a for a in decl.args if a.keyword is None and not a.star]
+        if any(a.star for a in decl.args):
+            raise NoFix("the buffer's declaration uses *args/**kwargs")
+        for a in decl.args:
+            if a.keyword is not None and a.keyword.value == spec["keyword"]:
+                return a.value, fname
+        if len(positional) > spec["position"]:
+            return positional[spec["position"]].value, fname
+        return None, fname
+
+    def decl_function(self, func: cst.BaseExpression) -> Optional[str]:
+        for q in self.qnames(func):
+            mod, _, name = q.rpartition(".")
+            if name in self.rules.declarations and (mod in self.tl_modules or mod in self.tvm_modules):
+                return name
+        return None
+
+    def same_binding(self, a: cst.CSTNode, b: cst.CSTNode, expr: cst.BaseExpression) -> bool:
+        """Every name in ``expr`` (evaluated at ``a``) means the same at ``b``."""
+        for n in _names_in(expr):
+            if self.assignments(a, n) != self.assignments(b, n):
+                return False
+            if not self.assignments(a, n) and n not in _BUILTIN_NAMES:
+                return False
+        return True
+
+    def dtype_of_expr(self, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> DType:
+        """Resolve a dtype expression as seen at ``at`` (the declaration)."""
+        text = self.node_text(expr)
+        s = _string_value(expr)
+        if s is not None:
+            name = self.rules.canonical_dtype(s)
+            size = self.rules.dtype_size(name)
+            if size is None:
+                raise NoFix(f"unknown element type {s!r}")
+            return DType(text, name, size)
+        if isinstance(expr, cst.Attribute):
+            mods = {q.name.rpartition(".")[0] for q in self.md(QualifiedNameProvider, expr, set())}
+            attr = expr.attr.value
+            if mods & (self.tl_modules | self.tvm_modules) and self.rules.dtype_size(attr) is not None:
+                name = self.rules.canonical_dtype(attr)
+                return DType(text, name, self.rules.dtype_size(name))
+            raise NoFix(f"dtype expression `{text}` is not a known dtype")
+        if isinstance(expr, cst.Name) and depth < 4:
+            asgs = self.assignments(at, expr.value)
+            if len(asgs) == 1:
+                (asg,) = asgs
+                if isinstance(asg, Assignment):
+                    n = asg.node
+                    if isinstance(n, cst.Param):
+                        d = DType(text, None, None)
+                        if n.default is not None:
+                            try:
+                                inner = self.dtype_of_expr(n.default, n, depth + 1)
+                            except NoFix:
+                                inner = None
+                            if inner is not None and inner.size is not None:
+                                d.assumed_size = inner.size
+                                d.assumed_name = inner.name
+                        return d
+                    par = self.parent(n)
+                    if isinstance(par, cst.AssignTarget):
+                        stmt = self.parent(par)
+                        if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and par.target is n:
+                            inner = self.dtype_of_expr(stmt.value, stmt, depth + 1)
+                            return DType(text, inner.name, inner.size, inner.assumptions,
+                                         inner.assumed_size, inner.assumed_name)
+            return DType(text, None, None)
+        raise NoFix(f"dtype expression `{text}` is not a string, a dtype attribute or a name")
+
+    def pointer(self, arg: cst.Arg, call: cst.Call, call_dtype: Optional[cst.Arg]) -> Pointer:
+        v = arg.value
+        buf = None
+        if isinstance(v, cst.Attribute) and v.attr.value == "data" and isinstance(v.value, cst.Name):
+            buf = v.value.value
+            found = self.declaration_of(call, buf)
+            if found is not None:
+                ctx_node, decl = found
+                dexpr, fname = self.decl_dtype_expr(decl)
+                if dexpr is None:
+                    d = self.rules.default_dtype
+                    return Pointer(arg, buf, DType(
+                        f'"{d}"', d, self.rules.dtype_size(d),
+                        [f"`{buf}` is declared by {fname} without a dtype; the API default {d} is assumed"]))
+                dt = self.dtype_of_expr(dexpr, ctx_node)
+                if not self.same_binding(ctx_node, call, dexpr):
+                    # the declaration's dtype expression means something else here
+                    if dt.name is None:
+                        raise NoFix(f"the dtype of `{buf}` (`{dt.text}`) is not visible at the call")
+                    dt = DType(f'"{dt.name}"', dt.name, dt.size)
+                return Pointer(arg, buf, dt)
+        # no declaration visible: fall back to the call's dtype
+        what = f"`{buf}`" if buf else f"`{self.node_text(v)}`"
+        if call_dtype is None:
+            raise NoFix(f"no declaration of {what} is visible and the call has no dtype")
+        dt = self.dtype_of_expr(call_dtype.value, call)
+        dt.assumptions = dt.assumptions + [
+            f"no declaration of {what} is visible; its element type is assumed to be the call's dtype "
+            f"{self.node_text(call_dtype.value)}"
+        ]
+        return Pointer(arg, buf, dt)
+
+    # ---------------------------------------------------------------- emitting
+
+    def emit_alias(self) -> str:
+        """Name bound to tilelang.language at module level, adding an import if needed."""
+        if self._emit_alias is not None:
+            return self._emit_alias
+        want = self.rules.emit_module
+        alias = None
+        last_import_end = None
+        body = self.module.body
+        i = 0
+        if body and _is_docstring(body[0]):
+            last_import_end = self.pos(body[0]).end.line
+            i = 1
+        while i < len(body):
+            stmt = body[i]
+            if not (isinstance(stmt, cst.SimpleStatementLine) and all(
+                    isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)):
+                break
+            last_import_end = self.pos(stmt).end.line
+            i += 1
+        for stmt in body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            for s in stmt.body:
+                if isinstance(s, cst.Import):
+                    for n in s.names:
+                        full = _dotted(n.name)
+                        if full == want:
+                            alias = n.asname.name.value if n.asname else want
+                        elif alias is None and not n.asname and want.startswith(full + "."):
+                            alias = want
+                elif isinstance(s, cst.ImportFrom) and s.module is not None and not s.relative:
+                    mod = _dotted(s.module)
+                    if isinstance(s.names, cst.ImportStar):
+                        continue
+                    for n in s.names:
+                        if f"{mod}.{_dotted(n.name)}" == want:
+                            alias = n.asname.name.value if n.asname else _dotted(n.name)
+        if alias is not None and self._global_binding_is_import(alias.split(".")[0]):
+            self._emit_alias = alias
+            return alias
+        # add an import
+        name = self.rules.emit_alias
+        if self._globally_bound(name):
+            name = "TL"
+            k = 2
+            while self._globally_bound(name):
+                name = f"TL{k}"
+                k += 1
+        stmt_text = f"import {want} as {name}{self.newline}"
+        if last_import_end is None:
+            off = 0
+            # keep a shebang / encoding cookie first
+            while off < len(self.text) and self.text.startswith("#", off):
+                nl = self.text.find("\n", off)
+                if nl == -1:
+                    break
+                off = nl + 1
+        else:
+            off = self.starts[last_import_end] if last_import_end < len(self.starts) else len(self.text)
+            if off == len(self.text) and not self.text.endswith("\n"):
+                stmt_text = self.newline + stmt_text.rstrip("\r\n")
+        self._import_edit = Edit(off, off, stmt_text)
+        self._emit_alias = name
+        return name
+
+    def _globally_bound(self, name: str) -> bool:
+        scope = self.md(ScopeProvider, self.module)
+        try:
+            return bool(scope[name]) if scope is not None else False
+        except Exception:  # noqa: BLE001
+            return False
+
+    def _global_binding_is_import(self, name: str) -> bool:
+        scope = self.md(ScopeProvider, self.module)
+        if scope is None:
+            return False
+        asgs = scope[name]
+        return bool(asgs) and all(
+            isinstance(a, Assignment) and isinstance(a.node, (cst.Import, cst.ImportFrom)) for a in asgs)
+
+    def alias_visible_at(self, alias: str, node: cst.CSTNode) -> bool:
+        head = alias.split(".")[0]
+        mod_scope = self.md(ScopeProvider, self.module)
+        return set(self.assignments(node, head)) == set(mod_scope[head]) if mod_scope else False
+
+    def rewrite(self, node: cst.Call) -> tuple[Fix, str]:
+        bound = self.bind_legacy(node)
+        p = self.legacy.python_params
+        k_dtype, k_dptr, k_doff, k_sptr, k_soff, k_bytes = p
+        call_dtype = bound[k_dtype]
+        dst = self.pointer(bound[k_dptr], node, call_dtype)
+        src = self.pointer(bound[k_sptr], node, call_dtype)
+        size_arg = bound[k_bytes]
+        nbytes = _int_value(size_arg.value)
+        assumptions: list[str] = []
+        steps = [f"{g_from}->{g.name}" for g_from, g in _step_names(self.rules, self.opts.source, self.target)]
+        to_elems = any(g.size_meaning == "num_elems" for g in self.rules.chain(self.opts.source.name, self.target.name))
+
+        d_off_text = self.node_text(bound[k_doff].value)
+        s_off_text = self.node_text(bound[k_soff].value)
+        d_off_new = s_off_new = None  # replacements for offsets (scaled), when any
+
+        if to_elems:
+            # one common pointer type; both sizes must be known
+            for ptr in (dst, src):
+                if ptr.dtype.size is None:
+                    raise NoFix(f"the element size of `{ptr.dtype.text}` is not known from the text; "
+                                f"{self.target.name} needs the element count as an integer literal")
+            if nbytes is None:
+                raise NoFix(f"the byte count `{self.node_text(size_arg.value)}` is not an integer literal; "
+                            f"{self.target.name} needs num_elems as an integer literal")
+            if dst.dtype.size != src.dtype.size:
+                narrow, wide = (dst, src) if dst.dtype.size < src.dtype.size else (src, dst)
+                ratio = wide.dtype.size // narrow.dtype.size
+                scaled = _scale(bound[k_doff if wide is dst else k_soff].value,
+                                d_off_text if wide is dst else s_off_text, ratio)
+                if wide is dst:
+                    d_off_new = scaled
+                else:
+                    s_off_new = scaled
+                assumptions_note = (f"`{wide.buffer}` is addressed as {narrow.dtype.name} with its offset scaled by "
+                                    f"{ratio} (both pointers need one type under {self.target.name})")
+                wide = Pointer(wide.arg, wide.buffer, DType(narrow.dtype.text, narrow.dtype.name, narrow.dtype.size))
+                if dst.dtype.size > src.dtype.size:
+                    dst = wide
+                else:
+                    src = wide
+                del assumptions_note
+            k = dst.dtype.size
+            if nbytes % k:
+                raise NoFix(f"{nbytes} bytes is not a whole number of {dst.dtype.name} elements")
+            if nbytes not in self.target.widths:
+                raise NoFix(f"{nbytes} bytes is not a cp.async width ({'/'.join(map(str, self.target.widths))})")
+            n_common = nbytes // k
+        for ptr in (dst, src):
+            assumptions.extend(ptr.dtype.assumptions)
+
+        def extent(ptr: Pointer) -> str:
+            size = ptr.dtype.size
+            if size is None:
+                if ptr.dtype.assumed_size is None:
+                    raise NoFix(f"the element size of `{ptr.dtype.text}` is not known from the text "
+                                "(give it a default or a literal dtype)")
+                size = ptr.dtype.assumed_size
+                assumptions.append(f"`{ptr.dtype.text}` keeps its default {ptr.dtype.assumed_name} "
+                                   f"({size}-byte elements) for the access pointer's extent")
+            if nbytes is not None:
+                if nbytes % size:
+                    raise NoFix(f"{nbytes} bytes is not a whole number of {ptr.dtype.name or ptr.dtype.text} elements")
+                return str(nbytes // size)
+            stext = self.node_text(size_arg.value)
+            if size == 1:
+                return stext
+            if size >= 8:
+                assumptions.append(f"the byte count `{stext}` is a multiple of {size}")
+            return f"{stext} // {size}" if _is_atom(size_arg.value) else f"({stext}) // {size}"
+
+        n_dst = extent(dst)
+        n_src = extent(src)
+        T = self.emit_alias()
+        if not self.alias_visible_at(T, node) and self._import_edit is None:
+            raise NoFix(f"`{T}` (tilelang.language) is shadowed at this call")
+        g = self.target
+        dst_prefix = f"{T}.{g.access_ptr}({T}.{g.type_annotation}({dst.dtype.text}), "
+        src_prefix = f"{T}.{g.access_ptr}({T}.{g.type_annotation}({src.dtype.text}), "
+        dst_suffix = f", {n_dst}, {g.dst_rw_mask})"
+        src_suffix = f", {n_src}, {g.src_rw_mask})"
+        size_new = str(n_common) if to_elems else None
+
+        edits = self.layout_edits(
+            node, bound,
+            order=[k_dptr, k_doff, k_sptr, k_soff, k_bytes],
+            drop=k_dtype,
+            before={k_dptr: dst_prefix, k_sptr: src_prefix},
+            after={k_doff: dst_suffix, k_soff: src_suffix},
+            replace={k: v for k, v in ((k_doff, d_off_new), (k_soff, s_off_new), (k_bytes, size_new)) if v is not None},
+        )
+        if self._import_edit is not None:
+            # every fix that needs the import carries the same edit; the engine applies it once
+            edits.append(self._import_edit)
+        applic = Applicability.UNSAFE if assumptions else Applicability.SAFE
+        note = ""
+        if assumptions:
+            note = " (unsafe fix: " + "; ".join(assumptions) + ")"
+        return Fix(edits, applic, assumptions, steps), note
+
+    def layout_edits(self, node: cst.Call, bound: dict[str, cst.Arg], order: Sequence[str], drop: str,
+                     before: dict, after: dict, replace: dict) -> list[Edit]:
+        args = list(node.args)
+        index = {id(a): i for i, a in enumerate(args)}
+        keep = [bound[k] for k in order]
+        in_order = [a for a in args if a is not bound[drop]]
+        edits: list[Edit] = []
+        if [id(a) for a in in_order] == [id(a) for a in keep]:
+            # drop the dtype argument
+            di = index[id(bound[drop])]
+            ds, de = self.span(args[di])
+            if di + 1 < len(args):
+                ns, _ = self.span(args[di + 1])
+                gap = self.text[de:ns]
+                if "#" in gap:
+                    _, ce = self.span(args[di].comma)
+                    edits.append(Edit(ds, ce, ""))
+                else:
+                    edits.append(Edit(ds, ns, ""))
+            else:
+                prev = args[di - 1]
+                _, pe = self.span(prev)
+                gap = self.text[pe:ds]
+                if "#" in gap:
+                    cs, ce = self.span(prev.comma)
+                    edits.append(Edit(cs, ce, ""))
+                    edits.append(Edit(ds, de, ""))
+                else:
+                    edits.append(Edit(pe, de, ""))
+            for k in order:
+                a = bound[k]
+                vs, ve = self.span(a.value)
+                as_, _ = self.span(a)
+                if a.keyword is not None:
+                    # drop `name=` (and the whitespace up to the value)
+                    edits.append(Edit(as_, vs, before.get(k, "")))
+                elif k in before:
+                    edits.append(Edit(vs, vs, before[k]))
+                if k in replace:
+                    edits.append(Edit(vs, ve, replace[k]))
+                if k in after:
+                    edits.append(Edit(ve, ve, after[k]))
+            return _merge_point_edits(edits)
+        # out of order: re-emit the argument list in canonical order
+        gaps = "".join(self.text[self.span(args[i])[1]:self.span(args[i + 1])[0]] for i in range(len(args) - 1))
+        if "#" in gaps:
+            raise NoFix("keyword arguments are out of order and comments sit between them")
+        parts = []
+        for k in order:
+            a = bound[k]
+            vtext = replace.get(k, self.node_text(a.value))
+            parts.append(before.get(k, "") + vtext + after.get(k, ""))
+        s, _ = self.span(args[0])
+        _, e = self.span(args[-1])
+        return [Edit(s, e, ", ".join(parts))]
+
+
+_BUILTIN_NAMES = frozenset({"True", "False", "None"})
+
+
+def _names_in(expr: cst.CSTNode) -> set[str]:
+    out: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            out.add(n.value)
+
+        def visit_Attribute(self, n: cst.Attribute):
+            # only the head of a dotted name is looked up
+            head = n
+            while isinstance(head, cst.Attribute):
+                head = head.value
+            head.visit(self)
+            return False
+
+    expr.visit(V())
+    return out
+
+
+def _dotted(node) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return _dotted(node.value) + "." + node.attr.value
+    return ""
+
+
+def _is_docstring(stmt) -> bool:
+    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.Expr)
+            and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
+
+
+def _scale(node: cst.BaseExpression, text: str, ratio: int) -> str:
+    iv = _int_value(node)
+    if iv is not None:
+        return str(iv * ratio)
+    if _is_atom(node):
+        return f"{text} * {ratio}"
+    return f"({text}) * {ratio}"
+
+
+def _step_names(rules, source, target):
+    prev = source.name
+    out = []
+    for g in rules.chain(source.name, target.name):
+        out.append((prev, g))
+        prev = g.name
+    return out
+
+
+def _merge_point_edits(edits: list[Edit]) -> list[Edit]:
+    """Combine edits that touch the same point so they apply in order."""
+    edits = sorted(edits, key=lambda e: (e.start, e.end))
+    out: list[Edit] = []
+    for e in edits:
+        if out and out[-1].end == e.start and (out[-1].start == out[-1].end or e.start == e.end):
+            prev = out.pop()
+            out.append(Edit(prev.start, e.end, prev.replacement + e.replacement))
+        else:
+            out.append(e)
+    return out
+
+
+def analyze(text: str, path: str, options: FrontEndOptions) -> Analysis:
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as e:
+        return Analysis([], error=f"cannot parse: {e.message}", error_line=e.raw_line, error_column=e.raw_column + 1)
+    except Exception as e:  # noqa: BLE001 - libcst raises a few other types on odd input
+        return Analysis([], error=f"cannot parse: {e}")
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    ctx = _Context(text, path, module, options)
+    wrapper.visit_batched([_Analyzer(ctx)])
+    return Analysis(ctx.findings)
+
+
+def reparse_problem(old_text: str, new_text: str) -> Optional[str]:
+    try:
+        cst.parse_module(new_text)
+    except cst.ParserSyntaxError as e:
+        return f"the rewritten text does not parse (line {e.raw_line}: {e.message})"
+    return None

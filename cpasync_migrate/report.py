@@ -1,0 +1,371 @@
+"""Reports: check lines, a summary, unified diffs, JSON, GitHub annotations, SARIF.
+
+Every format is built from the same list of :class:`FileOutcome` objects.
+The JSON layout is documented in README.md and described by
+``cpasync_migrate/schemas/report.schema.json``.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import sys
+from collections import Counter
+from typing import Iterable, TextIO
+
+from . import __version__
+from .findings import FileOutcome, Finding, Status
+
+JSON_SCHEMA_VERSION = 1
+REMAINING = (Status.REWRITTEN, Status.MANUAL, Status.UNSAFE)
+BUCKETS = ("rewritten", "manual", "unsafe", "suppressed", "unparsable")
+
+SEVERITY = {
+    Status.REWRITTEN: "error",
+    Status.MANUAL: "error",
+    Status.UNSAFE: "error",
+    Status.SUPPRESSED: "note",
+    Status.UNPARSABLE: "error",
+    Status.INFO: "note",
+}
+
+
+def rel(path: str) -> str:
+    try:
+        r = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if r.startswith("..") else r
+
+
+def all_findings(outcomes: Iterable[FileOutcome]) -> list[Finding]:
+    out = [f for o in outcomes for f in o.findings]
+    out.sort(key=Finding.sort_key)
+    return out
+
+
+def summarize(outcomes: list[FileOutcome], files_scanned: int, mode: str) -> dict:
+    c = Counter()
+    info = 0
+    for o in outcomes:
+        for f in o.findings:
+            if not f.legacy_site:
+                if f.status is Status.INFO:
+                    info += 1
+                continue
+            c[f.status.value] += 1
+    return {
+        "files_scanned": files_scanned,
+        "files_with_sites": sum(1 for o in outcomes if any(f.legacy_site for f in o.findings)),
+        "files_changed": sum(1 for o in outcomes if o.changed),
+        "files_written": sum(1 for o in outcomes if o.written),
+        "sites": {b: c.get(b, 0) for b in BUCKETS},
+        "sites_total": sum(c.values()),
+        "info": info,
+        "errors": sum(1 for o in outcomes if o.error),
+    }
+
+
+def exit_code(outcomes: list[FileOutcome], mode: str, usage_error: bool = False) -> int:
+    if usage_error or any(o.error for o in outcomes):
+        return 2
+    for o in outcomes:
+        for f in o.findings:
+            if not f.legacy_site:
+                continue
+            if f.status in (Status.MANUAL, Status.UNSAFE):
+                return 1
+            if f.status is Status.REWRITTEN and mode != "write":
+                return 1
+    return 0
+
+
+# ------------------------------------------------------------------ text
+
+
+def finding_line(f: Finding) -> str:
+    msg = f.message
+    if f.function:
+        msg += f" [in {f.function}]"
+    return f"{rel(f.path)}:{f.line}:{f.column}: {f.code} {msg}"
+
+
+def check_lines(outcomes: list[FileOutcome]) -> list[str]:
+    lines = []
+    for f in all_findings(outcomes):
+        if f.status is Status.SUPPRESSED:
+            continue
+        lines.append(finding_line(f))
+        if f.fix and f.fix.assumptions and f.status in (Status.UNSAFE, Status.REWRITTEN):
+            for a in f.fix.assumptions:
+                lines.append(f"    assumption: {a}")
+    for o in outcomes:
+        if o.error and not any(f.code == "CPA900" for f in o.findings):
+            lines.append(f"{rel(o.path)}:{o.error_line or 1}:1: CPA900 {o.error}")
+    return lines
+
+
+def target_line(target_info: dict) -> str:
+    return f"target: {target_info['generation']} ({target_info['title']}) - {target_info['reason']}"
+
+
+def print_summary(out: TextIO, outcomes: list[FileOutcome], files_scanned: int, mode: str,
+                  target_info: dict, color: bool) -> None:
+    s = summarize(outcomes, files_scanned, mode)
+    sites = s["sites"]
+    verb = {"write": "rewritten", "check": "fixable", "diff": "fixable (shown)"}[mode]
+    rows = [
+        (verb, sites["rewritten"]),
+        ("left for a person", sites["manual"]),
+        ("unsafe fix, not applied (use --unsafe-fixes)", sites["unsafe"]),
+        ("suppressed", sites["suppressed"]),
+        ("in an unparsable file", sites["unparsable"]),
+    ]
+    header = f"{files_scanned} file(s) scanned, {s['files_with_sites']} with legacy ptx_cp_async sites, " \
+             f"{s['sites_total']} site(s)"
+    if mode != "write":
+        # one line, no table: the lint path stays light
+        parts = ", ".join(f"{v} {k.split(' (')[0]}" for k, v in rows)
+        out.write(f"{header}: {parts}" + (f"; {s['errors']} file(s) with errors" if s["errors"] else "") + "\n")
+        out.write(target_line(target_info) + "\n")
+        return
+    header += f", {s['files_written']} file(s) written"
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:  # pragma: no cover
+        Console = None
+    if Console is None:
+        out.write(header + "\n")
+        for k, v in rows:
+            out.write(f"  {k}: {v}\n")
+        out.write(target_line(target_info) + "\n")
+        return
+    console = Console(file=out, force_terminal=color, no_color=not color, highlight=False, width=100)
+    table = Table(title=None, show_header=True, header_style="bold")
+    table.add_column("sites")
+    table.add_column("count", justify="right")
+    for k, v in rows:
+        table.add_row(k, str(v))
+    table.add_row("total", str(s["sites_total"]), style="bold")
+    console.print(header)
+    console.print(table)
+    if s["info"]:
+        console.print(f"{s['info']} information-only finding(s)")
+    if s["errors"]:
+        console.print(f"[red]{s['errors']} file(s) with errors[/red]" if color else f"{s['errors']} file(s) with errors")
+    console.print(target_line(target_info), soft_wrap=True)
+
+
+def verdict_lines(outcomes: list[FileOutcome]) -> list[str]:
+    lines = []
+    for o in sorted(outcomes, key=lambda o: o.path):
+        for v in o.verdicts:
+            lines.append(f"{rel(o.path)}:{v.get('line', 1)}: {v.get('kernel')}: {v.get('verdict')}"
+                         + (f" ({v['reason']})" if v.get("reason") else ""))
+    return lines
+
+
+# ------------------------------------------------------------------ diff
+
+
+def unified_diff(o: FileOutcome) -> str:
+    if not o.changed:
+        return ""
+    p = rel(o.path).replace(os.sep, "/").lstrip("/")
+    a = o.old_text.splitlines(True)
+    b = o.new_text.splitlines(True)
+    out = []
+    for line in difflib.unified_diff(a, b, f"a/{p}", f"b/{p}", n=3):
+        if not line.endswith("\n"):
+            line += "\n\\ No newline at end of file\n"
+        out.append(line)
+    # difflib puts "\n" after the header lines itself; keep CRLF content as is
+    return "".join(out)
+
+
+def colorize_diff(text: str) -> str:
+    out = []
+    for line in text.splitlines(True):
+        if line.startswith(("+++", "---")):
+            out.append(f"\x1b[1m{line.rstrip(chr(10))}\x1b[0m\n")
+        elif line.startswith("+"):
+            out.append(f"\x1b[32m{line.rstrip(chr(10))}\x1b[0m\n")
+        elif line.startswith("-"):
+            out.append(f"\x1b[31m{line.rstrip(chr(10))}\x1b[0m\n")
+        elif line.startswith("@@"):
+            out.append(f"\x1b[36m{line.rstrip(chr(10))}\x1b[0m\n")
+        else:
+            out.append(line)
+    return "".join(out)
+
+
+# ------------------------------------------------------------------ json
+
+
+def finding_dict(f: Finding) -> dict:
+    fix = None
+    if f.fix is not None:
+        fix = {
+            "applicability": f.fix.applicability.value,
+            "applied": f.status is Status.REWRITTEN,
+            "original": f.original,
+            "replacement": f.replacement,
+            "assumptions": list(f.fix.assumptions),
+            "steps": list(f.fix.steps),
+            "edits": [{"start": e.start, "end": e.end, "content": e.replacement} for e in f.fix.edits],
+        }
+    return {
+        "path": rel(f.path),
+        "line": f.line,
+        "column": f.column,
+        "end_line": f.end_line,
+        "end_column": f.end_column,
+        "code": f.code,
+        "message": f.message,
+        "severity": SEVERITY[f.status],
+        "status": f.status.value,
+        "legacy_site": f.legacy_site,
+        "fixable": f.fix is not None,
+        "fix": fix,
+        "function": f.function,
+    }
+
+
+def json_report(outcomes: list[FileOutcome], files_scanned: int, mode: str, target_info: dict,
+                rules_versions: dict) -> dict:
+    return {
+        "schema_version": JSON_SCHEMA_VERSION,
+        "tool": {"name": "cpasync-migrate", "version": __version__},
+        "mode": mode,
+        "target": target_info,
+        "rules": rules_versions,
+        "summary": summarize(outcomes, files_scanned, mode),
+        "findings": [finding_dict(f) for f in all_findings(outcomes)],
+        "errors": [{"path": rel(o.path), "line": o.error_line, "message": o.error}
+                   for o in sorted(outcomes, key=lambda o: o.path) if o.error],
+        "verdicts": [dict(v, path=rel(o.path)) for o in sorted(outcomes, key=lambda o: o.path) for v in o.verdicts],
+    }
+
+
+# ------------------------------------------------------------------ github
+
+
+def _gh_escape_data(s: str) -> str:
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _gh_escape_prop(s: str) -> str:
+    return _gh_escape_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_lines(outcomes: list[FileOutcome]) -> list[str]:
+    lines = []
+    for f in all_findings(outcomes):
+        if f.status is Status.SUPPRESSED:
+            continue
+        level = {"error": "error", "note": "notice"}[SEVERITY[f.status]]
+        if f.status is Status.UNSAFE:
+            level = "warning"
+        msg = f.message
+        if f.fix and f.fix.assumptions:
+            msg += "\nassumptions: " + "; ".join(f.fix.assumptions)
+        props = (f"file={_gh_escape_prop(rel(f.path))},line={f.line},col={f.column},"
+                 f"endLine={f.end_line},endColumn={f.end_column},title={_gh_escape_prop(f.code)}")
+        lines.append(f"::{level} {props}::{_gh_escape_data(msg)}")
+    for o in outcomes:
+        for v in o.verdicts:
+            if v.get("verdict") == "mismatch":
+                lines.append(f"::error file={_gh_escape_prop(rel(o.path))},line={v.get('line', 1)},"
+                             f"title=verify::{_gh_escape_data(str(v.get('kernel')) + ': ' + str(v.get('reason')))}")
+    return lines
+
+
+# ------------------------------------------------------------------ sarif
+
+
+def sarif_report(outcomes: list[FileOutcome], target_info: dict, rules_versions: dict) -> dict:
+    from .codes import CODES
+
+    findings = [f for f in all_findings(outcomes)]
+    used = sorted({f.code for f in findings} | set())
+    rule_index = {c: i for i, c in enumerate(used)}
+    rules = []
+    for c in used:
+        meta = CODES.get(c, {"name": c, "summary": c})
+        rules.append({
+            "id": c,
+            "name": meta["name"],
+            "shortDescription": {"text": meta["summary"]},
+            "helpUri": f"https://pypi.org/project/cpasync-migrate/#{c.lower()}",
+            "properties": {"fix": meta.get("fix", "none")},
+        })
+    results = []
+    for f in findings:
+        level = {"error": "error", "note": "note"}[SEVERITY[f.status]]
+        if f.status is Status.UNSAFE:
+            level = "warning"
+        res = {
+            "ruleId": f.code,
+            "ruleIndex": rule_index[f.code],
+            "level": level,
+            "message": {"text": f.message + (" (assumptions: " + "; ".join(f.fix.assumptions) + ")"
+                                             if f.fix and f.fix.assumptions else "")},
+            "locations": [{
+                "physicalLocation": {
+                    "artifactLocation": {"uri": rel(f.path).replace(os.sep, "/"), "uriBaseId": "%SRCROOT%"},
+                    "region": {"startLine": f.line, "startColumn": f.column,
+                               "endLine": f.end_line, "endColumn": f.end_column},
+                }
+            }],
+            "properties": {"status": f.status.value, "function": f.function},
+        }
+        if f.status is Status.SUPPRESSED:
+            res["suppressions"] = [{"kind": "inSource"}]
+        if f.fix is not None and f.replacement is not None:
+            res["fixes"] = [{
+                "description": {"text": f"{f.fix.applicability.value} fix"},
+                "artifactChanges": [{
+                    "artifactLocation": {"uri": rel(f.path).replace(os.sep, "/"), "uriBaseId": "%SRCROOT%"},
+                    "replacements": [{
+                        "deletedRegion": {"startLine": f.line, "startColumn": f.column,
+                                          "endLine": f.end_line, "endColumn": f.end_column},
+                        "insertedContent": {"text": f.replacement},
+                    }],
+                }],
+            }]
+        results.append(res)
+    invocation = {"executionSuccessful": not any(o.error for o in outcomes)}
+    notes = [{"level": "error", "message": {"text": o.error},
+              "locations": [{"physicalLocation": {"artifactLocation": {"uri": rel(o.path).replace(os.sep, "/")}}}]}
+             for o in outcomes if o.error]
+    if notes:
+        invocation["toolExecutionNotifications"] = notes
+    return {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "cpasync-migrate",
+                "version": __version__,
+                "informationUri": "https://pypi.org/project/cpasync-migrate/",
+                "rules": rules,
+            }},
+            "invocations": [invocation],
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": _cwd_uri()}},
+            "results": results,
+            "properties": {"target": target_info, "rules": rules_versions,
+                           "verdicts": [dict(v, path=rel(o.path)) for o in outcomes for v in o.verdicts]},
+        }],
+    }
+
+
+def _cwd_uri() -> str:
+    from pathlib import Path
+
+    return Path(os.getcwd()).resolve().as_uri() + "/"
+
+
+def dump_json(obj: dict, out: TextIO = sys.stdout) -> None:
+    json.dump(obj, out, indent=2, sort_keys=False)
+    out.write("\n")
