@@ -1,0 +1,40 @@
+"""C++ front end: TileLang passes and code generators, parsed with tree-sitter-cpp.
+
+The engine calls :func:`analyze` for every file whose name ends with one of
+:data:`SUFFIXES`, applies the fixes it chooses, and checks the result with
+:func:`reparse_problem`.  Both are pure (no I/O besides reading the rules).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ..findings import Analysis, FrontEndOptions
+from .analyzer import CppAnalyzer
+from .source import error_nodes, parse_bytes
+
+SUFFIXES = (".cc", ".cpp", ".cxx", ".h", ".hpp", ".cu", ".cuh")
+
+__all__ = ["SUFFIXES", "analyze", "reparse_problem"]
+
+
+def analyze(text: str, path: str, options: FrontEndOptions) -> Analysis:
+    """Every legacy ``ptx_cp_async`` site of one C++ file, with fixes.
+
+    Edits are character offsets into ``text``; edits of different findings
+    never overlap.  Suppressed sites carry ``Status.SUPPRESSED`` and no fix;
+    information-only findings carry ``Status.INFO`` and ``legacy_site=False``.
+    """
+    return CppAnalyzer(text, path, options).run()
+
+
+def reparse_problem(old_text: str, new_text: str) -> Optional[str]:
+    """None when ``new_text`` parses with no more ERROR/MISSING nodes than ``old_text``."""
+    old = error_nodes(parse_bytes(old_text.encode("utf-8", "surrogatepass")).root_node)
+    new = error_nodes(parse_bytes(new_text.encode("utf-8", "surrogatepass")).root_node)
+    if len(new) <= len(old):
+        return None
+    first = min(new, key=lambda n: n.start_byte)
+    return (
+        f"the rewritten text has {len(new)} parse error(s) where the original had {len(old)} "
+        f"(first near line {first.start_point[0] + 1}); the original bytes are kept"
+    )

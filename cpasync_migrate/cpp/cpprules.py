@@ -1,0 +1,106 @@
+"""``rules/cpp.toml``: how the intrinsic is spelled in C++ (read once)."""
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional
+
+from ..rules import RulesError, rules_dir
+from .source import squash
+
+
+@dataclass(frozen=True)
+class CppRules:
+    op_name: str
+    op_qualifiers: tuple[str, ...]
+    call_constructors: tuple[str, ...]
+    array_types: tuple[str, ...]
+    append_methods: tuple[str, ...]
+    op_types: tuple[str, ...]
+    same_as: str
+    op_field: str
+    args_field: str
+    check_macros: tuple[str, ...]
+    offset_join: tuple[str, ...]
+    offset_name: str
+    roles: dict
+    emit: dict
+    helper_names: tuple[str, ...]
+    pointer_param: re.Pattern
+    offset_param: re.Pattern
+    suppress_comment: str
+    rules_version: str
+
+    def is_op_spelling(self, text: str) -> bool:
+        """``text`` (the callee of a zero-argument call) names the intrinsic's Op."""
+        s = squash(text)
+        for q in self.op_qualifiers:
+            if s == (f"{q}::{self.op_name}" if q else self.op_name):
+                return True
+        return False
+
+    def op_scope(self, text: str) -> str:
+        s = squash(text)
+        return s[: -len(self.op_name)] if s.endswith(self.op_name) else ""
+
+    def is_array_type(self, text: str) -> bool:
+        return squash(text) in {squash(t) for t in self.array_types}
+
+    def is_op_type(self, text: str) -> bool:
+        s = squash(text).replace("const", "").replace("&", "")
+        return s in {squash(t) for t in self.op_types}
+
+    def role(self, arg_name: str) -> Optional[str]:
+        return self.roles.get(arg_name)
+
+
+def _load(path: Path) -> CppRules:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise RulesError(f"{path}: {e}") from e
+    op, cons, emit, helpers = data["op"], data["consumer"], data["emit"], data["helpers"]
+    return CppRules(
+        op_name=op["name"],
+        op_qualifiers=tuple(op["qualifiers"]),
+        call_constructors=tuple(squash(c) for c in op["call_constructors"]),
+        array_types=tuple(op["array_types"]),
+        append_methods=tuple(op["append_methods"]),
+        op_types=tuple(op["op_types"]),
+        same_as=cons["same_as"],
+        op_field=cons["op_field"],
+        args_field=cons["args_field"],
+        check_macros=tuple(cons["check_macros"]),
+        offset_join=tuple(cons["offset_join"]),
+        offset_name=cons["offset_name"],
+        roles=dict(data["roles"]),
+        emit=dict(emit),
+        helper_names=tuple(helpers["names"]),
+        pointer_param=re.compile(helpers["pointer_param"]),
+        offset_param=re.compile(helpers["offset_param"]),
+        suppress_comment=data["suppress"]["comment"],
+        rules_version=str(data.get("rules_version", "")),
+    )
+
+
+@lru_cache(maxsize=4)
+def _cached(path: str, mtime: float) -> CppRules:
+    return _load(Path(path))
+
+
+def load_cpp_rules(rules: object = None) -> CppRules:
+    """Load ``cpp.toml`` from the rules folder in use.
+
+    ``rules`` may carry a ``directory`` attribute; otherwise the folder that
+    :func:`cpasync_migrate.rules.rules_dir` finds is used.
+    """
+    d = getattr(rules, "directory", None)
+    path = (Path(d) if d else rules_dir()) / "cpp.toml"
+    try:
+        mtime = path.stat().st_mtime
+    except OSError as e:
+        raise RulesError(f"{path}: {e}") from e
+    return _cached(str(path), mtime)

@@ -1,0 +1,134 @@
+"""Parsing and position helpers for the C++ front end.
+
+tree-sitter works on the UTF-8 bytes of a file; findings and edits use
+character offsets into the decoded text.  :class:`Source` holds both and
+converts between them.
+"""
+from __future__ import annotations
+
+import bisect
+from functools import lru_cache
+from typing import Iterator, Optional
+
+import tree_sitter
+import tree_sitter_cpp
+
+from ..findings import line_starts, offset_to_linecol
+
+
+@lru_cache(maxsize=1)
+def _language() -> tree_sitter.Language:
+    return tree_sitter.Language(tree_sitter_cpp.language())
+
+
+def parser() -> tree_sitter.Parser:
+    return tree_sitter.Parser(_language())
+
+
+def parse_bytes(data: bytes) -> tree_sitter.Tree:
+    return parser().parse(data)
+
+
+class Source:
+    """One file's text, its UTF-8 bytes, its parse tree and offset maps."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.data = text.encode("utf-8", "surrogatepass")
+        self.tree = parse_bytes(self.data)
+        self.root = self.tree.root_node
+        self.starts = line_starts(text)
+        if len(self.data) == len(text):
+            self._b2c = None
+        else:
+            # Byte offset of the start of each character; bisect maps back.
+            offs = []
+            pos = 0
+            for ch in text:
+                offs.append(pos)
+                pos += len(ch.encode("utf-8", "surrogatepass"))
+            offs.append(pos)
+            self._b2c = offs
+
+    # -- positions -------------------------------------------------------
+    def c(self, byte_offset: int) -> int:
+        """Character offset of a byte offset (a character boundary)."""
+        if self._b2c is None:
+            return byte_offset
+        return bisect.bisect_left(self._b2c, byte_offset)
+
+    def span(self, node) -> tuple[int, int]:
+        return self.c(node.start_byte), self.c(node.end_byte)
+
+    def linecol(self, char_offset: int) -> tuple[int, int]:
+        return offset_to_linecol(self.starts, char_offset)
+
+    def line_text(self, line: int) -> str:
+        start = self.starts[line - 1]
+        end = self.starts[line] - 1 if line < len(self.starts) else len(self.text)
+        return self.text[start:end]
+
+    def t(self, node) -> str:
+        """The text of a node."""
+        return self.data[node.start_byte : node.end_byte].decode("utf-8", "surrogatepass")
+
+    def indent_of_line(self, char_offset: int) -> str:
+        """Leading whitespace of the line holding ``char_offset``."""
+        line, _ = self.linecol(char_offset)
+        lt = self.line_text(line)
+        return lt[: len(lt) - len(lt.lstrip(" \t"))]
+
+    def column_pad(self, char_offset: int) -> str:
+        """Whitespace that reaches the column of ``char_offset`` on its line,
+        keeping the line's own tabs."""
+        line, col = self.linecol(char_offset)
+        prefix = self.line_text(line)[: col - 1]
+        return "".join(ch if ch == "\t" else " " for ch in prefix)
+
+
+def walk(node) -> Iterator:
+    """All nodes below ``node`` (itself included), in document order."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(n.children))
+
+
+def named(node) -> list:
+    """Named children, comments left out."""
+    return [c for c in node.named_children if c.type != "comment"]
+
+
+def error_nodes(root) -> list:
+    out = []
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.type == "ERROR" or n.is_missing:
+            out.append(n)
+            continue
+        if n.has_error:
+            stack.extend(n.children)
+    return out
+
+
+def error_count(data: bytes) -> int:
+    return len(error_nodes(parse_bytes(data).root_node))
+
+
+def first_error(root) -> Optional[object]:
+    errs = error_nodes(root)
+    return min(errs, key=lambda n: n.start_byte) if errs else None
+
+
+def ancestors(node) -> Iterator:
+    p = node.parent
+    while p is not None:
+        yield p
+        p = p.parent
+
+
+def squash(s: str) -> str:
+    """Text with all whitespace removed (for comparing spellings)."""
+    return "".join(s.split())
