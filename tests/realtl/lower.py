@@ -1,0 +1,189 @@
+"""Lower the kernels of one TileLang script and list the cp.async copies in the CUDA.
+
+Runs INSIDE a virtual environment made by scripts/realtl_setup.sh (through its
+``run-python``), never in the project's own environment:
+
+    run-python tests/realtl/lower.py KERNELS.py [--bind NAME=VALUE ...]
+
+This is a test instrument for the project's own example kernels: it imports
+the file (the migration tool itself never imports user code).  Every
+``tir.PrimFunc`` bound at module level is lowered, and every module-level
+function whose parameters all have defaults is called (with ``--bind`` values
+for the parameters it names) and lowered when it returns a ``PrimFunc``.
+
+Lowering uses ``tilelang.lower(func, target=Target("cuda -arch=sm_90"))``
+inside a ``PassContext``; it queries no device.  The output is one JSON object
+on stdout:
+
+    {"tilelang": "0.1.8", "tvm_ffi": "0.1.8.post2", "file": "...",
+     "kernels": {"NAME": {"copies": [{"op": "cp_async_gs", "n": 16,
+                                      "dst": "...", "src": "...",
+                                      "predicate": null}, ...],
+                          "dyn_shmem": true, "error": null}, ...}}
+
+``dst``/``src`` are the address expressions exactly as the CUDA prints them;
+``dyn_shmem`` says whether the kernel's shared buffers were merged into
+TileLang's single dynamic shared-memory array.  Exit status 1 when any kernel
+failed to lower (its ``error`` says why), 2 on bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.metadata
+import importlib.util
+import inspect
+import json
+import re
+import sys
+import traceback
+from pathlib import Path
+
+_COPY_RE = re.compile(r"\btl::(cp_async_gs(?:_conditional)?)\s*<\s*(\d+)\s*>\s*\(")
+
+
+def split_args(text: str, start: int) -> tuple[list[str], int]:
+    """Split the argument list that opens at text[start] == '(' at top-level commas."""
+    assert text[start] == "("
+    depth = 0
+    args: list[str] = []
+    cur = start + 1
+    i = start
+    while i < len(text):
+        ch = text[i]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                args.append(text[cur:i].strip())
+                return args, i + 1
+        elif ch == "," and depth == 1:
+            args.append(text[cur:i].strip())
+            cur = i + 1
+        i += 1
+    raise ValueError(f"unbalanced parentheses after offset {start}")
+
+
+def find_copies(source: str) -> list[dict]:
+    copies = []
+    for m in _COPY_RE.finditer(source):
+        args, _ = split_args(source, m.end() - 1)
+        copies.append(
+            {
+                "op": m.group(1),
+                "n": int(m.group(2)),
+                "dst": args[0],
+                "src": args[1],
+                "predicate": args[2] if len(args) > 2 else None,
+            }
+        )
+    return copies
+
+
+def _parse_bind(items: list[str]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for item in items:
+        if "=" not in item:
+            raise SystemExit(f"--bind expects NAME=VALUE, got {item!r}")
+        name, value = item.split("=", 1)
+        try:
+            out[name] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            out[name] = value
+    return out
+
+
+def _load_module(path: Path):
+    spec = importlib.util.spec_from_file_location(f"realtl_kernels_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def collect(module, binds: dict[str, object], prim_func_type) -> list[tuple[str, object]]:
+    """(name, PrimFunc or exception) for every kernel the module defines."""
+    found: list[tuple[str, object]] = []
+    for name, value in list(vars(module).items()):
+        if name.startswith("_"):
+            continue
+        if isinstance(value, prim_func_type):
+            found.append((name, value))
+            continue
+        if not inspect.isfunction(value) or value.__module__ != module.__name__:
+            continue
+        params = inspect.signature(value).parameters.values()
+        if any(
+            p.default is inspect.Parameter.empty and p.name not in binds
+            for p in params
+            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        ):
+            continue
+        kwargs = {p.name: binds[p.name] for p in params if p.name in binds}
+        try:
+            result = value(**kwargs)
+        except Exception as exc:  # a factory that fails is reported, not fatal
+            found.append((f"{name}()", exc))
+            continue
+        if isinstance(result, prim_func_type):
+            found.append((f"{name}()", result))
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("file", type=Path)
+    ap.add_argument("--bind", action="append", default=[], metavar="NAME=VALUE",
+                    help="value for a factory parameter or module constant (repeatable)")
+    ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--source-dir", type=Path, default=None,
+                    help="also write each kernel's CUDA source there")
+    args = ap.parse_args(argv)
+    binds = _parse_bind(args.bind)
+
+    import tilelang
+    import tvm
+
+    module = _load_module(args.file.resolve())
+    for name, value in binds.items():
+        if hasattr(module, name):
+            setattr(module, name, value)
+
+    target = tvm.target.Target(f"cuda -arch={args.arch}")
+    result = {
+        "tilelang": importlib.metadata.version("tilelang"),
+        "tvm_ffi": importlib.metadata.version("apache-tvm-ffi"),
+        "file": str(args.file),
+        "kernels": {},
+    }
+    failed = False
+    for name, func in collect(module, binds, tvm.tir.PrimFunc):
+        entry: dict[str, object] = {"copies": [], "dyn_shmem": None, "error": None}
+        if isinstance(func, BaseException):
+            entry["error"] = f"factory raised {type(func).__name__}: {func}"
+            failed = True
+        else:
+            try:
+                with tvm.transform.PassContext():
+                    artifact = tilelang.lower(func, target=target)
+                source = artifact.kernel_source
+                entry["copies"] = find_copies(source)
+                entry["dyn_shmem"] = "buf_dyn_shmem" in source
+                if args.source_dir is not None:
+                    args.source_dir.mkdir(parents=True, exist_ok=True)
+                    stem = re.sub(r"\W", "", name)
+                    (args.source_dir / f"{args.file.stem}.{stem}.cu").write_text(source)
+            except Exception as exc:
+                last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+                entry["error"] = last[-2000:]
+                failed = True
+        result["kernels"][name] = entry
+    json.dump(result, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
