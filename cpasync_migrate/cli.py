@@ -268,7 +268,7 @@ def emit(outcomes, scanned: int, mode: str, args, target_info: dict, rules) -> i
     if mode == "diff":
         _write_diffs(outcomes, out)
         info = sys.stderr
-        _print_unapplied(outcomes, info)
+        _print_unapplied(outcomes, info, show_unsafe=True)
     elif mode == "check":
         for line in report.check_lines(outcomes):
             out.write(line + "\n")
@@ -294,7 +294,7 @@ def _write_diffs(outcomes, out) -> None:
             out.write(report.colorize_diff(d) if color else d)
 
 
-def _print_unapplied(outcomes, out) -> None:
+def _print_unapplied(outcomes, out, show_unsafe: bool = False) -> None:
     """Sites left for a person and unapplied unsafe fixes, with reasons and assumptions."""
     from . import report
     from .findings import Status
@@ -306,6 +306,12 @@ def _print_unapplied(outcomes, out) -> None:
             if f.fix and f.fix.assumptions:
                 for a in f.fix.assumptions:
                     out.write(f"    assumption: {a}\n")
+            if show_unsafe and f.status is Status.UNSAFE and f.replacement is not None:
+                out.write("    unsafe fix, applied only with --unsafe-fixes:\n")
+                for ln in f.original.splitlines():
+                    out.write(f"    - {ln}\n")
+                for ln in f.replacement.splitlines():
+                    out.write(f"    + {ln}\n")
     for o in outcomes:
         if o.error and not any(f.code == "CPA900" for f in o.findings):
             out.write(f"{report.rel(o.path)}:{o.error_line or 1}:1: CPA900 {o.error}\n")

@@ -1,0 +1,46 @@
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+def run_cli(*args, cwd=None, env=None, input=None, text=True):
+    """Run the tool the way a user does: a separate process, never in-process."""
+    e = dict(os.environ)
+    e.pop("FORCE_COLOR", None)
+    e["NO_COLOR"] = "1"
+    if env:
+        e.update(env)
+    return subprocess.run([sys.executable, "-m", "cpasync_migrate", *map(str, args)], cwd=cwd, env=e,
+                          capture_output=True, text=text, input=input)
+
+
+@pytest.fixture
+def cli():
+    return run_cli
+
+
+def gpu_available() -> bool:
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    skip_gpu = pytest.mark.skip(reason="no NVIDIA GPU with cupy here")
+    has_gpu = None
+    for item in items:
+        if "gpu" in item.keywords:
+            if has_gpu is None:
+                has_gpu = gpu_available()
+            if not has_gpu:
+                item.add_marker(skip_gpu)
