@@ -1,0 +1,182 @@
+"""Translation validation of ptx_cp_async migrations, kernel by kernel.
+
+The verifier re-derives the meaning of the old and the new text on its own
+(it shares no code with the rewriters): it builds a kernel IR for every
+``@T.prim_func`` in both texts, checks each cp.async site statically and runs
+both kernels in a numpy interpreter on the same inputs, comparing every
+output bit.  See docs/verify.md.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Optional
+
+from .build import BuiltKernel, build_kernels
+from .dynamic import run_pair
+from .ir import CpAsync, Kernel, Opaque
+from .sites import RANK, check_sites
+
+__all__ = ["Verdict", "verify_source", "lower_cuda", "VERDICTS"]
+
+VERDICTS = ("equivalent", "mismatch", "inconclusive")
+
+
+@dataclass
+class Verdict:
+    kernel: str  # qualified name, e.g. "make_kernel.main"
+    line: int  # line of the prim_func in the old text
+    verdict: str  # "equivalent" | "mismatch" | "inconclusive"
+    reason: str  # one line
+    sites: list = field(default_factory=list)  # [{line, verdict, reason, ...}]
+    detail: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return json.loads(json.dumps(asdict(self), default=str))
+
+
+def _generation(rules, g):
+    return rules.generation(g) if isinstance(g, str) else g
+
+
+def _widths(rules, target) -> dict:
+    legacy = rules.legacy
+    return {"legacy": tuple(legacy.widths), "bytes": tuple(target.widths), "num_elems": tuple(target.widths)}
+
+
+def _pair_kernels(old: list[BuiltKernel], new: list[BuiltKernel]):
+    pool: dict = {}
+    for b in new:
+        pool.setdefault(b.qualname, []).append(b)
+    for b in old:
+        cands = pool.get(b.qualname)
+        yield b, (cands.pop(0) if cands else None)
+
+
+def _one_line(s: str) -> str:
+    return re.sub(r"\s+", " ", s).strip()
+
+
+def _has_access_ptr_sites(k: Optional[Kernel]) -> bool:
+    return bool(k) and any(isinstance(s, CpAsync) and s.form == "access_ptr" for s in k.sites)
+
+
+def verify_source(old_text: str, new_text: str, path: str, *, rules, target, binds: Optional[dict] = None,
+                  device: str = "cpu", emit_cuda_dir: Optional[str] = None, seeds: int = 3,
+                  source=None) -> list[Verdict]:
+    """One :class:`Verdict` per ``@T.prim_func`` of ``old_text``.
+
+    ``target`` is the generation (object or name) the new text is written for:
+    it fixes what the size argument of access-pointer calls means (bytes for
+    "0.1.8", element counts for "0.1.9").  Legacy calls mean bytes.
+    ``source`` is the generation of access-pointer calls already present in
+    the old text (default: ``target``; pass "0.1.8" for ``--from 0.1.8``).
+    ``device`` "cpu" (or "auto") runs the numpy interpreter.
+    """
+    target = _generation(rules, target)
+    source = _generation(rules, source) if source is not None else target
+    if device not in ("cpu", "auto"):
+        raise ValueError(f"device {device!r}: only the CPU interpreter is available in this package")
+    try:
+        old = build_kernels(old_text, rules, meaning=source.size_meaning, binds=binds)
+    except SyntaxError as e:
+        return [Verdict("<file>", e.lineno or 0, "inconclusive", f"the old text does not parse: {e.msg}")]
+    try:
+        new = build_kernels(new_text, rules, meaning=target.size_meaning, binds=binds)
+    except SyntaxError as e:
+        return [Verdict(b.qualname, b.line, "mismatch", f"the new text does not parse: {e.msg} (line {e.lineno})")
+                for b in old]
+    widths = _widths(rules, target)
+    old_lines = old_text.splitlines()
+    new_lines = new_text.splitlines()
+    out = []
+    for bo, bn in _pair_kernels(old, new):
+        out.append(_verify_kernel(bo, bn, rules, target, source, widths, seeds, old_lines, new_lines))
+    if emit_cuda_dir:
+        emit_cuda(old_text, new_text, path, emit_cuda_dir, rules=rules, target=target, binds=binds, source=source)
+    return out
+
+
+def _verify_kernel(bo: BuiltKernel, bn: Optional[BuiltKernel], rules, target, source, widths, seeds,
+                   old_lines, new_lines) -> Verdict:
+    name, line = bo.qualname, bo.line
+    if bn is None:
+        return Verdict(name, line, "mismatch", "the kernel is missing from the new text")
+    if bo.fingerprint == bn.fingerprint and (source.size_meaning == target.size_meaning or not (
+            _has_access_ptr_sites(bo.kernel) or bo.error is not None)):
+        return Verdict(name, line, "equivalent", "the kernel, the macros it can call and the constants it sees are "
+                       "unchanged", [], {"unchanged": True})
+    if bo.error is not None:
+        return Verdict(name, line, "inconclusive", f"old form: {bo.error}", [],
+                       {"unsupported": bo.error.construct, "unsupported_line": bo.error.line})
+    if bn.error is not None:
+        return Verdict(name, line, "inconclusive", f"new form: {bn.error}", [],
+                       {"unsupported": bn.error.construct, "unsupported_line": bn.error.line})
+    ko, kn = bo.kernel, bn.kernel
+    sites = check_sites(ko, kn, rules, target, source.size_meaning)
+    detail: dict = {"grid": list(ko.grid), "block": list(ko.block), "target": target.name}
+    blockers = ko.unsupported or kn.unsupported
+    if blockers:
+        b = blockers[0]
+        dyn_verdict, dyn_reason = "inconclusive", f"cannot run the kernel: {b.construct} (line {b.line})"
+        detail["unsupported"] = b.construct
+        detail["unsupported_line"] = b.line
+    else:
+        dyn = run_pair(ko, kn, rules, widths, seeds=seeds)
+        dyn_verdict, dyn_reason = dyn.verdict, dyn.reason
+        detail.update(dyn.detail)
+        detail["runs"] = dyn.runs
+        detail["simulated_bytes"] = dyn.bytes
+    site_worst = max((RANK[s["verdict"]] for s in sites), default=0)
+    bad_site = next((s for s in sites if s["verdict"] == "mismatch"), None)
+    unk_site = next((s for s in sites if s["verdict"] == "inconclusive"), None)
+    detail["interpreter"] = {"verdict": dyn_verdict, "reason": dyn_reason}
+    if dyn_verdict == "mismatch":
+        verdict, reason = "mismatch", dyn_reason
+    elif bad_site is not None:
+        verdict, reason = "mismatch", f"site at line {bad_site['line']}: {bad_site['reason']}"
+    elif dyn_verdict == "inconclusive":
+        verdict, reason = "inconclusive", dyn_reason
+    elif unk_site is not None:
+        verdict, reason = "inconclusive", f"site at line {unk_site['line']}: {unk_site['reason']}"
+    else:
+        verdict = "equivalent"
+        reason = f"{len(sites)} cp.async site(s) proven; {dyn_reason}"
+    del site_worst
+    return Verdict(name, line, verdict, _one_line(reason), sites, detail)
+
+
+def lower_cuda(old_text: str, new_text: str, path: str, *, rules, target, binds: Optional[dict] = None,
+               source=None) -> list[dict]:
+    """The lowered CUDA of both forms of every kernel (see docs/verify.md for the shape)."""
+    from .cuda import lower_pair
+
+    target = _generation(rules, target)
+    source = _generation(rules, source) if source is not None else target
+    old = build_kernels(old_text, rules, meaning=source.size_meaning, binds=binds)
+    new = build_kernels(new_text, rules, meaning=target.size_meaning, binds=binds)
+    out = []
+    for bo, bn in _pair_kernels(old, new):
+        out.append(lower_pair(bo, bn, rules, target))
+    return out
+
+
+def emit_cuda(old_text, new_text, path, directory, *, rules, target, binds=None, source=None) -> list[str]:
+    """Write ``<stem>.<kernel>.{old,new}.cu`` and ``<stem>.<kernel>.json`` under ``directory``."""
+    os.makedirs(directory, exist_ok=True)
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(path) or "kernel")
+    written = []
+    for item in lower_cuda(old_text, new_text, path, rules=rules, target=target, binds=binds, source=source):
+        base = os.path.join(directory, f"{stem}.{item['kernel']}")
+        meta = {k: v for k, v in item.items() if k not in ("old_cuda", "new_cuda")}
+        for form in ("old", "new"):
+            if item.get(f"{form}_cuda"):
+                with open(f"{base}.{form}.cu", "w", encoding="utf-8") as f:
+                    f.write(item[f"{form}_cuda"])
+                written.append(f"{base}.{form}.cu")
+        with open(f"{base}.json", "w", encoding="utf-8") as f:
+            json.dump(meta, f, indent=2)
+        written.append(f"{base}.json")
+    return written

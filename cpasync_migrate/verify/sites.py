@@ -1,0 +1,457 @@
+"""Per-site static checks: from the old and new text alone, each rewritten
+cp.async moves the same bytes from the same place to the same place.
+
+For a pair of sites (old, new) in the same position of the two kernels:
+
+* same data pointers (destination and source buffers);
+* byte addresses equal: ``offset x sizeof(pointer type)`` of each side, where
+  the legacy form's pointer type is the buffer's element type;
+* byte counts equal, under each form's meaning of the size argument (bytes,
+  or ``num_elems x sizeof(pointer type)``); under ``num_elems`` the size is an
+  integer literal and both sides give the same width;
+* the width is one cp.async accepts;
+* each access pointer's extent covers exactly the copied bytes;
+* rw masks are the generation's (2 for the destination, 1 for the source);
+* the predicate is the same (or absent on both);
+* no ``dtype=`` keyword is left on a new-form call.
+
+Equalities are decided symbolically (integer polynomials over the kernel's
+variables, other operations kept as opaque terms) and, where that does not
+settle them, by evaluating both sides at every point of the loop, thread and
+block ranges that enclose the site (enclosing ``if`` conditions filter the
+points).  A site whose equalities cannot be decided either way is
+inconclusive.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from .interp import Interpreter, KernelError, _is_int
+from .ir import (
+    Bin, Cast, Cmp, Const, CpAsync, Expr, For, If, Kernel, Load, Logic, Math, Opaque, Parallel, Select, Assign,
+    Unary, Var, show, walk_expr,
+)
+
+MAX_POINTS = 1 << 21
+_BIN = Interpreter.__new__(Interpreter)
+
+
+class NotStatic(Exception):
+    pass
+
+
+# ---------------------------------------------------------------- contexts
+@dataclass
+class SiteCtx:
+    site: object
+    loops: list  # [(var, start Expr, extent Expr)] outermost first; Parallel gives extent consts
+    lets: dict  # var -> Expr
+    conds: list  # [Expr]
+
+
+def site_contexts(k: Kernel) -> list[SiteCtx]:
+    out = []
+
+    def walk(body, loops, lets, conds):
+        for st in body:
+            if isinstance(st, Assign):
+                lets = dict(lets)
+                lets[st.var] = st.value
+            elif isinstance(st, For):
+                walk(st.body, loops + [(st.var, st.start, st.extent)], lets, conds)
+            elif isinstance(st, Parallel):
+                walk(st.body, loops + [(v, Const(0, "int32"), Const(e, "int32")) for v, e in
+                                       zip(st.vars, st.extents)], lets, conds)
+            elif isinstance(st, If):
+                walk(st.then, loops, lets, conds + [st.cond])
+                walk(st.orelse, loops, lets, conds + [Unary("not", st.cond)])
+            elif isinstance(st, CpAsync):
+                out.append(SiteCtx(st, loops, lets, conds))
+            elif isinstance(st, Opaque):
+                if st.site:
+                    out.append(SiteCtx(st, loops, lets, conds))
+                walk(st.body, loops, lets, conds)
+
+    walk(k.body, [], {}, [])
+    return out
+
+
+# ---------------------------------------------------------------- symbolic form
+def subst(e: Expr, lets: dict, depth=0) -> Expr:
+    if depth > 64:
+        raise NotStatic("let chain too deep")
+    t = type(e)
+    if t is Var:
+        return subst(lets[e.name], lets, depth + 1) if e.name in lets else e
+    if t is Bin:
+        return Bin(e.op, subst(e.a, lets, depth), subst(e.b, lets, depth))
+    if t is Cmp:
+        return Cmp(e.op, subst(e.a, lets, depth), subst(e.b, lets, depth))
+    if t is Logic:
+        return Logic(e.op, subst(e.a, lets, depth), subst(e.b, lets, depth))
+    if t is Unary:
+        return Unary(e.op, subst(e.a, lets, depth))
+    if t is Select:
+        return Select(subst(e.cond, lets, depth), subst(e.a, lets, depth), subst(e.b, lets, depth))
+    if t is Cast:
+        return Cast(e.dtype, subst(e.a, lets, depth))
+    if t is Load:
+        return Load(e.buf, tuple(subst(i, lets, depth) for i in e.indices))
+    if t is Math:
+        return Math(e.fn, tuple(subst(a, lets, depth) for a in e.args))
+    return e
+
+
+def poly(e: Expr) -> dict:
+    """Integer polynomial {monomial: coeff}; monomial = sorted tuple of atom keys."""
+    t = type(e)
+    if t is Const:
+        if isinstance(e.value, bool) or not isinstance(e.value, int):
+            return {(("c", repr(e.value)),): 1}
+        return {(): e.value} if e.value else {}
+    if t is Var:
+        return {(("v", e.name),): 1}
+    if t is Bin and e.op in ("add", "sub", "mul"):
+        a, b = poly(e.a), poly(e.b)
+        if e.op == "add":
+            return padd(a, b, 1)
+        if e.op == "sub":
+            return padd(a, b, -1)
+        return pmul(a, b)
+    if t is Unary and e.op == "neg":
+        return {m: -c for m, c in poly(e.a).items()}
+    if t is Bin and e.op == "shl" and isinstance(e.b, Const) and isinstance(e.b.value, int) and e.b.value >= 0:
+        return {m: c << e.b.value for m, c in poly(e.a).items()}
+    return {(("o", key(e)),): 1}
+
+
+def key(e: Expr) -> str:
+    """A canonical text of ``e`` with polynomial subterms normalised."""
+    t = type(e)
+    if t in (Const, Var) or (t is Bin and e.op in ("add", "sub", "mul")) or (t is Unary and e.op == "neg"):
+        return "P" + repr(sorted(poly(e).items()))
+    if t in (Bin, Cmp, Logic):
+        return f"{t.__name__}.{e.op}({key(e.a)},{key(e.b)})"
+    if t is Unary:
+        return f"U.{e.op}({key(e.a)})"
+    if t is Select:
+        return f"S({key(e.cond)},{key(e.a)},{key(e.b)})"
+    if t is Cast:
+        return f"C.{e.dtype}({key(e.a)})"
+    if t is Load:
+        return f"L.{e.buf.name}[{','.join(key(i) for i in e.indices)}]"
+    if t is Math:
+        return f"M.{e.fn}({','.join(key(a) for a in e.args)})"
+    return repr(e)
+
+
+def padd(a: dict, b: dict, sign: int) -> dict:
+    out = dict(a)
+    for m, c in b.items():
+        out[m] = out.get(m, 0) + sign * c
+        if out[m] == 0:
+            del out[m]
+    return out
+
+
+def pmul(a: dict, b: dict) -> dict:
+    out = {}
+    for ma, ca in a.items():
+        for mb, cb in b.items():
+            m = tuple(sorted(ma + mb))
+            out[m] = out.get(m, 0) + ca * cb
+            if out[m] == 0:
+                del out[m]
+    return out
+
+
+def scale(e: Expr, k: int) -> Expr:
+    return Bin("mul", e, Const(k, "int32"))
+
+
+def free_vars(e: Expr) -> set:
+    return {x.name for x in walk_expr(e) if isinstance(x, Var)}
+
+
+def has_load(e: Expr) -> bool:
+    return any(isinstance(x, Load) for x in walk_expr(e))
+
+
+# ---------------------------------------------------------------- evaluation
+def sev(e: Expr, env: dict):
+    t = type(e)
+    if t is Const:
+        return e.value
+    if t is Var:
+        if e.name not in env:
+            raise NotStatic(f"variable {e.name} has no known range")
+        return env[e.name]
+    if t is Bin:
+        try:
+            return _BIN.binop(e.op, sev(e.a, env), sev(e.b, env), None, 0)
+        except KernelError as err:
+            raise NotStatic(str(err)) from None
+    if t is Cmp:
+        a, b = sev(e.a, env), sev(e.b, env)
+        return {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
+                "ne": np.not_equal}[e.op](a, b)
+    if t is Logic:
+        a, b = np.asarray(sev(e.a, env)).astype(bool), np.asarray(sev(e.b, env)).astype(bool)
+        return (a & b) if e.op == "and" else (a | b)
+    if t is Unary:
+        a = sev(e.a, env)
+        return np.negative(a) if e.op == "neg" else (np.logical_not(a) if e.op == "not" else np.invert(a))
+    if t is Select:
+        return np.where(np.asarray(sev(e.cond, env)).astype(bool), sev(e.a, env), sev(e.b, env))
+    if t is Cast:
+        v = sev(e.a, env)
+        if e.dtype.startswith(("int", "uint")) and _is_int(v):
+            return v
+        raise NotStatic("cast")
+    raise NotStatic(type(e).__name__)
+
+
+class Domain:
+    """Every (reachable, as far as the text tells) point of a site's variables."""
+
+    def __init__(self, k: Kernel, ctx: SiteCtx, needed: set):
+        self.note = ""
+        self.size = 0
+        self.env: Optional[dict] = None
+        self.reason = ""
+        try:
+            self.env = self._build(k, ctx, needed)
+        except NotStatic as e:
+            self.reason = str(e)
+
+    def _build(self, k: Kernel, ctx: SiteCtx, needed: set) -> dict:
+        loops = ctx.loops
+        loop_vars = {v for v, _, _ in loops}
+        # close the set of needed variables over loop bounds
+        need = set(needed)
+        changed = True
+        while changed:
+            changed = False
+            for v, s, e in loops:
+                if v in need:
+                    extra = (free_vars(subst(s, ctx.lets)) | free_vars(subst(e, ctx.lets))) - need
+                    if extra:
+                        need |= extra
+                        changed = True
+        conds = []
+        skipped = 0
+        for c in ctx.conds:
+            c2 = subst(c, ctx.lets)
+            fv = free_vars(c2)
+            if has_load(c2):
+                skipped += 1
+                continue
+            if fv <= need | set(k.thread_vars) | loop_vars:
+                need |= fv
+                conds.append(c2)
+            else:
+                skipped += 1
+        if skipped:
+            self.note = f"{skipped} enclosing condition(s) not modelled"
+        env: dict = {}
+        n = 1
+        dims = {"threadIdx": k.block, "blockIdx": k.grid}
+        for name, (kind, d) in k.thread_vars.items():
+            if name in need:
+                ext = dims[kind][d]
+                env, n = expand(env, n, name, np.zeros(n, dtype=np.int64), np.full(n, ext, dtype=np.int64))
+        for v, s, e in loops:
+            if v not in need:
+                continue
+            lo = np.broadcast_to(np.asarray(sev(subst(s, ctx.lets), env), dtype=np.int64), (n,))
+            ext = np.broadcast_to(np.asarray(sev(subst(e, ctx.lets), env), dtype=np.int64), (n,))
+            env, n = expand(env, n, v, lo, np.maximum(ext, 0))
+        missing = need - set(env) - set(ctx.lets)
+        if missing:
+            raise NotStatic(f"no range known for {', '.join(sorted(missing))}")
+        if conds:
+            keep = np.ones(n, dtype=bool)
+            for c in conds:
+                keep &= np.broadcast_to(np.asarray(sev(c, env)).astype(bool), (n,))
+            env = {k2: v[keep] for k2, v in env.items()}
+            n = int(keep.sum())
+        self.size = n
+        return env
+
+
+def expand(env: dict, n: int, name: str, lo: np.ndarray, ext: np.ndarray):
+    total = int(ext.sum())
+    if total > MAX_POINTS:
+        raise NotStatic(f"too many points to enumerate ({total} > {MAX_POINTS})")
+    rep = ext
+    new = {k: np.repeat(v, rep) for k, v in env.items()}
+    starts = np.repeat(np.cumsum(rep) - rep, rep)
+    new[name] = np.repeat(lo, rep) + (np.arange(total) - starts)
+    return new, total
+
+
+@dataclass
+class Decision:
+    ok: Optional[bool]  # True proven, False refuted, None unknown
+    how: str
+    witness: Optional[dict] = None
+
+
+def decide_equal(a: Expr, b: Expr, k: Kernel, ctx: SiteCtx, cache: dict) -> Decision:
+    try:
+        a2, b2 = subst(a, ctx.lets), subst(b, ctx.lets)
+    except NotStatic as e:
+        return Decision(None, str(e))
+    if poly(a2) == poly(b2):
+        return Decision(True, "symbolic")
+    needed = free_vars(a2) | free_vars(b2)
+    if has_load(a2) or has_load(b2):
+        return Decision(None, "the expressions read memory and differ in form")
+    dk = frozenset(needed)
+    if dk not in cache:
+        cache[dk] = Domain(k, ctx, needed)
+    dom = cache[dk]
+    if dom.env is None:
+        return Decision(None, f"not decided symbolically; {dom.reason}")
+    try:
+        va = np.broadcast_to(np.asarray(sev(a2, dom.env)), (dom.size,))
+        vb = np.broadcast_to(np.asarray(sev(b2, dom.env)), (dom.size,))
+    except NotStatic as e:
+        return Decision(None, f"not decided symbolically; cannot evaluate ({e})")
+    diff = va != vb
+    if not diff.any():
+        how = f"exhaustive over {dom.size} points"
+        return Decision(True, how + (f" ({dom.note})" if dom.note else ""))
+    i = int(np.nonzero(diff)[0][0])
+    w = {name: int(v[i]) for name, v in dom.env.items()}
+    w["_old"] = int(va[i])
+    w["_new"] = int(vb[i])
+    return Decision(False, f"differs at {fmt_point(w)}" + (f" ({dom.note})" if dom.note else ""), w)
+
+
+def fmt_point(w: dict) -> str:
+    pts = ", ".join(f"{k}={v}" for k, v in w.items() if not k.startswith("_"))
+    return f"{pts or 'every point'}: old {w['_old']}, new {w['_new']}"
+
+
+def const_value(e: Expr, ctx: SiteCtx):
+    try:
+        v = sev(subst(e, ctx.lets), {})
+    except NotStatic:
+        return None
+    return int(v) if _is_int(v) or isinstance(v, (int, np.integer)) else None
+
+
+# ---------------------------------------------------------------- the checks
+def check_pair(k_old: Kernel, co: SiteCtx, k_new: Kernel, cn: SiteCtx, rules, target, old_meaning: str) -> dict:
+    o, n = co.site, cn.site
+    res = {"line": o.line, "new_line": n.line, "checks": []}
+    checks = res["checks"]
+
+    def add(name, ok, how, detail=None):
+        checks.append({"check": name, "ok": ok, "how": how, **({"detail": detail} if detail else {})})
+
+    if isinstance(o, Opaque) or isinstance(n, Opaque):
+        which = o if isinstance(o, Opaque) else n
+        add("parse", None, f"{'old' if which is o else 'new'} call not modelled: {which.construct}")
+        return finish(res)
+    if n.dtype_kw:
+        add("no dtype=", False, "the new-form call still carries dtype=, which shifts its arguments")
+    size = rules.dtype_size
+    cache_o: dict = {}
+
+    # Variables of the two kernels are named alike when the surrounding code is alike;
+    # the old site's context is the domain (the new one must be the same code).
+    def bytes_of(site, meaning):
+        if site.form == "legacy" or meaning == "bytes":
+            return site.size
+        return scale(site.size, size(site.dst.elem_type))
+
+    for side in ("dst", "src"):
+        po, pn = getattr(o, side), getattr(n, side)
+        same = po.buf.name == pn.buf.name and po.buf.shape == pn.buf.shape and po.buf.dtype == pn.buf.dtype
+        add(f"{side} pointer", same, f"{po.buf.name}.data vs {pn.buf.name}.data")
+        if not same:
+            continue
+        d = decide_equal(scale(po.offset, size(po.elem_type)), scale(pn.offset, size(pn.elem_type)), k_old, co,
+                         cache_o)
+        add(f"{side} byte address", d.ok,
+            f"({show(po.offset)}) x sizeof({po.elem_type}) vs ({show(pn.offset)}) x sizeof({pn.elem_type}): {d.how}",
+            d.witness)
+    nb_old = bytes_of(o, old_meaning)
+    nb_new = bytes_of(n, n.size_meaning)
+    d = decide_equal(nb_old, nb_new, k_old, co, cache_o)
+    add("byte count", d.ok, f"{show(nb_old)} vs {show(nb_new)} bytes ({n.size_meaning} meaning): {d.how}", d.witness)
+    w = const_value(nb_new, cn)
+    if w is not None:
+        add("width", w in target.widths, f"{w} bytes (allowed {', '.join(map(str, target.widths))})")
+    if n.form == "access_ptr" and n.size_meaning == "num_elems":
+        if target.size_literal:
+            add("size literal", n.size_literal, "num_elems is an integer literal" if n.size_literal
+                else "num_elems must be an integer literal under this target")
+        if target.same_width:
+            sd, ss = size(n.dst.elem_type), size(n.src.elem_type)
+            add("same width", sd == ss, f"sizeof({n.dst.elem_type}) = {sd}, sizeof({n.src.elem_type}) = {ss}")
+    if n.form == "access_ptr":
+        for side, want in (("dst", target.dst_rw_mask), ("src", target.src_rw_mask)):
+            p = getattr(n, side)
+            if p.rw_mask is not None:
+                m = const_value(p.rw_mask, cn)
+                add(f"{side} rw mask", m == want, f"{m} (want {want})")
+            if p.extent is not None:
+                d = decide_equal(scale(p.extent, size(p.elem_type)), nb_new, k_new, cn, {})
+                add(f"{side} extent", d.ok, f"{show(p.extent)} x sizeof({p.elem_type}) vs {show(nb_new)} bytes: {d.how}",
+                    d.witness)
+            elif p.style != "legacy":
+                add(f"{side} extent", None, "access pointer without an extent")
+    po_, pn_ = o.predicate, n.predicate
+    if po_ is None and pn_ is None:
+        add("predicate", True, "none on either side")
+    elif (po_ is None) != (pn_ is None):
+        add("predicate", False, "predicate " + ("lost" if pn_ is None else "added"))
+    else:
+        d = decide_equal(po_, pn_, k_old, co, cache_o)
+        add("predicate", d.ok, f"{show(po_)} vs {show(pn_)}: {d.how}", d.witness)
+    return finish(res)
+
+
+def finish(res: dict) -> dict:
+    checks = res["checks"]
+    bad = [c for c in checks if c["ok"] is False]
+    unk = [c for c in checks if c["ok"] is None]
+    if bad:
+        res["verdict"] = "mismatch"
+        res["reason"] = "; ".join(f"{c['check']}: {c['how']}" for c in bad)
+    elif unk:
+        res["verdict"] = "inconclusive"
+        res["reason"] = "; ".join(f"{c['check']}: {c['how']}" for c in unk)
+    else:
+        res["verdict"] = "equivalent"
+        res["reason"] = "addresses, byte count, extents, rw masks and predicate agree"
+    return res
+
+
+RANK = {"equivalent": 0, "inconclusive": 1, "mismatch": 2}
+
+
+def check_sites(k_old: Kernel, k_new: Kernel, rules, target, old_meaning: str) -> list[dict]:
+    co_all = site_contexts(k_old)
+    cn_all = site_contexts(k_new)
+    if len(co_all) != len(cn_all):
+        return [{"line": c.site.line, "verdict": "inconclusive", "checks": [],
+                 "reason": f"the old kernel has {len(co_all)} cp.async sites and the new one {len(cn_all)}"}
+                for c in co_all]
+    merged: dict = {}
+    order = []
+    for co, cn in zip(co_all, cn_all):
+        r = check_pair(k_old, co, k_new, cn, rules, target, old_meaning)
+        key_ = (co.site.line, getattr(co.site, "col", 0))
+        if key_ not in merged:
+            merged[key_] = r
+            order.append(key_)
+        elif RANK[r["verdict"]] > RANK[merged[key_]["verdict"]]:
+            merged[key_] = r
+    return [merged[k_] for k_ in order]
