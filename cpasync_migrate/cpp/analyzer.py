@@ -24,6 +24,8 @@ from ..findings import Analysis, Applicability, Edit, Finding, Fix, FrontEndOpti
 from .cpprules import CppRules, load_cpp_rules
 from .source import Source, ancestors, error_count, error_nodes, named, squash, walk
 
+_WRAP_COLUMN = 40  # a rewritten list starting further right begins on its own line
+_INDENT = "    "  # continuation indent for such a line
 _COMPARISONS = {"==", "!=", "<", ">", "<=", ">="}
 _INT_RE = re.compile(r"^(\d+)([uUlL]*)$")
 _NAME = r"[A-Za-z_]\w*"
@@ -63,6 +65,7 @@ class CppAnalyzer:
         self._op_vars: dict = {}
         self._dead_ranges: list[tuple[int, int]] = []
         self.sites: list[_Site] = []
+        self.nl = "\r\n" if "\r\n" in text else "\n"
 
     # ------------------------------------------------------------------ util
     def t(self, node) -> str:
@@ -226,6 +229,15 @@ class CppAnalyzer:
             return
         via_var = not self.is_op_call(args[1])
         arr = args[2]
+        if self.near_error(call) or any(self.near_error(a) or a.has_error for a in args):
+            site = _Site(call, "CPA108", "")
+            site.message = (
+                f"`{self.r.op_name}` call next to a parse error (a macro or #if block tree-sitter cannot follow); "
+                f"not edited: check by hand that it builds {self._layout(self.target, self.target.cpp_arity[0])}"
+                f"[, {self._arg(self.target, self.target.cpp_arity[-1] - 1)}]"
+            )
+            self.sites.append(site)
+            return
         legacy_arity = self.legacy.cpp_arity
         target_arity = self.target.cpp_arity
         if arr.type == "initializer_list":
@@ -373,15 +385,26 @@ class CppAnalyzer:
                     site.assumptions.append(a)
             start = self.src.c(elems[0].start_byte)
             pad = self.src.column_pad(start)
-            text = (",\n" + pad).join(e.replace("\n", "\n" + pad) for e in new)
+            brace = lst.children[0]
+            prev = lst.prev_sibling
+            if len(pad) > _WRAP_COLUMN and prev is not None and prev.type == "," and self._same_line(prev, brace):
+                # Far to the right: start the list on a line of its own.
+                outer = self.src.indent_of_line(start) + _INDENT
+                edits.append((prev.end_byte, brace.start_byte, self.nl + outer))
+                pad = outer + " " * (elems[0].start_byte - brace.end_byte + 1)
+            text = ("," + self.nl + pad).join(e.replace("\n", self.nl + pad) for e in new)
             edits.append((elems[0].start_byte, elems[-1].end_byte, text))
         site.edits = edits
         site.fixable = True
         site.applicability = Applicability.UNSAFE if site.assumptions else Applicability.SAFE
+        n = max(len(named(lst)) for lst in lists) - (min(self.legacy.cpp_arity) - min(self.target.cpp_arity))
         site.message += (
-            f"; fix: {self._layout(self.target, self.target.cpp_arity[0])} with tvm_access_ptr built from each "
+            f"; fix: {self._layout(self.target, n)} with tvm_access_ptr built from each "
             "data pointer's own element type"
         )
+
+    def _same_line(self, a, b) -> bool:
+        return a.end_point[0] == b.start_point[0]
 
     def _target_blocks_construction(self) -> Optional[str]:
         if self.target.form != "access_ptr":
@@ -715,7 +738,7 @@ class CppAnalyzer:
             return "the rules do not name every legacy argument's role"
         top = self._top_reads(obj, body)
         if not all(k in top for k in (k_dst, k_doff, k_src, k_soff, k_size)):
-            return "the branch does not read every legacy argument into a named local"
+            return "not the printer shape the tool rewrites: locals read from args[0..4] and printed as pointer + offset"
         # Where each legacy index goes.
         remap = {}
         for k, name in enumerate(legacy_args):
@@ -852,7 +875,9 @@ class CppAnalyzer:
         if not (off.search(names[1]) and off.search(names[3])):
             return
         fname = squash(self.t(inner)).split("::")[-1]
-        if fname not in self.r.helper_names and not (ptr.search(names[0]) and ptr.search(names[2])):
+        if fname not in self.r.helper_names and (
+            not (ptr.search(names[0]) and ptr.search(names[2])) or self.r.helper_exclude.search(fname)
+        ):
             return
         site = _Site(fdecl, "CPA105", "")
         site.message = (
@@ -904,6 +929,7 @@ class CppAnalyzer:
                 continue
             if self.r.suppress_comment in self.src.line_text(line):
                 f.status = Status.SUPPRESSED
+                f.message = f.message.split("; fix: ")[0] + "; suppressed by a comment"
                 out.append(f)
                 continue
             if site.fixable and site.edits:

@@ -31,6 +31,7 @@ class CppRules:
     helper_names: tuple[str, ...]
     pointer_param: re.Pattern
     offset_param: re.Pattern
+    helper_exclude: re.Pattern
     suppress_comment: str
     rules_version: str
 
@@ -81,6 +82,7 @@ def _load(path: Path) -> CppRules:
         helper_names=tuple(helpers["names"]),
         pointer_param=re.compile(helpers["pointer_param"]),
         offset_param=re.compile(helpers["offset_param"]),
+        helper_exclude=re.compile(helpers.get("exclude", "(?!)")),
         suppress_comment=data["suppress"]["comment"],
         rules_version=str(data.get("rules_version", "")),
     )

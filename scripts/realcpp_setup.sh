@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Fetch what the opt-in real-source check (tests/test_realcpp.py) needs:
+#   - the tilelang 0.1.7.post1 wheel (legacy C++ sources and TVM's headers),
+#   - the tilelang 0.1.8 wheel (upstream's own migration, for comparison),
+#   - the apache-tvm-ffi 0.1.7 wheel (tvm/ffi headers),
+#   - Debian's libdmlc-dev (dmlc headers TVM includes).
+# Wheels are downloaded, never installed, and unpacked under
+# $CPASYNC_REALCPP_CACHE (default ~/.cache/cpasync-migrate/realcpp).
+set -euo pipefail
+
+CACHE="${CPASYNC_REALCPP_CACHE:-$HOME/.cache/cpasync-migrate/realcpp}"
+PY="${PYTHON:-python3}"
+mkdir -p "$CACHE/wheels"
+
+fetch() {  # fetch SPEC GLOB DIR
+  local spec="$1" glob="$2" dir="$3"
+  if [ -f "$CACHE/$dir/.unpacked" ]; then
+    return 0
+  fi
+  if ! ls "$CACHE"/wheels/$glob >/dev/null 2>&1; then
+    "$PY" -m pip download --quiet --no-deps --only-binary=:all: \
+      --python-version 3.11 \
+      --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
+      --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+      "$spec" -d "$CACHE/wheels"
+  fi
+  rm -rf "${CACHE:?}/$dir"
+  mkdir -p "$CACHE/$dir"
+  "$PY" -m zipfile -e "$(ls "$CACHE"/wheels/$glob | head -n1)" "$CACHE/$dir"
+  touch "$CACHE/$dir/.unpacked"
+}
+
+fetch "tilelang==0.1.7.post1" "tilelang-0.1.7.post1-*.whl" tl017
+fetch "tilelang==0.1.8" "tilelang-0.1.8-*.whl" tl018
+fetch "apache-tvm-ffi==0.1.7" "apache_tvm_ffi-0.1.7-*.whl" tvmffi
+
+if [ ! -f /usr/include/dmlc/logging.h ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get install -y -q libdmlc-dev >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q libdmlc-dev >/dev/null; }
+  else
+    echo "libdmlc-dev is missing: run 'sudo apt-get install -y libdmlc-dev'" >&2
+    exit 1
+  fi
+fi
+command -v g++ >/dev/null || { echo "g++ is missing" >&2; exit 1; }
+echo "$CACHE"

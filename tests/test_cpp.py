@@ -1,0 +1,286 @@
+"""C++ front end: fixtures (hand-written expected outputs) and unit checks.
+
+The fixtures live in tests/fixtures/cpp: NAME.in.<ext>, NAME.out.<ext> and
+NAME.toml (the CLI arguments, the expected exit code of a write run and the
+expected sites).  These tests call the front end directly; the CLI runs the
+same files through tests/test_fixtures.py.
+"""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from cpasync_migrate.cpp import SUFFIXES, analyze, reparse_problem
+from cpasync_migrate.findings import Applicability, FrontEndOptions, Status, apply_edits
+from cpasync_migrate.rules import load_rules
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "cpp"
+RULES = load_rules()
+
+
+def _cases():
+    out = []
+    for meta in sorted(FIXTURES.glob("*.toml")):
+        ins = list(FIXTURES.glob(f"{meta.stem}.in.*"))
+        assert len(ins) == 1, meta
+        out.append(pytest.param(meta.stem, id=meta.stem))
+    return out
+
+
+def _load(name: str):
+    meta = tomllib.loads((FIXTURES / f"{name}.toml").read_text(encoding="utf-8"))
+    inp = next(FIXTURES.glob(f"{name}.in.*"))
+    ext = inp.name.split(".in", 1)[1]
+    outp = FIXTURES / f"{name}.out{ext}"
+    read = lambda p: p.read_bytes().decode("utf-8")  # noqa: E731  (keep CRLF as it is)
+    return meta, read(inp), read(outp), inp.name
+
+
+def _options(args: list[str]) -> tuple[FrontEndOptions, bool]:
+    target = "0.1.8"
+    if "--target" in args:
+        target = args[args.index("--target") + 1]
+    gen = RULES.generation(target)
+    return FrontEndOptions(rules=RULES, target=gen, source=RULES.legacy), "--unsafe-fixes" in args
+
+
+def _status(f, unsafe: bool) -> str:
+    """The bucket the engine puts a finding in (the contract in findings.py)."""
+    if f.status is not None:
+        return f.status.value
+    if f.fix is None:
+        return "manual"
+    return "rewritten" if (f.fix.safe or unsafe) else "unsafe"
+
+
+def _run(text: str, path: str, opts: FrontEndOptions, unsafe: bool):
+    res = analyze(text, path, opts)
+    assert res.error is None, res.error
+    chosen = [f for f in res.findings if _status(f, unsafe) == "rewritten"]
+    edits = [e for f in chosen for e in f.fix.edits]
+    return res, edits, apply_edits(text, edits)
+
+
+@pytest.mark.parametrize("name", _cases())
+def test_fixture(name):
+    meta, src, expected, fname = _load(name)
+    opts, unsafe = _options(meta.get("args", []))
+    res, edits, new = _run(src, fname, opts, unsafe)
+
+    got = sorted((f.line, f.code, _status(f, unsafe)) for f in res.findings)
+    want = sorted((e["line"], e["code"], e["status"]) for e in meta.get("expect", []))
+    assert got == want
+
+    # The rewrite is the hand-written output, byte for byte.
+    assert new == expected
+
+    # Every finding is complete: one-line message, function, sane positions.
+    for f in res.findings:
+        assert f.message and "\n" not in f.message, f
+        assert (f.line, f.column) <= (f.end_line, f.end_column)
+        if f.code not in ("CPA109",):
+            assert f.function, f
+        if f.fix is not None:
+            assert f.fix.steps
+            if f.fix.applicability is Applicability.UNSAFE:
+                assert f.fix.assumptions
+            for a in f.fix.assumptions:
+                assert a.endswith(".") and "\n" not in a
+
+    # Edits of different findings never overlap.
+    spans = sorted((e.start, e.end) for f in res.findings if f.fix for e in f.fix.edits)
+    for (a0, a1), (b0, b1) in zip(spans, spans[1:]):
+        assert a1 <= b0, (a0, a1, b0, b1)
+
+    # The hand-written output keeps every byte outside the tool's edit spans:
+    # the unchanged stretches of the input appear in it, in order, prefix and
+    # suffix included.
+    pos = 0
+    gaps, last = [], 0
+    for e in sorted(edits, key=lambda e: e.start):
+        gaps.append(src[last : e.start])
+        last = e.end
+    gaps.append(src[last:])
+    assert expected.startswith(gaps[0]) and expected.endswith(gaps[-1])
+    for g in gaps:
+        at = expected.find(g, pos)
+        assert at >= pos, g[:60]
+        pos = at + len(g)
+    if not edits:
+        assert expected == src
+
+    # A rewrite still parses as well as the original.
+    assert reparse_problem(src, new) is None
+
+    # Second pass: nothing more to rewrite.
+    res2, edits2, new2 = _run(new, fname, opts, unsafe)
+    assert edits2 == [] and new2 == new
+    assert not [f for f in res2.findings if f.code in ("CPA101", "CPA102", "CPA103", "CPA106") and f.fix]
+
+
+def test_every_fixture_has_an_expected_output():
+    for meta in FIXTURES.glob("*.toml"):
+        inp = next(FIXTURES.glob(f"{meta.stem}.in.*"))
+        ext = inp.name.split(".in", 1)[1]
+        assert (FIXTURES / f"{meta.stem}.out{ext}").is_file(), meta.stem
+        assert ext in SUFFIXES
+
+
+OPTS = FrontEndOptions(rules=RULES, target=RULES.generation("0.1.8"), source=RULES.legacy)
+
+PLAIN = """\
+namespace tvm {
+namespace tl {
+Stmt F(const Buffer& s, const Buffer& g, PrimExpr i, PrimExpr j) {
+  return Evaluate(Call(s->dtype, builtin::ptx_cp_async(), {s->data, i, g->data, j, 8}));
+}
+}  // namespace tl
+}  // namespace tvm
+"""
+
+
+def test_crlf_file_keeps_crlf():
+    text = PLAIN.replace("\n", "\r\n")
+    res = analyze(text, "crlf.cc", OPTS)
+    [f] = res.findings
+    assert f.code == "CPA101" and f.fix and f.fix.safe
+    new = apply_edits(text, f.fix.edits)
+    assert new.count("\n") == new.count("\r\n")
+    assert new.count("\r\n") > text.count("\r\n")
+
+
+def test_character_offsets_after_non_ascii_text():
+    text = "// ∀ Größe → 16 Bytes, 日本語\n" + PLAIN
+    res = analyze(text, "u.cc", OPTS)
+    [f] = res.findings
+    assert (f.line, f.column) == (5, 19)
+    [wrap, lst] = sorted(f.fix.edits, key=lambda e: e.start)
+    assert text[wrap.start : wrap.end] == " " and text[wrap.end] == "{"
+    assert text[lst.start : lst.end] == "s->data, i, g->data, j, 8"
+    new = apply_edits(text, f.fix.edits)
+    assert new.startswith("// ∀ Größe → 16 Bytes, 日本語\n")
+    assert "tvm_access_ptr" in new
+
+
+def test_function_names_are_qualified():
+    text = """\
+struct Outer {
+  struct Inner {
+    Stmt Make(const Buffer& s, const Buffer& g) {
+      return Evaluate(Call(s->dtype, builtin::ptx_cp_async(), {s->data, 0, g->data, 0, 4}));
+    }
+  };
+};
+Stmt Free::Standing(const Buffer& s, const Buffer& g) {
+  auto body = [&]() { return Evaluate(Call(s->dtype, tl::ptx_cp_async(), {s->data, 0, g->data, 0, 4})); };
+  return body();
+}
+"""
+    res = analyze(text, "n.cc", OPTS)
+    assert [f.function for f in res.findings] == ["Outer::Inner::Make", "Free::Standing"]
+
+
+def test_reparse_problem_reports_new_errors():
+    assert reparse_problem(PLAIN, PLAIN) is None
+    broken = PLAIN.replace("{s->data, i, g->data, j, 8}));", "{s->data, i, g->data, j, 8});")
+    msg = reparse_problem(PLAIN, broken)
+    assert msg and "parse error" in msg
+    # Fewer errors than before is fine.
+    assert reparse_problem(broken, PLAIN) is None
+
+
+def test_unparsable_file_is_an_error():
+    res = analyze("\x00\x01 binary", "x.cc", OPTS)
+    assert res.error and res.findings == []
+    garbage = ")))) ]]] ;; }}} " * 40
+    res = analyze(garbage, "g.cc", OPTS)
+    assert res.error and res.error_line == 1
+
+
+def test_no_sites_no_findings():
+    text = """\
+void F(const CallNode* op) {
+  if (op->op.same_as(builtin::ptx_cp_async_barrier())) { Print(op->args[4]); }
+  auto c = Call(DataType::Handle(), builtin::ptx_cp_async_bulk(), {a, b, c, d, e});
+}
+"""
+    assert analyze(text, "n.cc", OPTS).findings == []
+
+
+def test_construction_without_var_data_is_manual_with_reason():
+    text = PLAIN.replace("{s->data, i, g->data, j, 8}", "{Base(s), i, g->data, j, 8}")
+    [f] = analyze(text, "m.cc", OPTS).findings
+    assert f.fix is None and "not visibly a tir::Var" in f.message
+
+
+def test_predicate_moves_with_the_list():
+    text = PLAIN.replace("{s->data, i, g->data, j, 8}", "{s->data, i, g->data, j, 8, ok}")
+    [f] = analyze(text, "p.cc", OPTS).findings
+    new = apply_edits(text, f.fix.edits)
+    tail = new[new.index("1}),") :]
+    assert tail.split(",")[1].strip() == "8" and "ok}));" in tail
+
+
+def test_dead_branch_without_else_is_removed_with_its_whitespace():
+    text = """\
+void P::VisitExpr_(const CallNode* op, std::ostream& os) {
+  if (op->op.same_as(builtin::ptx_cp_async())) {
+    os << PrintExpr(op->args[0]) << PrintExpr(op->args[1]) << PrintExpr(op->args[2]);
+  } else if (op->op.same_as(builtin::ptx_wait_group())) {
+    os << "wait";
+  } else if (op->op.same_as(builtin::ptx_cp_async())) {
+    os << PrintExpr(op->args[4]);
+  }
+}
+"""
+    res = analyze(text, "d.cc", OPTS)
+    dead = [f for f in res.findings if f.code == "CPA106"]
+    assert len(dead) == 1 and dead[0].line == 6 and dead[0].fix.applicability is Applicability.UNSAFE
+    new = apply_edits(text, dead[0].fix.edits)
+    assert new == text.replace(
+        """ else if (op->op.same_as(builtin::ptx_cp_async())) {
+    os << PrintExpr(op->args[4]);
+  }""",
+        "",
+    )
+
+
+def test_consumer_with_other_offset_use_maps_every_index():
+    text = """\
+void P::VisitExpr_(const CallNode* op, std::ostream& os) {
+  if (op->op.same_as(builtin::ptx_cp_async())) {
+    std::string d = PrintExpr(op->args[0]);
+    std::string d_off = PrintExpr(op->args[1]);
+    std::string s = PrintExpr(op->args[2]);
+    std::string s_off = PrintExpr(op->args[3]);
+    std::string n = PrintExpr(op->args[4]);
+    if (op->args.size() == 5) os << Helper(d, d_off, s, s_off, n);
+  }
+}
+"""
+    [f] = analyze(text, "c.cc", OPTS).findings
+    assert f.code == "CPA104" and f.fix is None
+    for piece in (
+        "args[0] dst_data -> data inside args[0] dst_access_ptr",
+        "args[1] dst_offset -> offset inside args[0] dst_access_ptr",
+        "args[3] src_offset -> offset inside args[1] src_access_ptr",
+        "args[4] bytes -> args[2] bytes",
+        "args[5] predicate -> args[3] predicate",
+        "args.size() 5/6 -> 3/4",
+    ):
+        assert piece in f.message
+
+
+def test_suppressed_site_has_no_fix():
+    text = PLAIN.replace("8}));", "8}));  // cpasync-migrate: ignore")
+    [f] = analyze(text, "s.cc", OPTS).findings
+    assert f.status is Status.SUPPRESSED and f.fix is None
+
+
+def test_edit_next_to_parse_error_is_not_made():
+    text = PLAIN.replace("  return Evaluate", "  DEMO_MACRO(x) y z\n  return Evaluate")
+    res = analyze(text, "e.cc", OPTS)
+    assert [f.code for f in res.findings] == ["CPA108"]
+    assert res.findings[0].fix is None
