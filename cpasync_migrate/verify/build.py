@@ -654,8 +654,10 @@ class KernelBuilder:
     def bind_arg(self, node, scope: Scope):
         if isinstance(node, ast.Name):
             b = scope.lookup(node.id)
-            if isinstance(b, tuple) and b[0] in ("buf", "macro"):
+            if isinstance(b, tuple) and b[0] in ("buf", "macro", "data"):
                 return b
+        if isinstance(node, ast.Attribute) and node.attr == "data":
+            return ("data", self.buffer_of(node.value, scope))
         ok, v = self.try_cval(node, scope)
         if ok:
             return ("const", v)
@@ -851,6 +853,9 @@ class KernelBuilder:
         if isinstance(node, ast.Attribute) and node.attr == "data":
             return self.buffer_of(node.value, scope)
         if isinstance(node, ast.Name):
+            b = scope.lookup(node.id)
+            if isinstance(b, tuple) and b[0] == "data":
+                return b[1]
             return self.buffer_of(node, scope)
         raise Unsupported(f"cp.async pointer {ast.unparse(node)[:40]!r} is not <buffer>.data", node.lineno)
 
