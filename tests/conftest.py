@@ -26,6 +26,35 @@ def cli():
     return run_cli
 
 
+class Result:
+    def __init__(self, returncode, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+def run_inproc(*args, cwd):
+    """Run cli.main in this process (fast path for data-driven tests)."""
+    import io
+
+    from cpasync_migrate import cli
+
+    old = os.getcwd(), sys.stdout, sys.stderr
+    out, err = io.StringIO(), io.StringIO()
+    env_nc = os.environ.get("NO_COLOR")
+    os.environ["NO_COLOR"] = "1"
+    try:
+        os.chdir(cwd)
+        sys.stdout, sys.stderr = out, err
+        code = cli.main([str(a) for a in args])
+    finally:
+        os.chdir(old[0])
+        sys.stdout, sys.stderr = old[1], old[2]
+        if env_nc is None:
+            os.environ.pop("NO_COLOR", None)
+        else:
+            os.environ["NO_COLOR"] = env_nc
+    return Result(code, out.getvalue(), err.getvalue())
+
+
 def gpu_available() -> bool:
     try:
         import cupy

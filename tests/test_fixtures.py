@@ -1,77 +1,74 @@
-"""Every fixture pair through the CLI: write, second run, --check, --diff, json."""
+"""Every fixture pair through the CLI entry point (in-process).
+
+Per case: --check and --diff write nothing; the diff applies with patch -p1
+and gives the hand-written expected output; write mode gives the same bytes
+and the expected findings; --check reports exactly the sites write mode
+handles (same sites, same codes, same fixes); a second run changes nothing.
+"""
 import json
 import shutil
+import subprocess
 
 import pytest
 
-from conftest import run_cli
+from conftest import run_inproc as run_cli
 from fixture_cases import cases
 
 ALL = cases("python") + cases("cpp")
 
 
 def _target_args(meta):
-    args = list(meta.get("args", []))
+    args = list(meta.get("args", [])) + ["-j", "1"]
     if "--target" not in args:
         args += ["--target", "0.1.8"]
     return args
 
 
-def _copy(case, tmp_path):
-    dst = tmp_path / f"{case.name}{case.ext}"
-    shutil.copyfile(case.input, dst)
-    return dst
+def _key(x):
+    return (x["path"], x["line"], x["column"], x["code"], x["fixable"])
+
+
+def test_there_are_enough_fixtures():
+    assert len(cases("python")) >= 20
 
 
 @pytest.mark.parametrize("case", ALL, ids=str)
-def test_write_matches_expected(case, tmp_path):
-    f = _copy(case, tmp_path)
-    r = run_cli(*_target_args(case.meta), "--format", "json", f.name, cwd=tmp_path)
-    assert r.returncode == case.meta.get("exit_write", 0), r.stdout + r.stderr
-    assert f.read_bytes() == case.output.read_bytes(), f"{case}: output differs from the hand-written expectation"
-    rep = json.loads(r.stdout)
-    got = [(x["line"], x["code"], x["status"]) for x in rep["findings"] if x["code"] != "CPA900"]
-    want = [(e["line"], e["code"], e["status"]) for e in case.meta.get("expect", [])]
-    assert sorted(got) == sorted(want)
-
-
-@pytest.mark.parametrize("case", ALL, ids=str)
-def test_second_run_changes_nothing(case, tmp_path):
-    f = _copy(case, tmp_path)
+def test_fixture(case, tmp_path):
+    f = tmp_path / f"{case.name}{case.ext}"
+    shutil.copyfile(case.input, f)
+    original = case.input.read_bytes()
+    expected = case.output.read_bytes()
     args = _target_args(case.meta)
-    run_cli(*args, f.name, cwd=tmp_path)
-    once = f.read_bytes()
-    r = run_cli(*args, "--diff", f.name, cwd=tmp_path)
-    assert r.stdout == "", r.stdout
-    run_cli(*args, f.name, cwd=tmp_path)
-    assert f.read_bytes() == once
 
+    check = run_cli(*args, "--check", "--format", "json", f.name, cwd=tmp_path)
+    diff = run_cli(*args, "--diff", f.name, cwd=tmp_path)
+    assert f.read_bytes() == original, "--check/--diff must not write"
+    if expected != original:
+        assert diff.returncode == 1
+        (tmp_path / "p.diff").write_bytes(diff.stdout.encode())
+        p = subprocess.run(["patch", "-p1", "-s", "-i", "p.diff"], cwd=tmp_path, capture_output=True, text=True)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert f.read_bytes() == expected, "the --diff patch does not give the expected output"
+        shutil.copyfile(case.input, f)
+    else:
+        assert diff.stdout == ""
 
-@pytest.mark.parametrize("case", ALL, ids=str)
-def test_check_reports_same_sites_as_write(case, tmp_path):
-    """--check must report exactly what write mode would do: same sites, same codes."""
-    f = _copy(case, tmp_path)
-    args = _target_args(case.meta)
-    check = json.loads(run_cli(*args, "--check", "--format", "json", f.name, cwd=tmp_path).stdout)
-    assert f.read_bytes() == case.input.read_bytes(), "--check must not write"
-    write = json.loads(run_cli(*args, "--format", "json", f.name, cwd=tmp_path).stdout)
-    key = lambda x: (x["path"], x["line"], x["column"], x["code"], x["fixable"])  # noqa: E731
-    assert sorted(map(key, check["findings"])) == sorted(map(key, write["findings"]))
-    for c, w in zip(sorted(check["findings"], key=key), sorted(write["findings"], key=key)):
-        assert (c["fix"] or {}).get("replacement") == (w["fix"] or {}).get("replacement")
+    write = run_cli(*args, "--format", "json", f.name, cwd=tmp_path)
+    assert write.returncode == case.meta.get("exit_write", 0), write.stdout + write.stderr
+    assert f.read_bytes() == expected, f"{case}: output differs from the hand-written expectation"
+    rep = json.loads(write.stdout)
+    got = sorted((x["line"], x["code"], x["status"]) for x in rep["findings"] if x["code"] != "CPA900")
+    want = sorted((e["line"], e["code"], e["status"]) for e in case.meta.get("expect", []))
+    assert got == want
 
+    # --check reports exactly what write mode does
+    c = sorted(json.loads(check.stdout)["findings"], key=_key)
+    w = sorted(rep["findings"], key=_key)
+    assert list(map(_key, c)) == list(map(_key, w))
+    for cf, wf in zip(c, w):
+        assert (cf["fix"] or {}).get("replacement") == (wf["fix"] or {}).get("replacement")
 
-@pytest.mark.parametrize("case", [c for c in ALL if c.output.read_bytes() != c.input.read_bytes()], ids=str)
-def test_diff_applies_with_patch(case, tmp_path):
-    f = _copy(case, tmp_path)
-    args = _target_args(case.meta)
-    r = run_cli(*args, "--diff", f.name, cwd=tmp_path)
-    assert r.returncode == 1
-    assert f.read_bytes() == case.input.read_bytes(), "--diff must not write"
-    patch = tmp_path / "p.diff"
-    patch.write_text(r.stdout, newline="")
-    import subprocess
-
-    p = subprocess.run(["patch", "-p1", "-s", "-i", str(patch)], cwd=tmp_path, capture_output=True, text=True)
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert f.read_bytes() == case.output.read_bytes()
+    # a second run changes nothing
+    again = run_cli(*args, "--diff", f.name, cwd=tmp_path)
+    assert again.stdout == ""
+    assert f.read_bytes() == expected

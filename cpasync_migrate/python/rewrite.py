@@ -140,8 +140,19 @@ class _Context:
         r = self.pos(node)
         return self.offset(r.start.line, r.start.column), self.offset(r.end.line, r.end.column)
 
-    def node_text(self, node) -> str:
+    def vspan(self, node) -> tuple[int, int]:
+        """Span of an expression including its own parentheses."""
         s, e = self.span(node)
+        lpar = getattr(node, "lpar", None)
+        rpar = getattr(node, "rpar", None)
+        if lpar:
+            s = self.span(lpar[0])[0]
+        if rpar:
+            e = self.span(rpar[-1])[1]
+        return s, e
+
+    def node_text(self, node) -> str:
+        s, e = self.vspan(node)
         return self.text[s:e]
 
     def qnames(self, node) -> set[str]:
@@ -484,8 +495,6 @@ class _Context:
                         full = _dotted(n.name)
                         if full == want:
                             alias = n.asname.name.value if n.asname else want
-                        elif alias is None and not n.asname and want.startswith(full + "."):
-                            alias = want
                 elif isinstance(s, cst.ImportFrom) and s.module is not None and not s.relative:
                     mod = _dotted(s.module)
                     if isinstance(s.names, cst.ImportStar):
@@ -673,7 +682,7 @@ class _Context:
                     edits.append(Edit(pe, de, ""))
             for k in order:
                 a = bound[k]
-                vs, ve = self.span(a.value)
+                vs, ve = self.vspan(a.value)
                 as_, _ = self.span(a)
                 if a.keyword is not None:
                     # drop `name=` (and the whitespace up to the value)
