@@ -12,8 +12,9 @@ CACHE="${CPASYNC_REALCPP_CACHE:-$HOME/.cache/cpasync-migrate/realcpp}"
 PY="${PYTHON:-python3}"
 mkdir -p "$CACHE/wheels"
 
-fetch() {  # fetch SPEC GLOB DIR
+fetch() {  # fetch SPEC GLOB DIR PREFIX...   (unpacks only members under the prefixes)
   local spec="$1" glob="$2" dir="$3"
+  shift 3
   if [ -f "$CACHE/$dir/.unpacked" ]; then
     return 0
   fi
@@ -26,13 +27,20 @@ fetch() {  # fetch SPEC GLOB DIR
   fi
   rm -rf "${CACHE:?}/$dir"
   mkdir -p "$CACHE/$dir"
-  "$PY" -m zipfile -e "$(ls "$CACHE"/wheels/$glob | head -n1)" "$CACHE/$dir"
+  "$PY" - "$(ls "$CACHE"/wheels/$glob | head -n1)" "$CACHE/$dir" "$@" <<'PYEOF'
+import sys, zipfile
+wheel, dest, prefixes = sys.argv[1], sys.argv[2], tuple(sys.argv[3:])
+with zipfile.ZipFile(wheel) as z:
+    z.extractall(dest, [n for n in z.namelist() if n.startswith(prefixes)])
+PYEOF
   touch "$CACHE/$dir/.unpacked"
 }
 
-fetch "tilelang==0.1.7.post1" "tilelang-0.1.7.post1-*.whl" tl017
-fetch "tilelang==0.1.8" "tilelang-0.1.8-*.whl" tl018
-fetch "apache-tvm-ffi==0.1.7" "apache_tvm_ffi-0.1.7-*.whl" tvmffi
+TVM=tilelang/3rdparty/tvm
+fetch "tilelang==0.1.7.post1" "tilelang-0.1.7.post1-*.whl" tl017 \
+  tilelang/src/ $TVM/include/ $TVM/src/ $TVM/3rdparty/dlpack/include/ tilelang/3rdparty/cutlass/include/
+fetch "tilelang==0.1.8" "tilelang-0.1.8-*.whl" tl018 tilelang/src/
+fetch "apache-tvm-ffi==0.1.7" "apache_tvm_ffi-0.1.7-*.whl" tvmffi tvm_ffi/include/
 
 if [ ! -f /usr/include/dmlc/logging.h ]; then
   if [ "$(id -u)" = 0 ]; then

@@ -9,6 +9,8 @@ exactly as the unmodified file, and checks a second run changes nothing.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -84,14 +86,26 @@ def _includes(cache: Path) -> list[str]:
     return [f"-I{d}" for d in dirs]
 
 
-def _compile(path: Path, quote_dir: Path, includes: list[str]) -> tuple[int, list[str]]:
-    out = subprocess.run(
-        ["g++", "-std=c++17", "-fsyntax-only", "-w", "-iquote", str(quote_dir), *includes, str(path)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+def _compile(path: Path, quote_dir: Path, includes: list[str], memo: Path | None = None) -> tuple[int, list[str]]:
+    """``g++ -fsyntax-only``: (exit status, error messages without their paths).
+
+    With ``memo`` (a folder), the result for identical input, flags and
+    compiler is kept there: the pinned originals then compile only once.
+    """
+    cmd = ["g++", "-std=c++17", "-fsyntax-only", "-w", "-iquote", str(quote_dir), *includes]
+    key = None
+    if memo is not None:
+        version = subprocess.run(["g++", "--version"], capture_output=True, text=True).stdout
+        h = hashlib.sha256("\0".join([*cmd, version]).encode() + b"\0" + path.read_bytes()).hexdigest()
+        key = memo / f"{h}.json"
+        if key.is_file():
+            rc, errors = json.loads(key.read_text())
+            return rc, errors
+    out = subprocess.run([*cmd, str(path)], capture_output=True, text=True, timeout=600)
     errors = [ln.split("error:", 1)[1].strip() for ln in out.stderr.splitlines() if "error:" in ln]
+    if key is not None:
+        memo.mkdir(parents=True, exist_ok=True)
+        key.write_text(json.dumps([out.returncode, errors]))
     return out.returncode, errors
 
 
@@ -148,11 +162,11 @@ def test_sites_rewrite_compile_and_second_run(cache, options, tmp_path):
         out = tmp_path / rel.replace("/", "__")
         out.write_text(new, encoding="utf-8")
         orig_dir = src / Path(rel).parent
-        jobs.append((rel, "original", src / rel, orig_dir))
-        jobs.append((rel, "rewritten", out, orig_dir))
+        jobs.append((rel, "original", src / rel, orig_dir, cache / "compiled"))
+        jobs.append((rel, "rewritten", out, orig_dir, None))
     workers = max(1, min(len(jobs), os.cpu_count() or 1))
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        results = list(pool.map(lambda j: (j[0], j[1], _compile(j[2], j[3], includes)), jobs))
+        results = list(pool.map(lambda j: (j[0], j[1], _compile(j[2], j[3], includes, j[4])), jobs))
     by = {(rel, kind): res for rel, kind, res in results}
     for rel in rewritten:
         assert by[(rel, "rewritten")] == by[(rel, "original")], (rel, by[(rel, "rewritten")], by[(rel, "original")])
