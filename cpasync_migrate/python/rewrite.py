@@ -645,10 +645,11 @@ class _Context:
         if self._import_edit is not None:
             # every fix that needs the import carries the same edit; the engine applies it once
             edits.append(self._import_edit)
+        assumptions = list(dict.fromkeys(assumptions))
         applic = Applicability.UNSAFE if assumptions else Applicability.SAFE
         note = ""
         if assumptions:
-            note = " (unsafe fix: " + "; ".join(assumptions) + ")"
+            note = f" (unsafe fix: rests on {len(assumptions)} assumption(s))"
         return Fix(edits, applic, assumptions, steps), note
 
     def layout_edits(self, node: cst.Call, bound: dict[str, cst.Arg], order: Sequence[str], drop: str,
