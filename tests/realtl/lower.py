@@ -19,10 +19,14 @@ on stdout:
      "kernels": {"NAME": {"copies": [{"op": "cp_async_gs", "n": 16,
                                       "dst": "...", "src": "...",
                                       "predicate": null}, ...],
+                          "buffers": {"A": "half_t", "A_s": "float"},
+                          "aliases": {"x_s": ["buf_dyn_shmem", 16384]},
                           "dyn_shmem": true, "error": null}, ...}}
 
 ``dst``/``src`` are the address expressions exactly as the CUDA prints them;
-``dyn_shmem`` says whether the kernel's shared buffers were merged into
+``buffers`` gives the C element type of each kernel parameter and shared
+array (what a legacy ``NAME+offset`` counts in); ``aliases`` the untyped
+pointers later releases declare into the merged shared array; ``dyn_shmem`` says whether the kernel's shared buffers were merged into
 TileLang's single dynamic shared-memory array.  Exit status 1 when any kernel
 failed to lower (its ``error`` says why), 2 on bad usage.
 """
@@ -41,6 +45,16 @@ import traceback
 from pathlib import Path
 
 _COPY_RE = re.compile(r"\btl::(cp_async_gs(?:_conditional)?)\s*<\s*(\d+)\s*>\s*\(")
+# Kernel parameters (`const half_t* __restrict__ A`) and shared arrays
+# (`extern __shared__ __align__(1024) uchar buf_dyn_shmem[];`).
+_PARAM_RE = re.compile(r"(?:const\s+)?([A-Za-z_][\w:]*)\s*\*\s*(?:__restrict__\s+)?([A-Za-z_]\w*)\s*[,)]")
+_SHARED_RE = re.compile(r"__shared__\s+(?:__align__\(\d+\)\s+)?([A-Za-z_][\w:]*)\s+([A-Za-z_]\w*)\s*\[")
+# Later releases name each merged buffer by a pointer into the dynamic array:
+# `void* A_s = ((void*)((char*)buf_dyn_shmem + 16384));`
+_ALIAS_RE = re.compile(
+    r"void\s*\*\s*([A-Za-z_]\w*)\s*=\s*\(\(void\s*\*\)\(\(char\s*\*\)([A-Za-z_]\w*)\s*\+\s*(\d+)\)\);"
+)
+_KERNEL_RE = re.compile(r"__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s*)?\w+\s*\(([^)]*)\)\s*\{")
 
 
 def split_args(text: str, start: int) -> tuple[list[str], int]:
@@ -80,6 +94,31 @@ def find_copies(source: str) -> list[dict]:
             }
         )
     return copies
+
+
+def find_buffers(source: str) -> dict[str, str]:
+    """C element type of every kernel pointer parameter and shared array."""
+    buffers: dict[str, str] = {}
+    for km in _KERNEL_RE.finditer(source):
+        for pm in _PARAM_RE.finditer(km.group(1) + ")"):
+            buffers[pm.group(2)] = pm.group(1)
+    for sm in _SHARED_RE.finditer(source):
+        buffers[sm.group(2)] = sm.group(1)
+    return buffers
+
+
+def make_target(tvm, arch: str):
+    """CUDA target for ``arch``: the string form where the release takes it,
+    else the dict form (later releases accept only that)."""
+    try:
+        return tvm.target.Target(f"cuda -arch={arch}")
+    except Exception:
+        return tvm.target.Target({"kind": "cuda", "arch": arch})
+
+
+def find_aliases(source: str) -> dict[str, list]:
+    """Pointer names into a shared array: name -> [array, byte offset]."""
+    return {m.group(1): [m.group(2), int(m.group(3))] for m in _ALIAS_RE.finditer(source)}
 
 
 def _parse_bind(items: list[str]) -> dict[str, object]:
@@ -151,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(module, name):
             setattr(module, name, value)
 
-    target = tvm.target.Target(f"cuda -arch={args.arch}")
+    target = make_target(tvm, args.arch)
     result = {
         "tilelang": importlib.metadata.version("tilelang"),
         "tvm_ffi": importlib.metadata.version("apache-tvm-ffi"),
@@ -159,8 +198,9 @@ def main(argv: list[str] | None = None) -> int:
         "kernels": {},
     }
     failed = False
-    for name, func in collect(module, binds, tvm.tir.PrimFunc):
-        entry: dict[str, object] = {"copies": [], "dyn_shmem": None, "error": None}
+    tir = getattr(tvm, "tir", None) or tvm.tirx  # renamed tirx in later releases
+    for name, func in collect(module, binds, tir.PrimFunc):
+        entry: dict[str, object] = {"copies": [], "buffers": {}, "aliases": {}, "dyn_shmem": None, "error": None}
         if isinstance(func, BaseException):
             entry["error"] = f"factory raised {type(func).__name__}: {func}"
             failed = True
@@ -170,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
                     artifact = tilelang.lower(func, target=target)
                 source = artifact.kernel_source
                 entry["copies"] = find_copies(source)
+                entry["buffers"] = find_buffers(source)
+                entry["aliases"] = find_aliases(source)
                 entry["dyn_shmem"] = "buf_dyn_shmem" in source
                 if args.source_dir is not None:
                     args.source_dir.mkdir(parents=True, exist_ok=True)
