@@ -122,6 +122,8 @@ class Interpreter:
         self.rules = rules
         self.widths = generation_widths  # form -> tuple of allowed widths
         self.stats = Stats()
+        self.inv = thread_invariant(kernel)
+        self.cache: dict = {}
 
     # ------------------------------------------------------------------ run
     def run(self, globals_in: dict, fill_byte: int, reverse: bool = False) -> dict:
@@ -171,6 +173,7 @@ class Interpreter:
             self.count[b] = 1
         self.all_lanes = np.arange(L)
         self.views = {}
+        self.cache = {}
         self.bases = {b: self._base(b) for b in list(k.allocs) + list(k.params)}
         self.pend_count = {}
         self.pend_bytes = {}
@@ -586,6 +589,13 @@ class Interpreter:
             except KeyError:
                 raise KernelError(f"variable {e.name} used outside its scope", line) from None
         if t is Bin:
+            key = id(e)
+            if key in self.inv:
+                v = self.cache.get(key)
+                if v is None:
+                    v = self.cache[key] = self.binop(e.op, self.ev(e.a, env, None, line), self.ev(e.b, env, None, line),
+                                                     None, line)
+                return v
             a = self.ev(e.a, env, mask, line)
             b = self.ev(e.b, env, mask, line)
             return self.binop(e.op, a, b, mask, line)
@@ -696,6 +706,85 @@ class Interpreter:
         self.stats.load_bytes += buf.itemsize * (1 if type(addr) is int else addr.shape[0])
         v = self.view(buf)[addr]
         return to_value(v, buf.dtype) if buf.dtype == "bfloat16" else v
+
+
+def _stmt_exprs(body):
+    from .ir import Opaque
+    for st in body:
+        t = type(st)
+        if t is Store:
+            yield from st.indices
+            yield st.value
+        elif t is For:
+            yield st.start
+            yield st.extent
+            yield from _stmt_exprs(st.body)
+        elif t is Parallel:
+            yield from _stmt_exprs(st.body)
+        elif t is If:
+            yield st.cond
+            yield from _stmt_exprs(st.then)
+            yield from _stmt_exprs(st.orelse)
+        elif t in (Assign, Evaluate):
+            yield st.value
+        elif t is Fill:
+            yield st.value
+        elif t is CpAsync:
+            for p in (st.dst, st.src):
+                yield p.offset
+            yield st.size
+            if st.predicate is not None:
+                yield st.predicate
+        elif t is CopyRegion:
+            yield from st.src.starts
+            yield from st.dst.starts
+        elif t is Opaque:
+            yield from _stmt_exprs(st.body)
+
+
+def thread_invariant(k: Kernel) -> set:
+    """ids of integer Bin nodes that depend on thread/block indices only (computed once per batch)."""
+    tv = set(k.thread_vars)
+    out: set = set()
+
+    def visit(e):
+        # returns True when e is a function of thread/block indices and constants only
+        t = type(e)
+        if t is Const:
+            return isinstance(e.value, int) and not isinstance(e.value, bool)
+        if t is Var:
+            return e.name in tv
+        if t is Bin:
+            a, b = visit(e.a), visit(e.b)
+            ok = a and b and e.op in ("add", "sub", "mul", "fdiv", "fmod", "shl", "shr", "band", "bor", "bxor",
+                                      "min", "max")
+            if ok and e.op in ("fdiv", "fmod") and not (isinstance(e.b, Const) and e.b.value):
+                ok = False
+            if ok and (type(e.a) is not Const or type(e.b) is not Const):
+                out.add(id(e))
+            return ok
+        for sub in _children(e):
+            visit(sub)
+        return False
+
+    for e in _stmt_exprs(k.body):
+        visit(e)
+    return out
+
+
+def _children(e):
+    t = type(e)
+    if t in (Bin, Cmp, Logic):
+        return (e.a, e.b)
+    if t in (Unary, Cast):
+        return (e.a,)
+    if t is Select:
+        return (e.cond, e.a, e.b)
+    if t is Load:
+        return e.indices
+    if t is Math:
+        return e.args
+    return ()
 
 
 def cast_value(v, dtype: str):
