@@ -106,3 +106,17 @@ def test_nvcc_compiles_every_lowered_kernel(tmp_path):
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-4000:]
     assert "error" not in res.stderr.lower(), res.stderr[-4000:]
+
+
+def test_illegal_copies_are_not_lowered():
+    case = by_name("mixed_width_019")
+    new = (HERE / case["new"]).read_text().replace(
+        'T.type_annotation("uint8"), X.data, (bx * 8 * N + tx * 8) * 2, 16, 1)',
+        'T.type_annotation("float16"), X.data, bx * 8 * N + tx * 8, 8, 1)')
+    (item,) = lower_cuda((HERE / case["old"]).read_text(), new, "m.py", rules=RULES, target="0.1.9")
+    assert item["new_cuda"] is None and "16 bytes as uint8 but 32 bytes as float16" in item["error"]
+    assert item["old_cuda"]
+    case = by_name("copy_tile_019")
+    new = (HERE / case["new"]).read_text().replace(", 8, 1), 8)", ", 8, 1), 16)")
+    (item,) = lower_cuda((HERE / case["old"]).read_text(), new, "c.py", rules=RULES, target="0.1.9")
+    assert item["new_cuda"] is None and "moves 32 bytes" in item["error"]

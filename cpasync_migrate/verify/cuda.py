@@ -282,7 +282,16 @@ class Lowering:
         if nbytes is None:
             raise Unsupported(f"cp.async size {st.size!r} is not a constant (line {st.line})")
         if st.form == "access_ptr" and st.size_meaning == "num_elems":
-            nbytes *= self.rules.dtype_size(st.dst.elem_type)
+            nd = nbytes * self.rules.dtype_size(st.dst.elem_type)
+            ns = nbytes * self.rules.dtype_size(st.src.elem_type)
+            if nd != ns:
+                raise Unsupported(f"cp.async at line {st.line}: {nbytes} elements are {nd} bytes as {st.dst.elem_type} "
+                                  f"but {ns} bytes as {st.src.elem_type} (rejected by the compiler)")
+            nbytes = nd
+        allowed = self.target.widths if st.form == "access_ptr" else self.rules.legacy.widths
+        if nbytes not in allowed:
+            raise Unsupported(f"cp.async at line {st.line} moves {nbytes} bytes "
+                              f"(allowed {', '.join(map(str, allowed))})")
         dst, src = ptr(st.dst, False), ptr(st.src, True)
         if st.predicate is not None:
             self.emit(d, f"cpm_cp_async_pred<{nbytes}>({dst}, {src}, {self.as_type(st.predicate, 'bool')});")
