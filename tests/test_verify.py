@@ -303,3 +303,30 @@ def test_example_kernels_run_in_the_interpreter(path):
         res = run_pair(b.kernel, b.kernel, RULES, WIDTHS, seeds=1)
         assert res.verdict == "equivalent", (b.qualname, res.reason)
         assert res.bytes > 0
+
+
+def test_access_ptr_style_and_its_rw_modes():
+    old = '''
+import tilelang.language as T
+
+@T.prim_func
+def k(A: T.Tensor((8, 64), "float16"), B: T.Tensor((8, 64), "float16")):
+    with T.Kernel(8, threads=8) as bx:
+        tx = T.get_thread_binding()
+        S = T.alloc_shared((64,), "float16")
+        T.ptx_cp_async("float16", S.data, tx * 8, A.data, bx * 64 + tx * 8, 16)
+        T.ptx_commit_group()
+        T.ptx_wait_group(0)
+        for j in T.serial(8):
+            B[bx, tx * 8 + j] = S[tx * 8 + j]
+'''
+    call = 'T.ptx_cp_async("float16", S.data, tx * 8, A.data, bx * 64 + tx * 8, 16)'
+    good = old.replace(call, 'T.ptx_cp_async(T.access_ptr(S[tx * 8], "w", 8), T.access_ptr(A[bx, tx * 8], "r", 8), 8)')
+    (v,) = verify_source(old, good, "a.py", rules=RULES, target="0.1.9")
+    assert v.verdict == "equivalent", v.to_dict()
+    swapped = good.replace('"w", 8)', '"x", 8)').replace('"r", 8)', '"w", 8)').replace('"x", 8)', '"r", 8)')
+    (v,) = verify_source(old, swapped, "a.py", rules=RULES, target="0.1.9")
+    assert v.verdict == "mismatch" and "rw mask" in v.reason
+    shifted = good.replace("A[bx, tx * 8]", "A[bx, tx * 4]")
+    (v,) = verify_source(old, shifted, "a.py", rules=RULES, target="0.1.9")
+    assert v.verdict == "mismatch" and v.detail["interpreter"]["verdict"] == "mismatch"
