@@ -78,28 +78,63 @@ def latest_version(envs: dict[str, Path]) -> str:
     return m.group(1)
 
 
-def lower(env: Path, path: Path) -> dict:
-    proc = subprocess.run([str(env / "run-python"), str(LOWER), str(path)],
-                          capture_output=True, text=True, timeout=900, cwd=path.parent)
+def lower_all(env: Path, paths: list[Path]) -> dict[str, dict]:
+    """Lower several files in one process (TileLang is imported once): file name -> lower.py's object."""
+    if not paths:
+        return {}
+    proc = subprocess.run([str(env / "run-python"), str(LOWER), *map(str, paths)],
+                          capture_output=True, text=True, timeout=1800, cwd=paths[0].parent)
     out = proc.stdout
-    start = out.find("{\n")
+    start = out.find("[\n" if len(paths) > 1 else "{\n")
     if start < 0:
-        pytest.fail(f"lowering {path.name} in {env.name} printed no JSON (exit {proc.returncode}):\n"
-                    f"{proc.stderr[-4000:]}")
-    result = json.loads(out[start:])
+        pytest.fail(f"lowering in {env.name} printed no JSON (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+    results = json.loads(out[start:])
+    if len(paths) == 1:
+        results = [results]
+    return {Path(r["file"]).name: r for r in results}
+
+
+def check_lowered(result: dict, env_name: str) -> None:
+    assert result["error"] is None, f"{result['file']} does not import under {env_name}: {result['error']}"
     errors = {k: v["error"] for k, v in result["kernels"].items() if v["error"]}
-    assert not errors, f"{path.name} does not lower under {env.name}: {errors}"
-    assert result["kernels"], f"no kernel found in {path.name}"
-    return result
+    assert not errors, f"{result['file']} does not lower under {env_name}: {errors}"
+    assert result["kernels"], f"no kernel found in {result['file']}"
 
 
-_legacy_cache: dict[str, dict] = {}
+@pytest.fixture(scope="session")
+def legacy(envs) -> dict[str, dict]:
+    return lower_all(envs["legacy"], EXAMPLES)
 
 
-def legacy_lowering(envs, example: Path) -> dict:
-    if example.name not in _legacy_cache:
-        _legacy_cache[example.name] = lower(envs["legacy"], example)
-    return _legacy_cache[example.name]
+@pytest.fixture(scope="session")
+def migrated(envs, tmp_path_factory):
+    """Per target: the examples migrated by the tool, and their lowerings.
+
+    target -> {"version": the --target value, "tool": {file: CompletedProcess},
+    "check": {file: CompletedProcess}, "lowered": {file: lower.py object}}.
+    """
+    cache: dict[str, dict] = {}
+
+    def get(target: str) -> dict:
+        if target in cache:
+            return cache[target]
+        work = tmp_path_factory.mktemp(f"migrated-{target}")
+        version = "0.1.8" if target == "0.1.8" else latest_version(envs)
+        tool, check, to_lower = {}, {}, []
+        for example in EXAMPLES:
+            copy = work / example.name
+            shutil.copyfile(example, copy)
+            tool[example.name] = run_tool("--target", version, "--unsafe-fixes", copy, cwd=work)
+            check[example.name] = run_tool("--check", "--target", version, copy, cwd=work)
+            if tool[example.name].returncode == 0:
+                if target == "latest":
+                    copy.write_text(strip_region_annotations(copy.read_text()))
+                to_lower.append(copy)
+        cache[target] = {"version": version, "tool": tool, "check": check, "work": work,
+                         "lowered": lower_all(envs[target], to_lower)}
+        return cache[target]
+
+    return get
 
 
 def run_tool(*args, cwd: Path) -> subprocess.CompletedProcess:
@@ -157,32 +192,31 @@ def summary(entry: dict) -> str:
 @pytest.mark.parametrize("target", ["0.1.8", "latest"])
 @pytest.mark.realtl
 @pytest.mark.skipif(os.environ.get("CPASYNC_REALTL") != "1", reason="opt-in: set CPASYNC_REALTL=1")
-def test_migrated_example_lowers_to_the_same_copies(envs, example, target, tmp_path):
-    old = legacy_lowering(envs, example)
+def test_migrated_example_lowers_to_the_same_copies(legacy, migrated, example, target):
+    old = legacy[example.name]
+    check_lowered(old, ENV_NAMES["legacy"])
     for name, entry in old["kernels"].items():
         assert entry["copies"], f"{example.name}:{name} has no cp.async under 0.1.7.post1"
 
-    copy = tmp_path / example.name
-    shutil.copyfile(example, copy)
-    tool_target = "0.1.8" if target == "0.1.8" else latest_version(envs)
-    proc = run_tool("--target", tool_target, "--unsafe-fixes", copy, cwd=tmp_path)
+    run = migrated(target)
+    proc = run["tool"][example.name]
+    copy = run["work"] / example.name
     expected_manual = EXPECTED_MANUAL.get((example.name, target))
     if expected_manual:
         assert proc.returncode == 1, proc.stdout + proc.stderr
         assert expected_manual in proc.stdout, proc.stdout
         assert copy.read_text() == example.read_text()
-        record({"example": example.name, "target": tool_target, "kernel": "*",
+        record({"example": example.name, "target": run["version"], "kernel": "*",
                 "legacy": {k: summary(v) for k, v in old["kernels"].items()},
                 "migrated": f"left for a person ({expected_manual})", "problems": []})
         return
     assert proc.returncode == 0, f"tool exit {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
     assert copy.read_text() != example.read_text()
-    check = run_tool("--check", "--target", tool_target, copy, cwd=tmp_path)
+    check = run["check"][example.name]
     assert check.returncode == 0, f"legacy sites remain after migration:\n{check.stdout}"
 
-    if target == "latest":
-        copy.write_text(strip_region_annotations(copy.read_text()))
-    new = lower(envs[target], copy)
+    new = run["lowered"][example.name]
+    check_lowered(new, ENV_NAMES[target])
     assert set(new["kernels"]) == set(old["kernels"])
 
     failures = {}
@@ -191,7 +225,7 @@ def test_migrated_example_lowers_to_the_same_copies(envs, example, target, tmp_p
         merged = bool(old_entry["dyn_shmem"] or new_entry["dyn_shmem"])
         problems = addresses.compare_kernel(old_entry, new_entry, textual=not merged,
                                             allow_peeling=(target == "latest"))
-        record({"example": example.name, "target": tool_target, "kernel": name,
+        record({"example": example.name, "target": run["version"], "kernel": name,
                 "tilelang": new["tilelang"], "merged_dyn_shmem": merged,
                 "legacy": summary(old_entry), "migrated": summary(new_entry),
                 "legacy_copies": old_entry["copies"], "migrated_copies": new_entry["copies"],

@@ -3,7 +3,7 @@
 Runs INSIDE a virtual environment made by scripts/realtl_setup.sh (through its
 ``run-python``), never in the project's own environment:
 
-    run-python tests/realtl/lower.py KERNELS.py [--bind NAME=VALUE ...]
+    run-python tests/realtl/lower.py KERNELS.py [MORE.py ...] [--bind NAME=VALUE ...]
 
 This is a test instrument for the project's own example kernels: it imports
 the file (the migration tool itself never imports user code).  Every
@@ -21,14 +21,20 @@ on stdout:
                                       "predicate": null}, ...],
                           "buffers": {"A": "half_t", "A_s": "float"},
                           "aliases": {"x_s": ["buf_dyn_shmem", 16384]},
-                          "dyn_shmem": true, "error": null}, ...}}
+                          "dyn_shmem": true, "error": null}, ...},
+     "error": null}
+
+(a JSON list of such objects when several files are given: one process
+imports TileLang once for all of them).
 
 ``dst``/``src`` are the address expressions exactly as the CUDA prints them;
 ``buffers`` gives the C element type of each kernel parameter and shared
 array (what a legacy ``NAME+offset`` counts in); ``aliases`` the untyped
-pointers later releases declare into the merged shared array; ``dyn_shmem`` says whether the kernel's shared buffers were merged into
-TileLang's single dynamic shared-memory array.  Exit status 1 when any kernel
-failed to lower (its ``error`` says why), 2 on bad usage.
+pointers later releases declare into the merged shared array;
+``dyn_shmem`` says whether the kernel's shared buffers were merged into
+TileLang's single dynamic shared-memory array.  Exit status 1 when a file
+could not be imported or a kernel failed to lower (its ``error`` says why),
+2 on bad usage.
 """
 
 from __future__ import annotations
@@ -171,39 +177,32 @@ def collect(module, binds: dict[str, object], prim_func_type) -> list[tuple[str,
     return found
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("file", type=Path)
-    ap.add_argument("--bind", action="append", default=[], metavar="NAME=VALUE",
-                    help="value for a factory parameter or module constant (repeatable)")
-    ap.add_argument("--arch", default="sm_90")
-    ap.add_argument("--source-dir", type=Path, default=None,
-                    help="also write each kernel's CUDA source there")
-    args = ap.parse_args(argv)
-    binds = _parse_bind(args.bind)
-
+def lower_file(path: Path, binds: dict[str, object], target, source_dir: Path | None) -> dict:
+    """Lower every kernel of one file: the JSON object described above."""
     import tilelang
     import tvm
 
-    module = _load_module(args.file.resolve())
+    result = {
+        "tilelang": importlib.metadata.version("tilelang"),
+        "tvm_ffi": importlib.metadata.version("apache-tvm-ffi"),
+        "file": str(path),
+        "kernels": {},
+        "error": None,
+    }
+    try:
+        module = _load_module(path.resolve())
+    except Exception as exc:  # the file does not even build its kernels
+        result["error"] = traceback.format_exception_only(type(exc), exc)[-1].strip()[-2000:]
+        return result
     for name, value in binds.items():
         if hasattr(module, name):
             setattr(module, name, value)
 
-    target = make_target(tvm, args.arch)
-    result = {
-        "tilelang": importlib.metadata.version("tilelang"),
-        "tvm_ffi": importlib.metadata.version("apache-tvm-ffi"),
-        "file": str(args.file),
-        "kernels": {},
-    }
-    failed = False
     tir = getattr(tvm, "tir", None) or tvm.tirx  # renamed tirx in later releases
     for name, func in collect(module, binds, tir.PrimFunc):
         entry: dict[str, object] = {"copies": [], "buffers": {}, "aliases": {}, "dyn_shmem": None, "error": None}
         if isinstance(func, BaseException):
             entry["error"] = f"factory raised {type(func).__name__}: {func}"
-            failed = True
         else:
             try:
                 with tvm.transform.PassContext():
@@ -213,16 +212,36 @@ def main(argv: list[str] | None = None) -> int:
                 entry["buffers"] = find_buffers(source)
                 entry["aliases"] = find_aliases(source)
                 entry["dyn_shmem"] = "buf_dyn_shmem" in source
-                if args.source_dir is not None:
-                    args.source_dir.mkdir(parents=True, exist_ok=True)
+                if source_dir is not None:
+                    source_dir.mkdir(parents=True, exist_ok=True)
                     stem = re.sub(r"\W", "", name)
-                    (args.source_dir / f"{args.file.stem}.{stem}.cu").write_text(source)
+                    (source_dir / f"{path.stem}.{stem}.cu").write_text(source)
             except Exception as exc:
                 last = traceback.format_exception_only(type(exc), exc)[-1].strip()
                 entry["error"] = last[-2000:]
-                failed = True
         result["kernels"][name] = entry
-    json.dump(result, sys.stdout, indent=1)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("files", type=Path, nargs="+", metavar="FILE",
+                    help="kernel files; with several, a JSON list of one object per file")
+    ap.add_argument("--bind", action="append", default=[], metavar="NAME=VALUE",
+                    help="value for a factory parameter or module constant (repeatable)")
+    ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--source-dir", type=Path, default=None,
+                    help="also write each kernel's CUDA source there")
+    args = ap.parse_args(argv)
+    binds = _parse_bind(args.bind)
+
+    import tilelang  # noqa: F401  (puts its bundled tvm on the path)
+    import tvm
+
+    target = make_target(tvm, args.arch)
+    results = [lower_file(path, binds, target, args.source_dir) for path in args.files]
+    failed = any(r["error"] or any(k["error"] for k in r["kernels"].values()) for r in results)
+    json.dump(results[0] if len(args.files) == 1 else results, sys.stdout, indent=1)
     sys.stdout.write("\n")
     return 1 if failed else 0
 

@@ -1,0 +1,365 @@
+"""Hypothesis strategies that write legacy TileLang scripts, with what each call must become.
+
+A generated :class:`Script` carries its text and, per legacy call (in source
+order), the facts an independent check needs: the buffers passed, their
+declared dtype text and element size, the offset and byte texts, and whether
+the contract says the call is rewritten or left for a person.  Everything is
+ASCII, so stdlib ``ast`` column offsets (UTF-8 bytes) are character offsets.
+"""
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass, field
+
+from hypothesis import strategies as st
+
+# Element sizes in bytes, written down from the TileLang dtypes (not read from the rules).
+SIZES = {"float16": 2, "float32": 4, "uint8": 1, "int8": 1, "bfloat16": 2}
+# The legacy parameter names, in their positional order.
+LEGACY = ["dtype", "shared_ptr", "shared_offset", "global_ptr", "global_offset", "bytes"]
+SUPPRESS = re.compile(r"#\s*cpasync-migrate:\s*ignore\b")
+
+# Names the generated code uses for other things; aliases must not collide with them.
+ALIASES = ["T", "TL", "tl", "lang", "Tl", "tlang"]
+FUNC_ALIASES = ["cp", "cp_async", "legacy_cp", "async_copy"]
+BARE = ["Buffer", "Kernel", "Tensor", "alloc_shared", "evaluate", "get_thread_binding", "macro", "prim_func",
+        "ptx_commit_group", "ptx_wait_group", "serial"]
+
+
+@dataclass
+class Imports:
+    lines: list[str]  # top-level import statements (may span lines)
+    spelling: str  # how the intrinsic is called, e.g. "T.ptx_cp_async" or "cp"
+    decl: str  # prefix for declarations and helpers: "T.", "tilelang.language." or ""
+    emit: str  # the name the tool must use for tilelang.language
+    adds_import: bool  # the tool must add `import tilelang.language as T`
+    attr_dtypes: bool  # whether `<decl>float16` resolves to a TileLang dtype
+
+
+@dataclass
+class Call:
+    dst: str
+    dst_dtype: str  # declared dtype text of dst, verbatim
+    dst_size: int
+    dst_off: str
+    src: str
+    src_dtype: str
+    src_size: int
+    src_off: str
+    nbytes: int
+    bytes_text: str
+    expect_rewrite: bool
+    gaps_have_comment: bool  # a comment sits between two arguments
+    in_order: bool  # the non-dtype arguments are in canonical order
+
+
+@dataclass
+class Script:
+    text: str
+    imports: Imports
+    calls: list[Call] = field(default_factory=list)
+    crlf: bool = False
+
+    def __repr__(self) -> str:  # hypothesis prints this for a failing example
+        return f"Script(crlf={self.crlf}, spelling={self.imports.spelling!r}, text=\n{self.text}\n)"
+
+
+# ---------------------------------------------------------------------------- small pieces
+
+_COMMENT_CHARS = string.ascii_letters + string.digits + " \t_-.,:;()[]{}'\"=+*/<>!?@$%^&~`|\\#"
+
+
+@st.composite
+def comment(draw) -> str:
+    body = draw(st.one_of(
+        st.text(alphabet=_COMMENT_CHARS, max_size=24),
+        st.sampled_from(["destination", "source", "dtype", "T.ptx_cp_async(...) legacy", "bytes", "16 B"]),
+    ))
+    text = "#" + draw(st.sampled_from(["", " "])) + body
+    text = text.rstrip(" \t")  # trailing blanks on a line are noise, not a comment's text
+    if SUPPRESS.search(text):
+        text = "# note"
+    return text
+
+
+def _quote(draw, s: str) -> str:
+    q = draw(st.sampled_from(['"', "'"]))
+    return f"{q}{s}{q}"
+
+
+@st.composite
+def imports(draw) -> Imports:
+    kind = draw(st.sampled_from(["import_as", "from_as", "from_plain", "import_plain", "from_func"]))
+    extra = draw(st.lists(st.sampled_from(["import math", "import tilelang", "import os.path"]), unique=True,
+                          max_size=2))
+    if kind == "import_as":
+        a = draw(st.sampled_from(ALIASES))
+        imp = Imports([f"import tilelang.language as {a}"], f"{a}.ptx_cp_async", f"{a}.", a, False, True)
+    elif kind == "from_as":
+        a = draw(st.sampled_from(ALIASES + ["language"]))
+        line = f"from tilelang import language as {a}" if a != "language" or draw(st.booleans()) else \
+            "from tilelang import language"
+        imp = Imports([line], f"{a}.ptx_cp_async", f"{a}.", a, False, True)
+    elif kind == "from_plain":
+        imp = Imports(["from tilelang import language"], "language.ptx_cp_async", "language.", "language", False, True)
+    elif kind == "import_plain":
+        imp = Imports(["import tilelang.language"], "tilelang.language.ptx_cp_async", "tilelang.language.",
+                      "tilelang.language", False, True)
+    else:
+        x = draw(st.sampled_from(FUNC_ALIASES + [None]))
+        fline = "from tilelang.language import ptx_cp_async" + (f" as {x}" if x else "")
+        spelling = x or "ptx_cp_async"
+        if draw(st.booleans()):
+            # the module is also bound: the tool uses that name, declarations go through it
+            a = draw(st.sampled_from(ALIASES))
+            mline = draw(st.sampled_from([f"import tilelang.language as {a}", f"from tilelang import language as {a}"]))
+            imp = Imports([fline, mline], spelling, f"{a}.", a, False, True)
+        else:
+            names = sorted(BARE)
+            if draw(st.booleans()):
+                bline = "from tilelang.language import (\n" + "".join(f"    {n},\n" for n in names) + ")"
+            else:
+                bline = "from tilelang.language import " + ", ".join(names)
+            imp = Imports([fline, bline], spelling, "", "T", True, False)
+    lines = draw(st.permutations(imp.lines + extra))
+    imp.lines = list(lines)
+    return imp
+
+
+@st.composite
+def offset(draw, loop: bool) -> str:
+    e = draw(st.sampled_from([1, 2, 4, 8, 16]))
+    b = draw(st.sampled_from([64, 128, 256]))
+    k = draw(st.integers(0, 7))
+    forms = ["tx * {e}", "bx * {b} + tx * {e}", "0", "(tx + {k}) * {e}", "tx*{e}", "{k}", "(bx * {b} + tx * {e})",
+             "bx * {b} + (tx % 4) * {e}"]
+    if loop:
+        forms += ["tx * {e} + j * {k}", "j * {b} + tx * {e}"]
+    return draw(st.sampled_from(forms)).format(e=e, b=b, k=k)
+
+
+@dataclass
+class Buf:
+    name: str
+    dtype_text: str
+    size: int
+
+
+@st.composite
+def dtype_decl(draw, imp: Imports) -> tuple[str, int]:
+    name = draw(st.sampled_from(sorted(SIZES)))
+    if imp.attr_dtypes and draw(st.integers(0, 3)) == 0:
+        return f"{imp.decl}{name}", SIZES[name]
+    return _quote(draw, name), SIZES[name]
+
+
+# ---------------------------------------------------------------------------- the call
+
+@st.composite
+def legacy_call(draw, imp: Imports, shared: list[Buf], glob: list[Buf], loop: bool, indent: str,
+                comment_before_comma: bool = True):
+    """Text of one legacy call statement (continuation lines indented) and its Call facts."""
+    dst = draw(st.sampled_from(shared))
+    src = draw(st.sampled_from(glob))
+    nbytes = draw(st.sampled_from([n for n in (4, 8, 16) if n % dst.size == 0 and n % src.size == 0]))
+    bytes_text = hex(nbytes) if draw(st.integers(0, 9)) == 0 else str(nbytes)
+    call_dtype = draw(st.sampled_from(sorted(SIZES)))
+    dtype_text = f"{imp.decl}{call_dtype}" if imp.attr_dtypes and draw(st.booleans()) else _quote(draw, call_dtype)
+    d_off, s_off = draw(offset(loop)), draw(offset(loop))
+    values = {"dtype": dtype_text, "shared_ptr": f"{dst.name}.data", "shared_offset": d_off,
+              "global_ptr": f"{src.name}.data", "global_offset": s_off, "bytes": bytes_text}
+
+    form = draw(st.sampled_from(["pos6", "pos5kw", "kw", "mixed"]))
+    if form == "pos6":
+        items = [(None, k) for k in LEGACY]
+    elif form == "pos5kw":
+        items = [(None, k) for k in LEGACY[1:]] + [("dtype", "dtype")]
+    elif form == "kw":
+        items = [(k, k) for k in draw(st.permutations(LEGACY))]
+    else:
+        p = draw(st.integers(1, 5))
+        items = [(None, k) for k in LEGACY[:p]] + [(k, k) for k in draw(st.permutations(LEGACY[p:]))]
+    order = [k for _, k in items if k != "dtype"]
+    in_order = order == LEGACY[1:]
+
+    cont = indent + draw(st.sampled_from(["    ", "        ", "  ", ""]))
+    nl = "\n"
+
+    def arg_text(kw, k):
+        if kw is None:
+            return values[k]
+        eq = draw(st.sampled_from(["=", "=", "=", " = "]))
+        return f"{kw}{eq}{values[k]}"
+
+    after_paren = draw(st.sampled_from(["", "", "newline", "comment"]))
+    if after_paren == "newline":
+        after_paren = nl + cont
+    elif after_paren == "comment":
+        after_paren = "  " + draw(comment()) + nl + cont
+    parts = [after_paren]
+    gaps_comment = False
+    for i, (kw, k) in enumerate(items):
+        parts.append(arg_text(kw, k))
+        if i + 1 < len(items):
+            pre = ""
+            if comment_before_comma and draw(st.integers(0, 11)) == 0:  # a comment between an argument and its comma
+                pre = "  " + draw(comment()) + nl + cont
+                gaps_comment = True
+            post = draw(st.sampled_from(["space", "space", "none", "newline", "comment", "comment_line"]))
+            if post == "space":
+                post_t = " "
+            elif post == "none":
+                post_t = ""
+            elif post == "newline":
+                post_t = nl + cont
+            elif post == "comment":
+                post_t = "  " + draw(comment()) + nl + cont
+                gaps_comment = True
+            else:
+                post_t = nl + cont + draw(comment()) + nl + cont
+                gaps_comment = True
+            parts.append(pre + "," + post_t)
+    # after the last argument
+    end = ""
+    trailing = draw(st.booleans())
+    if (comment_before_comma or not trailing) and draw(st.integers(0, 9)) == 0:
+        end += "  " + draw(comment()) + nl + cont
+    if trailing:
+        end += ","
+    tail = draw(st.sampled_from(["", "newline", "comment"]))
+    if tail == "newline":
+        end += nl + indent
+    elif tail == "comment":
+        end += "  " + draw(comment()) + nl + indent
+    elif end.endswith(nl + cont):
+        pass  # `)` on the comment's next line
+    parts.append(end)
+    call = f"{imp.spelling}(" + "".join(parts) + ")"
+    if draw(st.integers(0, 3)) == 0:
+        call = f"{imp.decl}evaluate({call})"
+    if draw(st.integers(0, 5)) == 0:
+        call += "  " + draw(comment())
+    fact = Call(dst.name, dst.dtype_text, dst.size, d_off, src.name, src.dtype_text, src.size, s_off, nbytes,
+                bytes_text, expect_rewrite=in_order or not gaps_comment, gaps_have_comment=gaps_comment,
+                in_order=in_order)
+    return call, fact
+
+
+# ---------------------------------------------------------------------------- kernels
+
+@st.composite
+def unit(draw, imp: Imports, idx: int, comment_before_comma: bool = True):
+    """One kernel-bearing unit: a prim_func, a factory returning one, or a macro."""
+    d = imp.decl
+    kind = draw(st.sampled_from(["prim_func", "factory", "macro"]))
+    n_glob = draw(st.integers(1, 2))
+    n_shared = draw(st.integers(1, 2))
+    glob, shared = [], []
+    for k in range(n_glob):
+        t, s = draw(dtype_decl(imp))
+        glob.append(Buf(f"A{idx}{k}", t, s))
+    for k in range(n_shared):
+        t, s = draw(dtype_decl(imp))
+        shared.append(Buf(f"S{idx}{k}", t, s))
+    base = "        " if kind != "factory" else "            "
+    if kind == "macro":
+        base = "    "
+
+    def tensor(b: Buf, shape: str) -> str:
+        if draw(st.integers(0, 3)) == 0:
+            return f"{d}Tensor({shape}, dtype={b.dtype_text})"
+        return f"{d}Tensor({shape}, {b.dtype_text})"
+
+    def shared_decl(b: Buf) -> str:
+        if draw(st.integers(0, 3)) == 0:
+            return f"{d}alloc_shared((128,), dtype={b.dtype_text})"
+        return f"{d}alloc_shared((128,), {b.dtype_text})"
+
+    body: list[str] = []
+    calls: list[Call] = []
+    n_calls = draw(st.integers(1, 3))
+    for _ in range(n_calls):
+        loop = draw(st.integers(0, 3)) == 0
+        ind = base + ("    " if loop else "")
+        text, fact = draw(legacy_call(imp, shared, glob, loop, ind, comment_before_comma))
+        if draw(st.integers(0, 3)) == 0:
+            body.append(base + draw(st.sampled_from(["x = tx * 2", "T_off = bx + 1", "# stage the next tile",
+                                                     f"{d}ptx_commit_group()"])))
+        if loop:
+            body.append(base + f"for j in {d}serial(2):")
+        body.append(ind + text)
+        calls.append(fact)
+    body.append(base + f"{d}ptx_commit_group()")
+    body.append(base + f"{d}ptx_wait_group(0)")
+
+    shape = "(N,)" if kind == "factory" else "(1024,)"
+    params = ", ".join(f"{b.name}: {tensor(b, shape)}" for b in glob)
+    lines: list[str] = []
+    if kind == "macro":
+        sparams = []
+        for b in shared:
+            if draw(st.integers(0, 3)) == 0:
+                sparams.append(f"{b.name}: {d}Buffer[(128,), {b.dtype_text}]")
+            else:
+                sparams.append(f"{b.name}: {d}Buffer((128,), {b.dtype_text})")
+        lines += [f"@{d}macro", f"def load{idx}({', '.join(sparams)}, {params}, tx, bx):"]
+        lines += body
+    else:
+        pre = "    " if kind == "factory" else ""
+        if kind == "factory":
+            lines.append(f"def make_kernel{idx}(N=1024, block=128):")
+        lines += [pre + f"@{d}prim_func", pre + f"def main{idx}({params}):",
+                  pre + f"    with {d}Kernel(8, threads=32) as bx:"]
+        for b in shared:
+            lines.append(pre + f"        {b.name} = {shared_decl(b)}")
+        lines.append(pre + f"        tx = {d}get_thread_binding()")
+        lines += body
+        if kind == "factory":
+            lines += ["", f"    return main{idx}"]
+    return "\n".join(lines) + "\n", calls
+
+
+UNRELATED = [
+    'NOTE = "T.ptx_cp_async(dtype, dst, dst_off, src, src_off, 16) is the legacy form"\n',
+    "def helper():\n    def ptx_cp_async():\n        return 0\n\n    return ptx_cp_async()\n",
+    "class Fake:\n    def ptx_cp_async(self, *args):\n        return args\n\n\nFAKE = Fake().ptx_cp_async(1, 2, 3, 4, 5, 6)\n",
+    "# ptx_cp_async(\"float16\", S.data, 0, A.data, 0, 16) in a comment\n",
+    "BLOCK = 128  # threads per block\n",
+    "def shape_of(n):\n    return (n,)\n",
+]
+
+
+@st.composite
+def scripts(draw, comment_before_comma: bool = True) -> Script:
+    """A legacy script; ``comment_before_comma=False`` never puts a comment between an argument and its comma."""
+    imp = draw(imports())
+    head: list[str] = []
+    if draw(st.integers(0, 3)) == 0:
+        head.append("# Kernels staged through shared memory.\n")
+    if draw(st.integers(0, 3)) == 0:
+        head.append('"""Copy kernels."""\n')
+    head.append("\n".join(imp.lines) + "\n")
+    chunks: list[str] = []
+    calls: list[Call] = []
+    n_units = draw(st.integers(1, 3))
+    units = []
+    for i in range(n_units):
+        text, cs = draw(unit(imp, i, comment_before_comma))
+        units.append((text, cs))
+    extras = draw(st.lists(st.sampled_from(UNRELATED), unique=True, max_size=3))
+    pieces = [("u", u) for u in units] + [("x", x) for x in extras]
+    pieces = draw(st.permutations(pieces))
+    for kind, p in pieces:
+        if kind == "u":
+            chunks.append(p[0])
+            calls.extend(p[1])
+        else:
+            chunks.append(p)
+    text = "".join(head) + "\n\n" + "\n\n".join(chunks)
+    if draw(st.integers(0, 5)) == 0:
+        text = text.rstrip("\n")  # no newline at the end of the file
+    crlf = draw(st.booleans())
+    if crlf:
+        text = text.replace("\n", "\r\n")
+    return Script(text, imp, calls, crlf)

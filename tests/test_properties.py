@@ -1,0 +1,262 @@
+"""Properties of the Python migration over generated legacy TileLang scripts.
+
+The scripts (tests/strategies.py) vary the import spelling, the argument
+spelling (six positional, five positional + ``dtype=``, keywords in any
+order, a positional prefix + keywords), comments and line breaks between the
+arguments, trailing commas, ``T.evaluate`` wrappers, nesting (prim_func,
+factory, macro with annotated buffers), buffer dtypes and their spelling,
+byte counts, LF/CRLF, and unrelated code around the kernels.
+
+Each property is checked against facts the generator wrote down and against
+stdlib ``ast``/``tokenize`` readings of the input and output, never against
+the tool's own idea of where the calls are.
+"""
+from __future__ import annotations
+
+import ast
+import io
+import os
+import tempfile
+import tokenize
+from collections import Counter
+
+import libcst
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+
+from cpasync_migrate.engine import RunSettings, process_file
+from cpasync_migrate.findings import Status
+from strategies import Call, Imports, Script, scripts
+
+SETTINGS = settings(max_examples=60, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+_DIR = tempfile.mkdtemp(prefix="cpasync-props-")
+
+
+# ---------------------------------------------------------------------------- running the tool
+
+def migrate(text: str, unsafe: bool = False):
+    """One in-process engine run in check mode (nothing written); returns (outcome, output text)."""
+    path = os.path.join(_DIR, "kernel.py")
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+    outcome = process_file(path, RunSettings(mode="check", unsafe_fixes=unsafe))
+    assert outcome is not None, "the file holds ptx_cp_async; the prefilter must not drop it"
+    assert outcome.error is None, outcome.error
+    return outcome, (outcome.new_text if outcome.new_text is not None else text)
+
+
+# ---------------------------------------------------------------------------- reading texts with stdlib ast
+
+def line_starts(text: str) -> list[int]:
+    return [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+
+
+def off(starts: list[int], line: int, col: int) -> int:
+    # generated text is ASCII: ast's UTF-8 byte columns are character columns
+    return starts[line - 1] + col
+
+
+def intrinsic_calls(tree: ast.AST, spelling: str) -> list[ast.Call]:
+    """Calls spelled like the file's intrinsic, with arguments (a local zero-argument namesake is skipped)."""
+    out = [n for n in ast.walk(tree)
+           if isinstance(n, ast.Call) and ast.unparse(n.func) == spelling and (n.args or n.keywords)]
+    return sorted(out, key=lambda n: (n.lineno, n.col_offset))
+
+
+def arg_list_span(text: str, starts: list[int], call: ast.Call) -> tuple[int, int]:
+    """Character span of the text between the call's parentheses."""
+    fe = off(starts, call.func.end_lineno, call.func.end_col_offset)
+    ce = off(starts, call.end_lineno, call.end_col_offset)
+    assert text[fe] == "(" and text[ce - 1] == ")", (text[fe], text[ce - 1])
+    return fe + 1, ce - 1
+
+
+def outside(text: str, spans: list[tuple[int, int]]) -> list[str]:
+    """The text cut at the given spans: the pieces between them."""
+    pieces, pos = [], 0
+    for s, e in sorted(spans):
+        pieces.append(text[pos:s])
+        pos = e
+    pieces.append(text[pos:])
+    return pieces
+
+
+def comments(text: str) -> Counter:
+    toks = tokenize.generate_tokens(io.StringIO(text).readline)
+    return Counter(t.string for t in toks if t.type == tokenize.COMMENT)
+
+
+def dump(expr_text: str) -> str:
+    return ast.dump(ast.parse(expr_text.strip(), mode="eval").body)
+
+
+def added_import(s: Script, out: str) -> tuple[str, int, int]:
+    """Find the import the tool must add; returns (output without it, its start, its end)."""
+    tree = ast.parse(out)
+    starts = line_starts(out)
+    added = [i for i, n in enumerate(tree.body) if isinstance(n, ast.Import)
+             and [(a.name, a.asname) for a in n.names] == [("tilelang.language", "T")]]
+    assert len(added) == 1, "exactly one `import tilelang.language as T` must be added"
+    i = added[0]
+    node = tree.body[i]
+    # right after the last top-level import at the top of the file
+    for prev in tree.body[:i]:
+        assert isinstance(prev, (ast.Import, ast.ImportFrom)) or (
+            isinstance(prev, ast.Expr) and isinstance(prev.value, ast.Constant)), ast.unparse(prev)
+    assert i > 0 and isinstance(tree.body[i - 1], (ast.Import, ast.ImportFrom))
+    assert i + 1 == len(tree.body) or not isinstance(tree.body[i + 1], (ast.Import, ast.ImportFrom))
+    a = starts[node.lineno - 1]
+    b = starts[node.end_lineno] if node.end_lineno < len(starts) else len(out)
+    nl = "\r\n" if s.crlf else "\n"
+    assert out[a:b] == "import tilelang.language as T" + nl, repr(out[a:b])
+    return out[:a] + out[b:], a, b
+
+
+# ---------------------------------------------------------------------------- properties
+
+@SETTINGS
+@given(scripts())
+def test_output_parses_and_keeps_newline_style(s: Script):
+    """Properties 1 and 7: the output parses (libcst and ast); CRLF stays CRLF, LF stays LF."""
+    _, out = migrate(s.text)
+    libcst.parse_module(out)
+    ast.parse(out)
+    if s.crlf:
+        assert out.count("\n") == out.count("\r\n"), "a bare \\n was introduced into a CRLF file"
+    else:
+        assert "\r" not in out
+
+
+@SETTINGS
+@given(scripts())
+def test_second_run_changes_nothing(s: Script):
+    """Property 2: migrating the output again finds nothing to fix and changes no byte."""
+    _, out = migrate(s.text)
+    outcome2, out2 = migrate(out)
+    assert out2 == out
+    assert [f for f in outcome2.findings if f.fix is not None] == []
+    left = [f for f in outcome2.findings if f.legacy_site]
+    assert len(left) == sum(not c.expect_rewrite for c in s.calls)
+    assert all(f.code == "CPA002" for f in left)
+
+
+@SETTINGS
+@given(scripts())
+def test_bytes_outside_rewritten_calls_unchanged(s: Script):
+    """Property 3: cut out the argument lists of the rewritten calls (and the one added import line):
+    what is left is byte-identical."""
+    _, out = migrate(s.text)
+    if s.imports.adds_import:
+        out, _, _ = added_import(s, out)
+    else:
+        assert out.count("import tilelang.language as T") == s.text.count("import tilelang.language as T")
+    in_tree, out_tree = ast.parse(s.text), ast.parse(out)
+    in_calls = intrinsic_calls(in_tree, s.imports.spelling)
+    out_calls = intrinsic_calls(out_tree, s.imports.spelling)
+    assert len(in_calls) == len(out_calls) == len(s.calls)
+    in_starts, out_starts = line_starts(s.text), line_starts(out)
+    cut = [i for i, c in enumerate(s.calls) if c.expect_rewrite]
+    in_spans = [arg_list_span(s.text, in_starts, in_calls[i]) for i in cut]
+    out_spans = [arg_list_span(out, out_starts, out_calls[i]) for i in cut]
+    assert outside(out, out_spans) == outside(s.text, in_spans)
+
+
+def _check_comments(s: Script):
+    _, out = migrate(s.text)
+    before, after = comments(s.text), comments(out)
+    assert after == before, f"lost: {dict(before - after)}, new: {dict(after - before)}"
+
+
+@SETTINGS
+@given(scripts(comment_before_comma=False))
+def test_comments_kept(s: Script):
+    """Property 4: every comment of the input is in the output, as often as before."""
+    _check_comments(s)
+
+
+# The smallest input that shows the comment loss described in the xfail reason.
+LOST_COMMENT = (
+    "import tilelang.language as T\n"
+    "\n"
+    "\n"
+    "@T.prim_func\n"
+    "def main(A: T.Tensor((1024,), \"float16\")):\n"
+    "    with T.Kernel(8, threads=32) as bx:\n"
+    "        S = T.alloc_shared((128,), \"float16\")\n"
+    "        tx = T.get_thread_binding()\n"
+    "        T.ptx_cp_async(\"float16\"  # c\n"
+    "            , S.data, tx * 8, A.data, tx * 8, 16)\n"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "tool bug: a comment between the leading dtype argument and its comma is deleted "
+    "(layout_edits removes dtype value..comma when the gap holds a comment, and the comment lies inside that range)"))
+@SETTINGS
+@example(Script(LOST_COMMENT, Imports(["import tilelang.language as T"], "T.ptx_cp_async", "T.", "T", False, True),
+                [Call("S", '"float16"', 2, "tx * 8", "A", '"float16"', 2, "tx * 8", 16, "16", True, True, True)]))
+@given(scripts(comment_before_comma=True))
+def test_comments_kept_before_commas(s: Script):
+    """Property 4 with comments also placed between an argument and the comma after it."""
+    _check_comments(s)
+
+
+def _access_ptr(node: ast.expr, emit: str, buf: str, dtype_text: str, size: int, off_text: str, nbytes: int,
+                mask: int, out: str) -> None:
+    assert isinstance(node, ast.Call) and not node.keywords, ast.unparse(node)
+    assert ast.unparse(node.func) == f"{emit}.tvm_access_ptr"
+    assert len(node.args) == 5, ast.unparse(node)
+    ann, data, offset, extent, rw = node.args
+    assert isinstance(ann, ast.Call) and ast.unparse(ann.func) == f"{emit}.type_annotation"
+    assert len(ann.args) == 1 and not ann.keywords
+    # P is the buffer's declared dtype, copied verbatim
+    assert ast.get_source_segment(out, ann.args[0]) == dtype_text
+    assert ast.dump(data) == dump(f"{buf}.data")
+    assert ast.dump(offset) == dump(off_text)
+    assert isinstance(extent, ast.Constant) and type(extent.value) is int
+    assert extent.value * size == nbytes, (extent.value, size, nbytes)
+    assert isinstance(rw, ast.Constant) and rw.value == mask
+
+
+@SETTINGS
+@given(scripts())
+def test_rewritten_call_has_the_right_meaning(s: Script):
+    """Property 5: each rewritten call is `<T>.ptx_cp_async(dst access ptr (mask 2), src access ptr (mask 1), bytes)`
+    with P the buffer's declared dtype, the same offsets, n * sizeof(P) == bytes, and no dtype= left."""
+    _, out = migrate(s.text)
+    out_calls = intrinsic_calls(ast.parse(out), s.imports.spelling)
+    assert len(out_calls) == len(s.calls)
+    for c, node in zip(s.calls, out_calls):
+        if not c.expect_rewrite:
+            continue
+        assert not node.keywords, f"keywords left: {ast.unparse(node)}"
+        assert len(node.args) == 3, ast.unparse(node)
+        _access_ptr(node.args[0], s.imports.emit, c.dst, c.dst_dtype, c.dst_size, c.dst_off, c.nbytes, 2, out)
+        _access_ptr(node.args[1], s.imports.emit, c.src, c.src_dtype, c.src_size, c.src_off, c.nbytes, 1, out)
+        # bytes stay bytes under 0.1.8, text unchanged
+        assert ast.get_source_segment(out, node.args[2]) == c.bytes_text
+        assert ast.literal_eval(node.args[2]) == c.nbytes
+        assert "dtype" not in ast.unparse(node)
+
+
+@SETTINGS
+@given(scripts())
+def test_every_site_rewritten_or_reported(s: Script):
+    """Property 6: one finding per generated legacy call, at the call, none lost; the string, the comment,
+    the local namesake and the method namesake give none. Out-of-order keywords with comments between
+    arguments are left for a person (CPA002); every other site gets a safe fix that is applied."""
+    outcome, _ = migrate(s.text)
+    sites = sorted((f for f in outcome.findings if f.legacy_site), key=lambda f: (f.line, f.column))
+    assert [f for f in outcome.findings if not f.legacy_site] == []
+    assert len(sites) == len(s.calls), [(f.line, f.code, f.message) for f in sites]
+    calls = intrinsic_calls(ast.parse(s.text), s.imports.spelling)
+    for c, node, f in zip(s.calls, calls, sites):
+        assert (f.line, f.column) == (node.lineno, node.col_offset + 1)
+        assert (f.end_line, f.end_column) == (node.end_lineno, node.end_col_offset + 1)
+        if c.expect_rewrite:
+            assert (f.code, f.status) == ("CPA001", Status.REWRITTEN), f.message
+            assert f.fix is not None and f.fix.safe and not f.fix.assumptions
+        else:
+            assert (f.code, f.status) == ("CPA002", Status.MANUAL), f.message
+            assert f.fix is None
