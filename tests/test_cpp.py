@@ -284,3 +284,32 @@ def test_edit_next_to_parse_error_is_not_made():
     res = analyze(text, "e.cc", OPTS)
     assert [f.code for f in res.findings] == ["CPA108"]
     assert res.findings[0].fix is None
+
+
+def test_data_position_taken_as_var_is_a_legacy_consumer():
+    text = """\
+void Collect::VisitExpr_(const CallNode* call) {
+  if (call->op.same_as(builtin::ptx_cp_async())) {
+    written_.insert(Downcast<Var>(call->args[0]).get());
+  }
+  if (call->op.same_as(tl::ptx_cp_async())) {
+    read_.insert(call->args[2].as<VarNode>());
+  }
+  if (call->op.same_as(builtin::ptx_cp_async())) {
+    Call dst = Downcast<Call>(call->args[0]);
+  }
+}
+"""
+    res = analyze(text, "v.cc", OPTS)
+    assert [(f.line, f.code) for f in res.findings] == [(2, "CPA104"), (5, "CPA104")]
+    assert all(f.fix is None for f in res.findings)
+
+
+def test_op_variable_outside_the_function_is_not_followed_and_other_ops_are_ignored():
+    text = """\
+Stmt F(const Buffer& s, const Buffer& g) {
+  Op other = builtin::ptx_cp_async_bulk();
+  return Evaluate(Call(s->dtype, other, {s->data, 0, g->data, 0, 16}));
+}
+"""
+    assert analyze(text, "o.cc", OPTS).findings == []

@@ -558,7 +558,8 @@ class CppAnalyzer:
         legacy_n = {v for _, v in sizes if v in self.legacy.cpp_arity}
         new_n = {v for _, v in sizes if v in self.target.cpp_arity}
         named_offsets = self._offset_reads(obj, body)
-        legacy = bool(legacy_idx or legacy_n or named_offsets)
+        var_reads = self._data_as_var(reads)
+        legacy = bool(legacy_idx or legacy_n or named_offsets or var_reads)
         head = s  # report the test line (an "else if" starts at "if")
         if legacy and new_n:
             site = _Site(head, "CPA107", "", info=True)
@@ -673,6 +674,31 @@ class CppAnalyzer:
                 if len(others) == 1 and others[0].type == "number_literal" and _int_value(self.t(others[0])) is not None:
                     return others[0], _int_value(self.t(others[0]))
         return None
+
+    def _data_as_var(self, reads) -> list:
+        """Reads of a legacy data position taken as a ``Var`` (``Downcast<Var>(args[0])``,
+        ``args[2].as<VarNode>()``): in the new layout those positions hold access-pointer
+        calls, or the byte count."""
+        roles = [self.r.role(a) for a in self.legacy.cpp_args]
+        data_idx = {k for k, r in enumerate(roles) if r in ("dst", "src")}
+        var_types = {squash(v) for v in self.r.emit["var_types"]}
+        out = []
+        for lit, k in reads:
+            if k not in data_idx:
+                continue
+            sub = lit.parent.parent if lit.parent is not None else None  # subscript_expression
+            p = sub.parent if sub is not None else None
+            if p is not None and p.type == "argument_list" and p.parent is not None:
+                fn = squash(self.t(p.parent.child_by_field_name("function") or p.parent))
+                m = re.fullmatch(r"(?:\w+::)*Downcast<(.+)>", fn)
+                if m and m.group(1) in var_types:
+                    out.append(lit)
+                    continue
+            if p is not None and p.type == "field_expression":
+                field = p.child_by_field_name("field")
+                if field is not None and re.fullmatch(r"as<(?:\w+::)*VarNode>", squash(self.t(field))):
+                    out.append(lit)
+        return out
 
     def _offset_reads(self, obj, body) -> list:
         """Declarations ``NAME = f(<obj>->args[K])`` whose NAME says "offset"."""
