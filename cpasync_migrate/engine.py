@@ -184,6 +184,7 @@ def _verify(outcome: FileOutcome, settings: RunSettings) -> None:
         verdicts = verify.verify_source(
             outcome.old_text, outcome.new_text, outcome.path, rules=opts.rules, target=opts.target,
             binds=settings.binds, device=settings.device, emit_cuda_dir=settings.emit_cuda,
+            source=None if settings.source == "legacy" else settings.source,
         )
         outcome.verdicts = [v.to_dict() for v in verdicts]
     except Exception as e:  # noqa: BLE001 - a verifier crash must not lose the file's other results

@@ -70,6 +70,8 @@ class Finding:
     replacement: Optional[str] = None
     # Whether this finding counts as a legacy site (info findings do not).
     legacy_site: bool = True
+    # "error" | "warning" | "note"; None: derived from the status.
+    severity: Optional[str] = None
 
     @property
     def fixable(self) -> bool:

@@ -223,7 +223,7 @@ def finding_dict(f: Finding) -> dict:
         "end_column": f.end_column,
         "code": f.code,
         "message": f.message,
-        "severity": SEVERITY[f.status],
+        "severity": f.severity or SEVERITY[f.status],
         "status": f.status.value,
         "legacy_site": f.legacy_site,
         "fixable": f.fix is not None,
@@ -264,7 +264,7 @@ def github_lines(outcomes: list[FileOutcome]) -> list[str]:
     for f in all_findings(outcomes):
         if f.status is Status.SUPPRESSED:
             continue
-        level = {"error": "error", "note": "notice"}[SEVERITY[f.status]]
+        level = {"error": "error", "warning": "warning", "note": "notice"}[f.severity or SEVERITY[f.status]]
         if f.status is Status.UNSAFE:
             level = "warning"
         msg = f.message
@@ -302,7 +302,7 @@ def sarif_report(outcomes: list[FileOutcome], target_info: dict, rules_versions:
         })
     results = []
     for f in findings:
-        level = {"error": "error", "note": "note"}[SEVERITY[f.status]]
+        level = {"error": "error", "warning": "warning", "note": "note"}[f.severity or SEVERITY[f.status]]
         if f.status is Status.UNSAFE:
             level = "warning"
         res = {

@@ -48,6 +48,9 @@ class Generation:
     src_rw_mask: int
     access_ptr: str
     type_annotation: str
+    buffer_access_ptr: Optional[str]
+    dst_rw: str
+    src_rw: str
     step_from: Optional[str]
     step_size: Optional[str]
     size_literal: bool
@@ -147,6 +150,9 @@ def _gen_from(data: dict, source: str) -> Generation:
         src_rw_mask=int(py.get("src_rw_mask", cpp.get("src_rw_mask", 1))),
         access_ptr=py.get("access_ptr", "tvm_access_ptr"),
         type_annotation=py.get("type_annotation", "type_annotation"),
+        buffer_access_ptr=py.get("buffer_access_ptr"),
+        dst_rw=py.get("dst_rw", "w"),
+        src_rw=py.get("src_rw", "r"),
         step_from=step.get("from"),
         step_size=step.get("size"),
         size_literal=bool(g.get("size_literal", False)),

@@ -215,17 +215,40 @@ class _Context:
                     "access-pointer call still passes dtype=: TileLang's dtype-forwarding wrapper moves it to the "
                     "front and shifts every argument; delete the dtype= keyword"
                 )
+            elif self.opts.source.form == "access_ptr" and self.opts.source.name != self.target.name:
+                # --from: the call was written for an older access-pointer generation
+                try:
+                    fix = self.convert_new(node)
+                except NoFix as e:
+                    finding.code = CODE_MANUAL
+                    finding.message = (f"access-pointer call written for {self.opts.source.name} cannot be converted "
+                                       f"to {self.target.name}: {e}")
+                else:
+                    if fix is None:
+                        return  # nothing to convert (the size already means the same)
+                    finding.fix = fix
+                    finding.message = (f"access-pointer call written for the {self.opts.source.name} API "
+                                       f"({self.opts.source.size_meaning}); convert its size to "
+                                       f"{self.target.size_meaning} for {self.target.name}")
             else:
-                return  # already migrated: not a finding
-        elif api == "tvm":
+                warning = self.size_warning(node)
+                if warning is None:
+                    return  # already migrated: not a finding
+                finding.code = CODE_SIZE
+                finding.message = warning
+                finding.legacy_site = False
+                finding.status = Status.INFO
+                finding.severity = "warning"
+        elif api == "tvm" and not (self.opts.migrate_tvm and kind == "legacy"):
             finding.code = CODE_TVM
             finding.message = (
                 "ptx_cp_async resolves to TVM's own wrapper, which keeps the legacy signature; a rewrite would break "
-                "this call. Switch the file to TileLang (import tilelang.language as T) and run again"
+                "this call. Switch the file to TileLang (import tilelang.language as T) and run again, or pass "
+                "--migrate-tvm to switch the call to TileLang's op"
             )
         elif kind == "legacy":
             try:
-                finding.fix, note = self.rewrite(node)
+                finding.fix, note = self.rewrite(node, switch_callee=(api == "tvm"))
                 finding.message = "legacy offset-form ptx_cp_async; migrate to access pointers" + note
             except NoFix as e:
                 finding.code = CODE_MANUAL
@@ -530,6 +553,152 @@ class _Context:
         self._emit_alias = name
         return name
 
+    # ---------------------------------------------------------------- 0.1.9 helpers
+
+    def buffer_style_problem(self, ptr: Pointer, call: cst.Call, parg: cst.Arg, oarg: cst.Arg,
+                             scaled: Optional[str]) -> Optional[str]:
+        """Why ``T.access_ptr(buf[off], ...)`` would not be exact here (None when it is)."""
+        if ptr.buffer is None:
+            return "the pointer is not `<buffer>.data`"
+        if scaled is not None:
+            return "its offset is rescaled to the other pointer's type"
+        found = self.declaration_of(call, ptr.buffer)
+        if found is None:
+            return f"no declaration of `{ptr.buffer}` is visible"
+        ndim = self.decl_ndim(found[1])
+        if ndim != 1:
+            return (f"`{ptr.buffer}` has {ndim if ndim else 'an unknown number of'} dimension(s); "
+                    "a flat offset is an index only of a one-dimensional buffer")
+        if ptr.dtype.assumptions:
+            return "its element type rests on an assumption"
+        _, pe = self.vspan(parg.value)
+        os_, _ = self.vspan(oarg.value)
+        if "#" in self.text[pe:os_]:
+            return "a comment sits between the pointer and the offset"
+        return None
+
+    def decl_ndim(self, decl: cst.BaseExpression) -> Optional[int]:
+        shape = None
+        if isinstance(decl, cst.Subscript):
+            vals = [e.slice.value for e in decl.slice if isinstance(e.slice, cst.Index)]
+            shape = vals[0] if vals else None
+        elif isinstance(decl, cst.Call):
+            fname = self.decl_function(decl.func)
+            pos = 1 if fname == "match_buffer" else 0
+            positional = [a for a in decl.args if a.keyword is None]
+            kw = [a for a in decl.args if a.keyword is not None and a.keyword.value == "shape"]
+            if kw:
+                shape = kw[0].value
+            elif len(positional) > pos:
+                shape = positional[pos].value
+        if shape is None:
+            return None
+        if isinstance(shape, (cst.Tuple, cst.List)):
+            return len(shape.elements)
+        if isinstance(shape, (cst.Integer, cst.Name, cst.BinaryOperation)):
+            return 1
+        return None
+
+    def access_pointer_dtype(self, expr: cst.BaseExpression, call: cst.Call) -> DType:
+        """Pointer type of a new-form argument: tvm_access_ptr(type_annotation(P), ...) or access_ptr(buf[i], ...)."""
+        if not isinstance(expr, cst.Call):
+            raise NoFix(f"`{self.node_text(expr)}` is not an access pointer")
+        names = {q.rpartition(".")[2] for q in self.qnames(expr.func)
+                 if q.rpartition(".")[0] in (self.tl_modules | self.tvm_modules)}
+        g = self.target
+        if g.access_ptr in names and expr.args:
+            ta = expr.args[0].value
+            if isinstance(ta, cst.Call) and ta.args and g.type_annotation in {
+                    q.rpartition(".")[2] for q in self.qnames(ta.func)}:
+                return self.dtype_of_expr(ta.args[0].value, call)
+            raise NoFix(f"the pointer type of `{self.node_text(expr)}` is not a type_annotation")
+        if g.buffer_access_ptr and g.buffer_access_ptr in names and expr.args:
+            sub = expr.args[0].value
+            if isinstance(sub, cst.Subscript) and isinstance(sub.value, cst.Name):
+                found = self.declaration_of(call, sub.value.value)
+                if found is not None:
+                    dexpr, _ = self.decl_dtype_expr(found[1])
+                    if dexpr is not None:
+                        return self.dtype_of_expr(dexpr, found[0])
+            raise NoFix(f"the buffer behind `{self.node_text(expr)}` has no visible dtype")
+        raise NoFix(f"`{self.node_text(expr)}` is not an access pointer")
+
+    def new_form_parts(self, node: cst.Call):
+        params = self.target.python_params
+        pos = [a for a in node.args if a.keyword is None]
+        byname = {a.keyword.value: a for a in node.args if a.keyword is not None}
+        names_size = {g.python_params[2] for g in self.rules.generations[1:]}
+        if len(pos) < 2:
+            raise NoFix("the access pointers are not positional")
+        size = pos[2] if len(pos) > 2 else next((byname[k] for k in names_size if k in byname), None)
+        if size is None:
+            raise NoFix("no size argument")
+        del params
+        dst = self.access_pointer_dtype(pos[0].value, node)
+        src = self.access_pointer_dtype(pos[1].value, node)
+        return dst, src, size
+
+    def convert_new(self, node: cst.Call) -> Optional[Fix]:
+        """--from: convert the size argument of an access-pointer call between generations."""
+        src_meaning = self.opts.source.size_meaning
+        dst_meaning = self.target.size_meaning
+        if src_meaning == dst_meaning:
+            return None
+        dst, src, size = self.new_form_parts(node)
+        for d in (dst, src):
+            if d.size is None:
+                raise NoFix(f"the element size of `{d.text}` is not known from the text")
+        if dst.size != src.size:
+            raise NoFix(f"the pointer types {dst.name} and {src.name} differ in width; "
+                        f"{self.target.name} needs both pointers in one type")
+        k = dst.size
+        value = _int_value(size.value)
+        if value is None:
+            raise NoFix(f"the size `{self.node_text(size.value)}` is not an integer literal")
+        if src_meaning == "bytes":
+            if value % k:
+                raise NoFix(f"{value} bytes is not a whole number of {dst.name} elements")
+            new, nbytes = value // k, value
+        else:
+            new, nbytes = value * k, value * k
+        if nbytes not in self.target.widths:
+            raise NoFix(f"the copy is {nbytes} bytes, not a cp.async width")
+        vs, ve = self.vspan(size.value)
+        as_, _ = self.span(size)
+        edits = [Edit(as_ if size.keyword is not None else vs, ve, str(new))]
+        steps = [f"{a}->{g.name}" for a, g in _step_names(self.rules, self.opts.source, self.target)]
+        return Fix(edits, Applicability.SAFE, [], steps)
+
+    def size_warning(self, node: cst.Call) -> Optional[str]:
+        """CPA005: a three/four-argument call whose size reads wrong under the target."""
+        try:
+            dst, src, size = self.new_form_parts(node)
+        except NoFix:
+            return None
+        value = _int_value(size.value)
+        if value is None or dst.size is None or src.size is None:
+            return None
+        g = self.target
+        widths = "/".join(map(str, g.widths))
+        if g.size_meaning == "num_elems":
+            if dst.size != src.size:
+                return (f"the pointer types {dst.name} and {src.name} differ in width; {g.name} derives the copy "
+                        f"width from each side and needs them equal")
+            if value * dst.size not in g.widths:
+                hint = ""
+                if value in g.widths and value % dst.size == 0:
+                    hint = (f"; if it was written for 0.1.8 with a byte count, run with --from 0.1.8 to convert it "
+                            f"to {value // dst.size} elements")
+                return (f"size {value} means {value} {dst.name} elements = {value * dst.size} bytes under {g.name}, "
+                        f"not a cp.async width ({widths}){hint}")
+            return None
+        for d in (dst, src):
+            if value % d.size:
+                return f"size {value} bytes is not a whole number of {d.name} elements of its access pointer"
+        if value not in g.widths:
+            return f"size {value} bytes is not a cp.async width ({widths}) under {g.name}"
+        return None
+
     def _globally_bound(self, name: str) -> bool:
         scope = self.md(ScopeProvider, self.module)
         try:
@@ -550,7 +719,7 @@ class _Context:
         mod_scope = self.md(ScopeProvider, self.module)
         return set(self.assignments(node, head)) == set(mod_scope[head]) if mod_scope else False
 
-    def rewrite(self, node: cst.Call) -> tuple[Fix, str]:
+    def rewrite(self, node: cst.Call, switch_callee: bool = False) -> tuple[Fix, str]:
         bound = self.bind_legacy(node)
         p = self.legacy.python_params
         k_dtype, k_dptr, k_doff, k_sptr, k_soff, k_bytes = p
@@ -560,8 +729,8 @@ class _Context:
         size_arg = bound[k_bytes]
         nbytes = _int_value(size_arg.value)
         assumptions: list[str] = []
-        steps = [f"{g_from}->{g.name}" for g_from, g in _step_names(self.rules, self.opts.source, self.target)]
-        to_elems = any(g.size_meaning == "num_elems" for g in self.rules.chain(self.opts.source.name, self.target.name))
+        steps = [f"{g_from}->{g.name}" for g_from, g in _step_names(self.rules, self.legacy, self.target)]
+        to_elems = self.target.size_meaning == "num_elems"
 
         d_off_text = self.node_text(bound[k_doff].value)
         s_off_text = self.node_text(bound[k_soff].value)
@@ -628,20 +797,34 @@ class _Context:
         if not self.alias_visible_at(T, node) and self._import_edit is None:
             raise NoFix(f"`{T}` (tilelang.language) is shadowed at this call")
         g = self.target
-        dst_prefix = f"{T}.{g.access_ptr}({T}.{g.type_annotation}({dst.dtype.text}), "
-        src_prefix = f"{T}.{g.access_ptr}({T}.{g.type_annotation}({src.dtype.text}), "
-        dst_suffix = f", {n_dst}, {g.dst_rw_mask})"
-        src_suffix = f", {n_src}, {g.src_rw_mask})"
-        size_new = str(n_common) if to_elems else None
-
+        before = {
+            k_dptr: f"{T}.{g.access_ptr}({T}.{g.type_annotation}({dst.dtype.text}), ",
+            k_sptr: f"{T}.{g.access_ptr}({T}.{g.type_annotation}({src.dtype.text}), ",
+        }
+        after = {k_doff: f", {n_dst}, {g.dst_rw_mask})", k_soff: f", {n_src}, {g.src_rw_mask})"}
+        replace = {k: v for k, v in ((k_doff, d_off_new), (k_soff, s_off_new)) if v is not None}
+        merge: dict = {}
+        note_extra = ""
+        if self.opts.style == "access_ptr" and g.buffer_access_ptr:
+            for ptr, kp, ko, rw, n in ((dst, k_dptr, k_doff, g.dst_rw, n_dst), (src, k_sptr, k_soff, g.src_rw, n_src)):
+                why = self.buffer_style_problem(ptr, node, bound[kp], bound[ko], replace.get(ko))
+                if why:
+                    note_extra += f"; --style access_ptr not used for `{self.node_text(ptr.arg.value)}`: {why}"
+                    continue
+                before[kp] = f"{T}.{g.buffer_access_ptr}({ptr.buffer}["
+                after[ko] = f'], "{rw}", {n})'
+                merge[kp] = ko  # the text between the pointer and the offset goes away
+        if to_elems:
+            replace[k_bytes] = str(n_common)
         edits = self.layout_edits(
             node, bound,
             order=[k_dptr, k_doff, k_sptr, k_soff, k_bytes],
-            drop=k_dtype,
-            before={k_dptr: dst_prefix, k_sptr: src_prefix},
-            after={k_doff: dst_suffix, k_soff: src_suffix},
-            replace={k: v for k, v in ((k_doff, d_off_new), (k_soff, s_off_new), (k_bytes, size_new)) if v is not None},
+            drop=k_dtype, before=before, after=after, replace=replace, merge=merge,
         )
+        if switch_callee:
+            fs, fe = self.vspan(node.func)
+            edits.append(Edit(fs, fe, f"{T}.{INTRINSIC}"))
+            steps = ["tvm->tilelang"] + steps
         if self._import_edit is not None:
             # every fix that needs the import carries the same edit; the engine applies it once
             edits.append(self._import_edit)
@@ -650,10 +833,20 @@ class _Context:
         note = ""
         if assumptions:
             note = f" (unsafe fix: rests on {len(assumptions)} assumption(s))"
+        note += note_extra
         return Fix(edits, applic, assumptions, steps), note
 
     def layout_edits(self, node: cst.Call, bound: dict[str, cst.Arg], order: Sequence[str], drop: str,
-                     before: dict, after: dict, replace: dict) -> list[Edit]:
+                     before: dict, after: dict, replace: dict, merge: Optional[dict] = None) -> list[Edit]:
+        """Edits that turn the legacy argument list into the new one.
+
+        ``before``/``after``: text inserted around an argument's value;
+        ``replace``: new text for a value; ``merge``: pointer -> offset
+        pairs whose pointer value and separator are replaced by
+        ``before[pointer]`` (the offset becomes an index).
+        """
+        merge = merge or {}
+        merged_into = {v: k for k, v in merge.items()}
         args = list(node.args)
         index = {id(a): i for i, a in enumerate(args)}
         keep = [bound[k] for k in order]
@@ -685,7 +878,13 @@ class _Context:
                 a = bound[k]
                 vs, ve = self.vspan(a.value)
                 as_, _ = self.span(a)
-                if a.keyword is not None:
+                if k in merge:
+                    ovs, _ = self.vspan(bound[merge[k]].value)
+                    edits.append(Edit(as_, ovs, before[k]))
+                    continue
+                if k in merged_into:
+                    pass
+                elif a.keyword is not None:
                     # drop `name=` (and the whitespace up to the value)
                     edits.append(Edit(as_, vs, before.get(k, "")))
                 elif k in before:
@@ -702,6 +901,11 @@ class _Context:
         parts = []
         for k in order:
             a = bound[k]
+            if k in merge:
+                continue
+            if k in merged_into:
+                parts.append(before[merged_into[k]] + replace.get(k, self.node_text(a.value)) + after.get(k, ""))
+                continue
             vtext = replace.get(k, self.node_text(a.value))
             parts.append(before.get(k, "") + vtext + after.get(k, ""))
         s, _ = self.span(args[0])
