@@ -12,6 +12,7 @@
 # An environment is complete when it holds the file .ready (written after its
 # import check passed); complete ones are skipped, so a second run is quick.
 # Interpreter: $CPASYNC_REALTL_PYTHON (default python3.11, else python3).
+# CPASYNC_REALTL_LATEST="0.1.9 0.1.10" makes tl-latest that TileLang/FFI pair.
 set -euo pipefail
 
 ROOT="${CPASYNC_REALTL_DIR:-$HOME/.cache/cpasync-migrate/realtl}"
@@ -33,6 +34,10 @@ LATEST_CANDIDATES=(
   "0.1.12 0.1.11"
   "0.1.9 0.1.10"
 )
+# CPASYNC_REALTL_LATEST="TILELANG FFI" pins tl-latest to one pair instead.
+if [[ -n "${CPASYNC_REALTL_LATEST:-}" ]]; then
+  LATEST_CANDIDATES=("$CPASYNC_REALTL_LATEST")
+fi
 
 mkdir -p "$ROOT"
 log() { printf '[realtl_setup] %s\n' "$*" >&2; }
