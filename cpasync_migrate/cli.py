@@ -223,7 +223,7 @@ def run(args) -> int:
 
     outcomes, scanned = run_files(args.paths, settings, excludes=excludes, jobs=jobs,
                                   respect_gitignore=not args.no_gitignore, since=args.since,
-                                  verbose=args.verbose, quiet=args.quiet)
+                                  verbose=args.verbose, quiet=args.quiet, show_progress=True)
     if args.emit_bundle:
         from .verify_bridge import emit_bundle
 

@@ -61,28 +61,54 @@ def _candidates(paths, excludes, respect_gitignore, since_set, counter: list):
         yield path, is_explicit
 
 
+PROGRESS_MIN_FILES = 8
+
+
+def _progress(total: int):
+    """A rich progress bar on stderr for long runs (only when stderr is a terminal)."""
+    if total < PROGRESS_MIN_FILES or not sys.stderr.isatty():
+        return None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    p = Progress(TextColumn("cpasync-migrate"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                 transient=True)
+    task = p.add_task("files", total=total)
+    p.start()
+    return p, task
+
+
 def _work(item):
     path, explicit, settings = item
     return process_file(path, settings, explicit)
 
 
 def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 1, respect_gitignore=True,
-              since: Optional[str] = None, verbose=False, quiet=False) -> tuple[list[FileOutcome], int]:
+              since: Optional[str] = None, verbose=False, quiet=False,
+              show_progress: bool = False) -> tuple[list[FileOutcome], int]:
     since_set = changed_since(since, paths) if since else None
     counter = [0]
     cands = list(_candidates(paths, excludes, respect_gitignore, since_set, counter))
     scanned = counter[0]
     outcomes: list[FileOutcome] = []
-    if jobs > 1 and len(cands) > 1:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(cands))) as pool:
-            for o in pool.map(_work, [(p, e, settings) for p, e in cands], chunksize=1):
+    progress = _progress(len(cands)) if (show_progress and not quiet) else None
+    try:
+        if jobs > 1 and len(cands) > 1:
+            with ProcessPoolExecutor(max_workers=min(jobs, len(cands))) as pool:
+                for o in pool.map(_work, [(p, e, settings) for p, e in cands], chunksize=1):
+                    if o is not None:
+                        outcomes.append(o)
+                    if progress:
+                        progress[0].advance(progress[1])
+        else:
+            for p, e in cands:
+                o = process_file(p, settings, e)
                 if o is not None:
                     outcomes.append(o)
-    else:
-        for p, e in cands:
-            o = process_file(p, settings, e)
-            if o is not None:
-                outcomes.append(o)
+                if progress:
+                    progress[0].advance(progress[1])
+    finally:
+        if progress:
+            progress[0].stop()
     if verbose:
         for o in outcomes:
             print(f"processed {o.path}", file=sys.stderr)

@@ -1,0 +1,151 @@
+"""CI ergonomics: configuration, --since, -j, --quiet/--verbose, --verify through the CLI."""
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, ROOT, run_cli, run_inproc
+from test_cli import LEGACY, MANUAL, UNSAFE, write
+
+
+def test_config_in_pyproject_and_cli_override(tmp_path):
+    write(tmp_path / "pyproject.toml", '[tool.cpasync-migrate]\ntarget = "0.1.9"\nexclude = ["skip"]\n'
+          'unsafe-fixes = true\n')
+    write(tmp_path / "src" / "u.py", UNSAFE)
+    write(tmp_path / "skip" / "k.py", LEGACY)
+    r = run_cli("--format", "json", "src", cwd=tmp_path)
+    rep = json.loads(r.stdout)
+    assert rep["target"]["generation"] == "0.1.9" and "pyproject.toml" in rep["target"]["reason"]
+    assert rep["summary"]["sites"]["rewritten"] == 1, "unsafe-fixes = true from the config"
+    assert 'T.type_annotation("float32"), S.data, off, 4, 2), ' in (tmp_path / "src" / "u.py").read_text()
+    # command line wins; --isolated ignores the file
+    r = run_cli("--check", "--format", "json", "--target", "0.1.8", ".", cwd=tmp_path)
+    rep = json.loads(r.stdout)
+    assert rep["target"]["generation"] == "0.1.8"
+    assert {f["path"] for f in rep["findings"]} == set(), "skip/ is excluded by the config"
+    r = run_cli("--check", "--format", "json", "--isolated", ".", cwd=tmp_path)
+    assert {f["path"] for f in json.loads(r.stdout)["findings"]} == {"skip/k.py"}
+
+
+def test_bad_config_is_a_usage_error(tmp_path):
+    write(tmp_path / "pyproject.toml", '[tool.cpasync-migrate]\ntargett = "0.1.9"\n')
+    write(tmp_path / "k.py", LEGACY)
+    r = run_cli("--check", "k.py", cwd=tmp_path)
+    assert r.returncode == 2 and "unknown key 'targett'" in r.stderr
+
+
+def test_explicit_config_file(tmp_path):
+    write(tmp_path / "conf" / "pyproject.toml", '[tool.cpasync-migrate]\ntarget = "latest"\n')
+    write(tmp_path / "k.py", LEGACY)
+    r = run_cli("--check", "--format", "json", "--config", "conf/pyproject.toml", "k.py", cwd=tmp_path)
+    assert json.loads(r.stdout)["target"]["generation"] == "0.1.9"
+
+
+def test_since_only_checks_changed_files(tmp_path):
+    git = lambda *a: subprocess.run(["git", *a], cwd=tmp_path, check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    git("config", "user.email", "ci@example.invalid")
+    git("config", "user.name", "ci")
+    write(tmp_path / "old.py", LEGACY)
+    git("add", ".")
+    git("commit", "-qm", "base")
+    write(tmp_path / "new.py", LEGACY)
+    write(tmp_path / "touched.py", "x = 1\n")
+    git("add", "touched.py")
+    git("commit", "-qm", "second")
+    (tmp_path / "touched.py").write_text(LEGACY)
+    r = run_cli("--check", "--format", "json", "--since", "HEAD~1", ".", cwd=tmp_path)
+    assert {f["path"] for f in json.loads(r.stdout)["findings"]} == {"new.py", "touched.py"}
+    r = run_cli("--check", "--since", "no-such-rev", ".", cwd=tmp_path)
+    assert r.returncode == 2
+
+
+def test_parallel_output_is_the_same_as_serial(tmp_path):
+    for case in sorted((FIXTURES / "python").glob("*.in.py"))[:16]:
+        shutil.copyfile(case, tmp_path / case.name.replace(".in.py", ".py"))
+    a = run_cli("--check", "--format", "json", "-j", "1", ".", cwd=tmp_path)
+    b = run_cli("--check", "--format", "json", "-j", "2", ".", cwd=tmp_path)
+    assert a.returncode == b.returncode
+    assert a.stdout == b.stdout
+
+
+def test_quiet_and_verbose(tmp_path):
+    write(tmp_path / "k.py", LEGACY)
+    q = run_cli("--check", "--quiet", "k.py", cwd=tmp_path)
+    assert q.stderr == "" and q.stdout.startswith("k.py:9:9: CPA001")
+    v = run_cli("--check", "--verbose", "k.py", cwd=tmp_path)
+    assert "processed k.py" in v.stderr
+
+
+def test_no_progress_bar_when_not_a_terminal(tmp_path):
+    for i in range(10):
+        write(tmp_path / f"k{i}.py", LEGACY)
+    r = run_cli("--diff", ".", cwd=tmp_path)
+    assert "\x1b[" not in r.stderr and "cpasync-migrate ━" not in r.stderr
+
+
+def test_pre_commit_hooks_file():
+    import yaml
+
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    ids = {h["id"]: h for h in hooks}
+    assert ids["cpasync-migrate"]["entry"] == "cpasync-migrate"
+    assert ids["cpasync-migrate-check"]["entry"] == "cpasync-migrate --check"
+
+
+# ------------------------------------------------------------------ --verify through the CLI
+
+
+def test_verify_reports_verdicts_in_every_format(tmp_path):
+    import jsonschema
+
+    write(tmp_path / "k.py", LEGACY)
+    r = run_cli("--verify", "--device", "cpu", "--diff", "k.py", cwd=tmp_path)
+    assert "main: equivalent" in r.stderr
+    r = run_cli("--verify", "--device", "cpu", "--check", "--format", "json", "k.py", cwd=tmp_path)
+    rep = json.loads(r.stdout)
+    jsonschema.validate(rep, json.loads((ROOT / "cpasync_migrate/schemas/report.schema.json").read_text()))
+    assert [(v["kernel"], v["verdict"]) for v in rep["verdicts"]] == [("main", "equivalent")]
+    r = run_cli("--verify", "--device", "cpu", "--check", "--format", "sarif", "k.py", cwd=tmp_path)
+    assert json.loads(r.stdout)["runs"][0]["properties"]["verdicts"][0]["verdict"] == "equivalent"
+    r = run_cli("--verify", "--device", "cpu", "k.py", cwd=tmp_path)
+    assert r.returncode == 0 and "main: equivalent" in r.stdout
+
+
+def test_write_mode_refuses_a_file_whose_kernel_mismatches(tmp_path, monkeypatch):
+    """A rewriter bug (here: a dropped offset, injected on purpose) is caught by --verify before writing."""
+    from cpasync_migrate import python as pyfe
+    from cpasync_migrate.findings import Edit
+
+    f = write(tmp_path / "k.py", LEGACY)
+    real = pyfe.analyze
+
+    def buggy(text, path, options):
+        a = real(text, path, options)
+        for fd in a.findings:
+            for i, e in enumerate(fd.fix.edits if fd.fix else []):
+                if e.replacement == ", 8, 1)":  # after the source offset: drop the offset's text
+                    start = text.rindex("tx * 8", 0, e.start)
+                    fd.fix.edits[i] = Edit(start, e.end, "0, 8, 1)")
+        return a
+
+    monkeypatch.setattr(pyfe, "analyze", buggy)
+    r = run_inproc("--verify", "--device", "cpu", "--format", "json", "k.py", cwd=tmp_path)
+    rep = json.loads(r.stdout)
+    assert rep["verdicts"][0]["verdict"] == "mismatch"
+    assert r.returncode == 2
+    assert f.read_text() == LEGACY, "a mismatching file is never written"
+
+
+def test_require_proof_refuses_inconclusive(tmp_path):
+    text = LEGACY.replace("        T.ptx_commit_group()\n",
+                          "        T.ptx_commit_group()\n        T.some_unknown_intrinsic()\n")
+    assert text != LEGACY
+    f = write(tmp_path / "k.py", text)
+    r = run_cli("--verify", "--device", "cpu", "--require-proof", "k.py", cwd=tmp_path)
+    assert "inconclusive" in r.stdout
+    assert r.returncode == 2 and f.read_text() == text
+    r = run_cli("--verify", "--device", "cpu", "k.py", cwd=tmp_path)
+    assert r.returncode == 0 and f.read_text() != text
