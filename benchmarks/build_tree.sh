@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Build the large real tree for benchmarks/check_bench.py, and install the
+# tools it compares against.  Idempotent: a second run reuses what is there.
+#
+#   benchmarks/build_tree.sh            # tree under ~/.cache/cpasync-migrate/bench-tree
+#   CPASYNC_BENCH_CACHE=/data/bench benchmarks/build_tree.sh
+#
+# What it does:
+#   - `pip download --no-deps` the tilelang 0.1.7.post1 and 0.1.8 wheels and
+#     the apache-tvm wheel (only the package index is reached);
+#   - unpacks their source files (the suffixes cpasync-migrate examines:
+#     .py .pyi .cc .cpp .cxx .h .hpp .cu .cuh) into $CACHE/tree/<wheel>/,
+#     leaving out shared libraries and everything else;
+#   - installs Debian's ripgrep (apt-get update once) and PyPI's ast-grep-cli
+#     into a virtual environment at $CACHE/tools-venv;
+#   - prints the tree's file count, line count, bytes and the number of
+#     files that contain `ptx_cp_async`, and writes them to $CACHE/tree-stats.json.
+#
+# The last line of output is the tree's path.
+set -euo pipefail
+
+CACHE="${CPASYNC_BENCH_CACHE:-$HOME/.cache/cpasync-migrate/bench-tree}"
+PY="${PYTHON:-python3}"
+TVM_VERSION="${APACHE_TVM_VERSION:-0.27.0.post1}"
+AST_GREP_VERSION="${AST_GREP_VERSION:-}"   # empty: the newest on the index
+
+mkdir -p "$CACHE/wheels"
+TREE="$CACHE/tree"
+
+log() { echo "build_tree: $*" >&2; }
+
+# ---------------------------------------------------------------- tools
+if ! command -v rg >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
+  log "installing ripgrep (Debian package)"
+  $SUDO apt-get update -q >/dev/null
+  $SUDO apt-get install -y -q ripgrep >/dev/null
+fi
+
+if [ ! -x "$CACHE/tools-venv/bin/ast-grep" ]; then
+  log "installing ast-grep-cli into $CACHE/tools-venv"
+  "$PY" -m venv "$CACHE/tools-venv"
+  "$CACHE/tools-venv/bin/pip" install -q "ast-grep-cli${AST_GREP_VERSION:+==$AST_GREP_VERSION}"
+fi
+
+# ---------------------------------------------------------------- wheels
+fetch() {  # fetch SPEC GLOB
+  local spec="$1" glob="$2"
+  if ! compgen -G "$CACHE/wheels/$glob" >/dev/null; then
+    log "downloading $spec"
+    "$PY" -m pip download --quiet --no-deps --only-binary=:all: "$spec" -d "$CACHE/wheels"
+  fi
+}
+fetch "tilelang==0.1.7.post1" "tilelang-0.1.7.post1-*.whl"
+fetch "tilelang==0.1.8" "tilelang-0.1.8-*.whl"
+fetch "apache-tvm==$TVM_VERSION" "apache_tvm-$TVM_VERSION-*.whl"
+
+# ---------------------------------------------------------------- unpack
+STAMP="$TREE/.complete-$TVM_VERSION"
+if [ ! -f "$STAMP" ]; then
+  log "unpacking source files into $TREE"
+  rm -rf "${TREE:?}"
+  mkdir -p "$TREE"
+  "$PY" - "$CACHE/wheels" "$TREE" "$TVM_VERSION" <<'PYEOF'
+import glob, os, sys, zipfile
+wheels, tree, tvm = sys.argv[1:4]
+SUFFIXES = (".py", ".pyi", ".cc", ".cpp", ".cxx", ".h", ".hpp", ".cu", ".cuh")
+parts = [("tilelang-0.1.7.post1", "tilelang-0.1.7.post1-*.whl"),
+         ("tilelang-0.1.8", "tilelang-0.1.8-*.whl"),
+         (f"apache-tvm-{tvm}", f"apache_tvm-{tvm}-*.whl")]
+for name, pattern in parts:
+    (wheel,) = sorted(glob.glob(os.path.join(wheels, pattern)))[:1]
+    dest = os.path.join(tree, name)
+    with zipfile.ZipFile(wheel) as z:
+        members = [m for m in z.namelist() if m.endswith(SUFFIXES) and ".dist-info/" not in m]
+        z.extractall(dest, members)
+PYEOF
+  touch "$STAMP"
+fi
+
+# ---------------------------------------------------------------- stats
+"$PY" - "$TREE" "$CACHE/tree-stats.json" <<'PYEOF'
+import json, os, sys
+tree, out = sys.argv[1:3]
+stats = {"tree": tree, "parts": {}}
+total = {"files": 0, "lines": 0, "bytes": 0, "files_with_ptx_cp_async": 0, "python_files": 0, "cpp_files": 0}
+for part in sorted(os.listdir(tree)):
+    top = os.path.join(tree, part)
+    if not os.path.isdir(top):
+        continue
+    s = dict.fromkeys(total, 0)
+    for d, _, names in os.walk(top):
+        for n in names:
+            with open(os.path.join(d, n), "rb") as fh:
+                data = fh.read()
+            s["files"] += 1
+            s["lines"] += data.count(b"\n")
+            s["bytes"] += len(data)
+            s["files_with_ptx_cp_async"] += b"ptx_cp_async" in data
+            s["python_files" if n.endswith((".py", ".pyi")) else "cpp_files"] += 1
+    stats["parts"][part] = s
+    for k in total:
+        total[k] += s[k]
+stats["total"] = total
+with open(out, "w") as fh:
+    json.dump(stats, fh, indent=1)
+for part, s in list(stats["parts"].items()) + [("total", total)]:
+    print(f"{part:28} {s['files']:6d} files ({s['python_files']} Python, {s['cpp_files']} C++) "
+          f"{s['lines']:9d} lines {s['bytes'] / 1e6:7.1f} MB  {s['files_with_ptx_cp_async']:3d} contain ptx_cp_async",
+          file=sys.stderr)
+PYEOF
+log "rg $(rg --version | head -n1 | cut -d' ' -f2), ast-grep $("$CACHE/tools-venv/bin/ast-grep" --version | cut -d' ' -f2)"
+echo "$TREE"
