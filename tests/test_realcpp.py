@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -174,7 +173,6 @@ def test_sites_rewrite_compile_and_second_run(cache, options, tmp_path):
         assert by[(rel, "rewritten")][0] == 0, (rel, by[(rel, "rewritten")][1][:5])
 
 
-@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 def test_upstream_018_has_no_legacy_construction(cache, options):
     """Upstream's hand-migrated 0.1.8 sources: no construction or printer site is left."""
     src = cache / "tl018" / SRC
