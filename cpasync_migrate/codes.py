@@ -11,8 +11,9 @@ CODES = {
     "CPA103": {"name": "cpp-consumer-rewritable", "summary": "C++ consumer branch with the shape of the upstream code generator branch", "fix": "unsafe"},
     "CPA104": {"name": "cpp-consumer-manual", "summary": "C++ consumer that reads legacy argument positions", "fix": "none"},
     "CPA105": {"name": "cpp-legacy-helper-signature", "summary": "C++ helper whose signature carries the legacy argument shape", "fix": "none"},
-    "CPA106": {"name": "cpp-dead-duplicate-branch", "summary": "Unreachable second ptx_cp_async branch in the same if/else chain", "fix": "none"},
+    "CPA106": {"name": "cpp-dead-duplicate-branch", "summary": "Unreachable second ptx_cp_async branch in the same if/else chain", "fix": "unsafe (deletes the branch)"},
     "CPA107": {"name": "cpp-dual-layout-branch", "summary": "Branch that accepts both layouts on purpose (information)", "fix": "none"},
     "CPA108": {"name": "cpp-site-near-parse-error", "summary": "Site inside or next to a region tree-sitter cannot parse (macros, #if); not edited", "fix": "none"},
+    "CPA109": {"name": "cpp-macro-names-op", "summary": "Macro definition that names the ptx_cp_async op; macros are not rewritten", "fix": "none"},
     "CPA900": {"name": "file-error", "summary": "File cannot be read, decoded or parsed, or its rewrite does not re-parse", "fix": "none"},
 }
