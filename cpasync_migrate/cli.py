@@ -82,16 +82,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def installed_tilelang() -> Optional[str]:
-    try:
-        from importlib.metadata import PackageNotFoundError, version
-    except ImportError:  # pragma: no cover
-        return None
-    try:
-        return version("tilelang")
-    except PackageNotFoundError:
-        return None
-    except Exception:  # noqa: BLE001 - broken metadata must not stop a run
-        return None
+    """Version of the tilelang distribution on sys.path, from its metadata folder name.
+
+    Reads ``tilelang-X.dist-info`` (or ``.egg-info``) names on ``sys.path`` directly: never
+    imports TileLang, and costs a few directory listings instead of importlib.metadata's import.
+    """
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            low = name.lower()
+            if low.startswith("tilelang-") and low.endswith((".dist-info", ".egg-info")):
+                version = name[len("tilelang-"):].rsplit(".", 1)[0]
+                if version.endswith("-py3") or "-py" in version:
+                    version = version.split("-py", 1)[0]
+                return version
+    return None
 
 
 def choose_target(spec: Optional[str], rules, origin: str) -> dict:

@@ -149,3 +149,21 @@ def test_require_proof_refuses_inconclusive(tmp_path):
     assert r.returncode == 2 and f.read_text() == text
     r = run_cli("--verify", "--device", "cpu", "k.py", cwd=tmp_path)
     assert r.returncode == 0 and f.read_text() != text
+
+
+def test_default_target_follows_installed_tilelang(tmp_path):
+    """The installed TileLang is found from its metadata folder, without importing it."""
+    site = tmp_path / "site"
+    write(site / "tilelang-0.1.13.dist-info" / "METADATA", "Name: tilelang\nVersion: 0.1.13\n")
+    write(site / "tilelang" / "__init__.py", "raise SystemExit('tilelang must not be imported')\n")
+    write(tmp_path / "k.py", LEGACY)
+    r = run_cli("--check", "--format", "json", "k.py", cwd=tmp_path, env={"PYTHONPATH": str(site)})
+    t = json.loads(r.stdout)["target"]
+    assert (t["generation"], t["reason"]) == ("0.1.9", "installed tilelang 0.1.13")
+    write(site / "tilelang-0.1.13.dist-info" / "METADATA", "")
+    (site / "tilelang-0.1.13.dist-info").rename(site / "tilelang-0.1.7.post1.dist-info")
+    r = run_cli("--check", "--format", "json", "k.py", cwd=tmp_path, env={"PYTHONPATH": str(site)})
+    t = json.loads(r.stdout)["target"]
+    assert t["generation"] == "0.1.8" and "still has the legacy API" in t["reason"]
+    r = run_cli("--check", "--format", "json", "k.py", cwd=tmp_path)
+    assert json.loads(r.stdout)["target"]["reason"].startswith("no TileLang installed")
