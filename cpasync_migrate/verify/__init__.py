@@ -73,12 +73,18 @@ def verify_source(old_text: str, new_text: str, path: str, *, rules, target, bin
     "0.1.8", element counts for "0.1.9").  Legacy calls mean bytes.
     ``source`` is the generation of access-pointer calls already present in
     the old text (default: ``target``; pass "0.1.8" for ``--from 0.1.8``).
-    ``device`` "cpu" (or "auto") runs the numpy interpreter.
+    ``device`` "cpu" (or "auto") runs the numpy interpreter; "gpu" runs the lowered CUDA of both forms
+    on an NVIDIA GPU through cupy (see docs/gpu.md and :mod:`.gpu`).
     """
     target = _generation(rules, target)
     source = _generation(rules, source) if source is not None else target
+    if device == "gpu":
+        from .gpu import verify_source_gpu
+
+        return verify_source_gpu(old_text, new_text, path, rules=rules, target=target, binds=binds,
+                                 emit_cuda_dir=emit_cuda_dir, seeds=seeds, source=source)
     if device not in ("cpu", "auto"):
-        raise ValueError(f"device {device!r}: only the CPU interpreter is available in this package")
+        raise ValueError(f"device {device!r}: expected 'cpu', 'auto' or 'gpu'")
     try:
         old = build_kernels(old_text, rules, meaning=source.size_meaning, binds=binds)
     except SyntaxError as e:
@@ -149,8 +155,11 @@ def _verify_kernel(bo: BuiltKernel, bn: Optional[BuiltKernel], rules, target, so
 
 
 def lower_cuda(old_text: str, new_text: str, path: str, *, rules, target, binds: Optional[dict] = None,
-               source=None) -> list[dict]:
-    """The lowered CUDA of both forms of every kernel (see docs/verify.md for the shape)."""
+               source=None, prefill: bool = False) -> list[dict]:
+    """The lowered CUDA of both forms of every kernel (see docs/verify.md for the shape).
+
+    ``prefill``: entries take a last ``unsigned int cpm_fill`` and fill on-chip memory with its low byte
+    (what the GPU runner uses; see docs/gpu.md)."""
     from .cuda import lower_pair
 
     target = _generation(rules, target)
@@ -159,7 +168,7 @@ def lower_cuda(old_text: str, new_text: str, path: str, *, rules, target, binds:
     new = build_kernels(new_text, rules, meaning=target.size_meaning, binds=binds)
     out = []
     for bo, bn in _pair_kernels(old, new):
-        out.append(lower_pair(bo, bn, rules, target))
+        out.append(lower_pair(bo, bn, rules, target, prefill))
     return out
 
 

@@ -79,13 +79,19 @@ template <int N> __device__ __forceinline__ void cpm_wait_group() {
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 
 
+class Rejected(Unsupported):
+    """A copy the compiler rejects (a width cp.async does not have, unequal widths under ``num_elems``):
+    unlike other lowering gaps, this says the form is wrong, not that the model is incomplete."""
+
+
 def entry_name(kernel: str, form: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", kernel) + "_" + form
 
 
 class Lowering:
-    def __init__(self, k: Kernel, rules, target, form: str):
+    def __init__(self, k: Kernel, rules, target, form: str, prefill: bool = False):
         self.k = k
+        self.prefill = prefill
         self.rules = rules
         self.target = target
         self.form = form
@@ -276,7 +282,9 @@ class Lowering:
             cq = "const " if const else ""
             if p.ptype is None:  # legacy: pointer arithmetic in the buffer's element type
                 return f"({cq}void*)({p.buf.name} + {self.as_type(p.offset, 'int32')})"
-            return f"({cq}void*)(&((({cq}{CTYPES[p.ptype]}*){p.buf.name})[{self.as_type(p.offset, 'int32')}]))"
+            ct = CTYPES.get(p.ptype) or {1: "uint8_t", 2: "uint16_t", 4: "unsigned int", 8: "uint64_t"}[
+                self.rules.dtype_size(p.ptype)]  # float8 types: raw bytes of their width
+            return f"({cq}void*)(&((({cq}{ct}*){p.buf.name})[{self.as_type(p.offset, 'int32')}]))"
 
         nbytes = const_int(st.size)
         if nbytes is None:
@@ -285,12 +293,12 @@ class Lowering:
             nd = nbytes * self.rules.dtype_size(st.dst.elem_type)
             ns = nbytes * self.rules.dtype_size(st.src.elem_type)
             if nd != ns:
-                raise Unsupported(f"cp.async at line {st.line}: {nbytes} elements are {nd} bytes as {st.dst.elem_type} "
+                raise Rejected(f"cp.async at line {st.line}: {nbytes} elements are {nd} bytes as {st.dst.elem_type} "
                                   f"but {ns} bytes as {st.src.elem_type} (rejected by the compiler)")
             nbytes = nd
         allowed = self.target.widths if st.form == "access_ptr" else self.rules.legacy.widths
         if nbytes not in allowed:
-            raise Unsupported(f"cp.async at line {st.line} moves {nbytes} bytes "
+            raise Rejected(f"cp.async at line {st.line} moves {nbytes} bytes "
                               f"(allowed {', '.join(map(str, allowed))})")
         dst, src = ptr(st.dst, False), ptr(st.src, True)
         if st.predicate is not None:
@@ -351,6 +359,8 @@ class Lowering:
         self.block(k.body, 1)
         head = [PRELUDE, ""]
         params = ", ".join(f"{CTYPES.get(b.dtype, 'uint8_t')}* __restrict__ {b.name}" for b in k.params)
+        if self.prefill:
+            params += (", " if params else "") + "const unsigned int cpm_fill"
         head.append(f'extern "C" __global__ void __launch_bounds__({k.nthreads}) '
                     f"{entry_name(k.name, self.form)}({params}) {{")
         if self.dynamic:
@@ -367,10 +377,34 @@ class Lowering:
                 head.append(f"  __shared__ __align__(16) {ct} {b.name}[{b.numel}];")
         head.append("  const int cpm_tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));")
         head.append("  (void)cpm_tid;")
+        if self.prefill:
+            head.extend(self.prefill_lines())
         for name, (kind, dim) in k.thread_vars.items():
             head.append(f"  const int {name} = (int){kind}.{'xyz'[dim]};")
             head.append(f"  (void){name};")
         return "\n".join(head + body + ["}", ""])
+
+
+    def prefill_lines(self) -> list:
+        """Fill on-chip memory with the byte ``cpm_fill`` before the body runs, as the interpreter does.
+
+        Shared arrays are filled by the whole block (then a barrier), per-thread arrays by their thread, so
+        that a kernel reading bytes no copy wrote sees the sentinel, not what an earlier launch left there.
+        """
+        k = self.k
+        out = ["  const unsigned char cpm_fill_byte = (unsigned char)(cpm_fill & 0xFFu);"]
+        if self.dynamic:
+            out.append(f"  for (int cpm_f = cpm_tid; cpm_f < {self.smem}; cpm_f += {k.nthreads}) "
+                       "cpm_smem[cpm_f] = cpm_fill_byte;")
+        for b in k.allocs:
+            if b.per_thread:
+                out.append(f"  for (int cpm_f = 0; cpm_f < {b.nbytes}; ++cpm_f) "
+                           f"reinterpret_cast<unsigned char*>({b.name})[cpm_f] = cpm_fill_byte;")
+            elif not self.dynamic:
+                out.append(f"  for (int cpm_f = cpm_tid; cpm_f < {b.nbytes}; cpm_f += {k.nthreads}) "
+                           f"reinterpret_cast<unsigned char*>({b.name})[cpm_f] = cpm_fill_byte;")
+        out.append("  __syncthreads();")
+        return out
 
 
 def resolve_extents(se, de):
@@ -434,12 +468,15 @@ def convert(code: str, have: str, want: str) -> str:
     return f"(({CTYPES.get(want, 'uint8_t')})({code}))"
 
 
-def lower_kernel(k: Kernel, rules, target, form: str) -> str:
-    return Lowering(k, rules, target, form).lower()
+def lower_kernel(k: Kernel, rules, target, form: str, prefill: bool = False) -> str:
+    return Lowering(k, rules, target, form, prefill).lower()
 
 
-def lower_pair(bo, bn, rules, target) -> dict:
-    """The lowered CUDA of one kernel in both forms, with its launch and parameters."""
+def lower_pair(bo, bn, rules, target, prefill: bool = False) -> dict:
+    """The lowered CUDA of one kernel in both forms, with its launch and parameters.
+
+    ``prefill``: the entry takes one more parameter, ``unsigned int cpm_fill``, and fills shared and
+    per-thread memory with its low byte before the body (the GPU runner passes the sentinel)."""
     item = {"kernel": bo.qualname, "line": bo.line, "old_cuda": None, "new_cuda": None}
     if bn is None:
         item["error"] = "the kernel is missing from the new text"
@@ -455,6 +492,8 @@ def lower_pair(bo, bn, rules, target) -> dict:
     from .dynamic import written_params
 
     outs = written_params(k)
+    if prefill:
+        item["prefill"] = True
     item["launch"] = {
         "grid": list(k.grid), "block": list(k.block),
         "old_entry": entry_name(k.name, "old"), "new_entry": entry_name(k.name, "new"),
@@ -464,8 +503,10 @@ def lower_pair(bo, bn, rules, target) -> dict:
                        "bytes": b.nbytes, "role": "output" if b.name in outs else "input"} for b in k.params]
     for form, built in (("old", bo), ("new", bn)):
         try:
-            item[f"{form}_cuda"] = lower_kernel(built.kernel, rules, target, form)
+            item[f"{form}_cuda"] = lower_kernel(built.kernel, rules, target, form, prefill)
         except Unsupported as e:
             item["error"] = f"{form} form: {e}"
             item[f"{form}_cuda"] = None
+            if isinstance(e, Rejected):
+                item.setdefault("rejected", []).append(form)
     return item
