@@ -1,0 +1,513 @@
+#!/usr/bin/env python3
+"""Large-tree benchmark: `cpasync-migrate --check` against grep-class and AST-class tools.
+
+Build the tree first (it prints its path):
+
+    benchmarks/build_tree.sh
+    python benchmarks/check_bench.py [--reps 7] [--tree PATH] [--skip-write]
+
+In one run, with the commands alternating (ABCD ABCD ...), it times on the tree
+
+  A  cpasync-migrate --check TREE                    (the installed console script; exit 1 expected)
+  B  rg -l ptx_cp_async TREE                         (the named baseline)
+  C  ast-grep scan -c benchmarks/astgrep/sgconfig.yml TREE
+  D  rg -l ptx_cp_async TREE | xargs ast-grep scan -c ...
+
+and prints medians, paired ratios (the median over rounds of the ratio of the
+two commands' times in that round, which cancels most of a busy machine's
+drift) and peak memory.  It checks that ast-grep's rules and the tool report
+the same (path, line) sites, and prints any difference.  Then it times write
+mode: on a fresh copy of the tree's legacy part (tilelang 0.1.7.post1; the
+copy is made outside the timed region), and on a copy of the whole tree,
+already migrated once, holding ten small legacy kernels of which 0, 1 or 10
+still need rewriting, against the same ten kernels alone in a tiny tree.
+
+Timings are wall-clock seconds of the whole command (start-up included).
+Peak memory: the largest resident set of any process of the command (wait4's
+ru_maxrss), and for the tool also the sum over its process tree (workers
+included), sampled every 5 ms in separate runs.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+SGCONFIG = HERE / "astgrep" / "sgconfig.yml"
+NEEDLE = b"ptx_cp_async"
+CACHE = Path(os.environ.get("CPASYNC_BENCH_CACHE", Path.home() / ".cache" / "cpasync-migrate" / "bench-tree"))
+LEGACY_PART = "tilelang-0.1.7.post1"
+
+# Targets of issue 7 (checked on paired ratios of medians; never as timed tests).
+MAX_X_RG = 6.0
+MIN_X_ASTGREP = 15.0
+MIN_X_PIPELINE = 1.0
+MAX_PEAK_MB = 200.0
+MAX_WRITE1_X_CHECK = 1.5
+
+# A small TileLang kernel with one legacy call; {i} makes each copy distinct.
+KERNEL = '''\
+import tilelang
+import tilelang.language as T
+
+
+def staged_copy_{i}(M, N, block_M={bm}, threads=128):
+    @T.prim_func
+    def kernel(A: T.Tensor((M, N), "float16"), B: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
+            A_s = T.alloc_shared((block_M, N), "float16")
+            tx = T.get_thread_binding()
+            for i in T.serial(block_M * N // (threads * 8)):
+                off = (i * threads + tx) * 8
+                T.ptx_cp_async("float16", A_s.data, off, A.data, bx * block_M * N + off, 16)
+            T.ptx_commit_group()
+            T.ptx_wait_group(0)
+            T.copy(A_s, B[bx * block_M, 0])
+
+    return kernel
+'''
+N_KERNELS = 10
+
+
+# ---------------------------------------------------------------- running
+
+
+class RunError(RuntimeError):
+    pass
+
+
+# An installed tool runs from compiled bytecode; a PYTHONDONTWRITEBYTECODE set in
+# this shell would make every run of an editable install recompile its modules.
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as fh:
+                out.extend(int(x) for x in fh.read().split())
+    except OSError:
+        pass
+    return out
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _tree_rss_kb(pid: int) -> int:
+    total, stack, seen = 0, [pid], set()
+    while stack:
+        p = stack.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        total += _rss_kb(p)
+        stack.extend(_children(p))
+    return total
+
+
+def run(cmd, expect=(0,), sample=False, cwd=None) -> dict:
+    """Run ``cmd`` (argv list, or a shell string run by bash with pipefail); time it.
+
+    Returns seconds, exit code, ru_maxrss (MB) and, with ``sample``, the sampled
+    peak of the summed RSS of the process tree (MB).
+    """
+    argv = ["bash", "-c", "set -o pipefail; " + cmd] if isinstance(cmd, str) else cmd
+    err = tempfile.TemporaryFile()
+    peak = [0]
+    done = threading.Event()
+    t0 = time.perf_counter()
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, cwd=cwd, env=ENV)
+    if sample:
+        def sampler():
+            while not done.is_set():
+                peak[0] = max(peak[0], _tree_rss_kb(p.pid))
+                done.wait(0.005)
+        th = threading.Thread(target=sampler, daemon=True)
+        th.start()
+    _, status, ru = os.wait4(p.pid, 0)
+    dt = time.perf_counter() - t0
+    done.set()
+    if sample:
+        th.join()
+    rc = os.waitstatus_to_exitcode(status)
+    p.returncode = rc
+    if rc not in expect:
+        err.seek(0)
+        tail = err.read().decode(errors="replace")[-2000:]
+        raise RunError(f"{cmd if isinstance(cmd, str) else shlex.join(cmd)}: exit {rc}, expected {expect}\n{tail}")
+    return {"s": dt, "rc": rc, "maxrss_mb": ru.ru_maxrss / 1024, "tree_mb": peak[0] / 1024 if sample else None}
+
+
+def capture(argv, expect=(0,)) -> str:
+    r = subprocess.run(argv, capture_output=True, text=True, env=ENV)
+    if r.returncode not in expect:
+        raise RunError(f"{shlex.join(argv)}: exit {r.returncode}\n{r.stderr[-2000:]}")
+    return r.stdout
+
+
+class Series:
+    """Alternating timed runs of several commands."""
+
+    def __init__(self, names):
+        self.names = list(names)
+        self.times: dict[str, list] = {n: [] for n in names}  # per round; None where skipped
+        self.maxrss: dict[str, float] = {n: 0.0 for n in names}
+
+    def add_round(self):
+        for n in self.names:
+            self.times[n].append(None)
+
+    def record(self, name, res):
+        self.times[name][-1] = res["s"]
+        self.maxrss[name] = max(self.maxrss[name], res["maxrss_mb"])
+
+    def values(self, name):
+        return [t for t in self.times[name] if t is not None]
+
+    def median(self, name):
+        v = self.values(name)
+        return statistics.median(v) if v else float("nan")
+
+    def paired(self, num, den):
+        """Median over rounds where both ran of times[num] / times[den]."""
+        r = [a / b for a, b in zip(self.times[num], self.times[den]) if a is not None and b is not None]
+        return statistics.median(r) if r else float("nan")
+
+
+def say(*a):
+    print(*a, flush=True)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def tree_stats(tree: Path) -> dict:
+    s = {"files": 0, "python_files": 0, "cpp_files": 0, "lines": 0, "bytes": 0, "needle_files": 0}
+    for d, _, names in os.walk(tree):
+        for n in names:
+            if n.startswith("."):
+                continue
+            data = (Path(d) / n).read_bytes()
+            s["files"] += 1
+            s["python_files" if n.endswith((".py", ".pyi")) else "cpp_files"] += 1
+            s["lines"] += data.count(b"\n")
+            s["bytes"] += len(data)
+            s["needle_files"] += NEEDLE in data
+    return s
+
+
+def tool_sites(tool: str, tree: Path) -> tuple[set, dict]:
+    rep = json.loads(capture([tool, "--check", "--format", "json", str(tree)], expect=(0, 1)))
+    sites = {}
+    for f in rep["findings"]:
+        rel = os.path.relpath(f["path"], tree)
+        sites[(rel, f["line"])] = f"{f['code']} {f['status']}"
+    return set(sites), {"summary": rep["summary"], "codes": sites}
+
+
+def astgrep_sites(out: str, tree: Path) -> dict:
+    sites = {}
+    for line in out.splitlines():
+        if not line.strip():
+            continue
+        m = json.loads(line)
+        rel = os.path.relpath(os.path.join(tree, m["file"]) if not os.path.isabs(m["file"]) else m["file"], tree)
+        sites[(rel, m["range"]["start"]["line"] + 1)] = m["ruleId"]
+    return sites
+
+
+def fmt(x, spec=".3f"):
+    return "-" if x is None or x != x else format(x, spec)
+
+
+def kernel_text(i: int) -> str:
+    return KERNEL.format(i=i, bm=32 * (1 + i % 4))
+
+
+# ---------------------------------------------------------------- sections
+
+
+def bench_check(args, tool, rg, sg, tree) -> dict:
+    sgc = str(SGCONFIG)
+    q = shlex.quote
+    cmds = {
+        "cpasync-migrate --check": ([tool, "--check", str(tree)], (1,)),
+        "rg -l ptx_cp_async": ([rg, "-l", "ptx_cp_async", str(tree)], (0,)),
+        "ast-grep scan": ([sg, "scan", "-c", sgc, "--report-style", "short", str(tree)], (0, 1)),
+        "rg -l | xargs ast-grep scan": (
+            f"{q(rg)} -l ptx_cp_async {q(str(tree))} | xargs -r {q(sg)} scan -c {q(sgc)} --report-style short",
+            (0, 1, 123)),
+    }
+    names = list(cmds)
+    say("\n## --check on the large tree")
+    say(f"warm-up: one untimed run of each of {names[0]!r} and {names[1]!r}")
+    for n in names[:2]:
+        run(*cmds[n])
+    ser = Series(names)
+    reps = {n: args.reps for n in names}
+    for r in range(args.reps):
+        ser.add_round()
+        line = []
+        for n in names:
+            if len(ser.values(n)) >= reps[n]:
+                continue
+            res = run(*cmds[n])
+            ser.record(n, res)
+            line.append(f"{n.split()[0] if n != names[3] else 'pipeline'} {res['s']:.3f}")
+            if r == 0 and res["s"] > args.slow_after and reps[n] > args.slow_reps:
+                reps[n] = args.slow_reps
+                line.append(f"(slow: {n!r} limited to {args.slow_reps} runs)")
+        say(f"round {r + 1}: " + ", ".join(line))
+
+    say(f"memory: {args.mem_runs} separate run(s) of the tool, sampling its process tree's RSS every 5 ms")
+    tree_mb = max(run(*cmds[names[0]], sample=True)["tree_mb"] for _ in range(args.mem_runs))
+
+    A, B, C, D = names
+    rows = []
+    for n in names:
+        rows.append((n, len(ser.values(n)), ser.median(n), min(ser.values(n)), ser.paired(n, B),
+                     ser.paired(C, n), ser.paired(D, n), ser.maxrss[n]))
+    say("")
+    say("| command | runs | median s | min s | ratio vs rg -l | ast-grep scan / this | pipeline / this | peak MB (largest process) |")
+    say("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for n, k, med, mn, xrg, xsg, xpl, mb in rows:
+        say(f"| `{n}` | {k} | {med:.3f} | {mn:.3f} | {fmt(xrg, '.2f')}x | {fmt(xsg, '.1f')}x | {fmt(xpl, '.2f')}x | {mb:.0f} |")
+    say(f"\ncpasync-migrate --check peak memory summed over its process tree (sampled): {tree_mb:.0f} MB")
+    say("ratios are paired: the median over rounds of the two commands' time ratio in that round")
+
+    targets = [
+        (f"--check <= {MAX_X_RG:g}x rg -l", ser.paired(A, B), lambda v: v <= MAX_X_RG, ".2f"),
+        (f"--check >= {MIN_X_ASTGREP:g}x faster than ast-grep scan", ser.paired(C, A), lambda v: v >= MIN_X_ASTGREP, ".1f"),
+        ("--check faster than rg -l | xargs ast-grep scan", ser.paired(D, A), lambda v: v > MIN_X_PIPELINE, ".2f"),
+        (f"--check peak memory < {MAX_PEAK_MB:g} MB (process tree)", tree_mb, lambda v: v < MAX_PEAK_MB, ".0f"),
+    ]
+    say("\ntargets:")
+    verdicts = []
+    for label, v, ok, spec in targets:
+        good = v == v and ok(v)
+        verdicts.append((label, good))
+        say(f"  {'PASS' if good else 'FAIL'}  {label}: {format(v, spec)}")
+    return {"series": ser.times, "maxrss": ser.maxrss, "tree_mb": tree_mb, "verdicts": verdicts, "reps": reps}
+
+
+def compare_sites(tool, rg, sg, tree) -> dict:
+    say("\n## Same sites? (path, line) of `cpasync-migrate --check --format json` vs ast-grep's rules")
+    tset, info = tool_sites(tool, tree)
+    out = capture([sg, "scan", "-c", str(SGCONFIG), "--json=stream", str(tree)], expect=(0, 1))
+    sg_full = astgrep_sites(out, tree)
+    pipe = subprocess.run(
+        f"set -o pipefail; {shlex.quote(rg)} -l ptx_cp_async {shlex.quote(str(tree))} | xargs -r {shlex.quote(sg)} "
+        f"scan -c {shlex.quote(str(SGCONFIG))} --json=stream", shell=True, executable="/bin/bash",
+        capture_output=True, text=True, env=ENV)
+    sg_pipe = astgrep_sites(pipe.stdout, tree)
+    sset = set(sg_full)
+    say(f"tool: {len(tset)} sites in {len({p for p, _ in tset})} files ({info['summary']['sites']}); "
+        f"ast-grep scan: {len(sset)} sites; pipeline: {len(sg_pipe)} sites "
+        f"({'same as the full scan' if set(sg_pipe) == sset else 'DIFFERENT from the full scan'})")
+    only_tool = sorted(tset - sset)
+    only_sg = sorted(sset - tset)
+    for rel, line in sorted(tset & sset):
+        say(f"  both      {rel}:{line}  [{info['codes'][(rel, line)]} / {sg_full[(rel, line)]}]")
+    for rel, line in only_tool:
+        say(f"  tool only {rel}:{line}  [{info['codes'][(rel, line)]}]")
+    for rel, line in only_sg:
+        say(f"  ast-grep only {rel}:{line}  [{sg_full[(rel, line)]}]")
+    same = not only_tool and not only_sg
+    say("same (path, line) sets: " + ("yes" if same else f"no ({len(only_tool)} tool only, {len(only_sg)} ast-grep only)"))
+    return {"same": same, "tool_only": only_tool, "astgrep_only": only_sg}
+
+
+def bench_write_legacy(args, tool, tree, work) -> dict:
+    src = tree / LEGACY_PART
+    dst = work / "legacy"
+    say(f"\n## Write mode on a fresh copy of the legacy part ({LEGACY_PART}); copy made outside the timed region")
+    hits = capture(["rg", "-l", "ptx_cp_async", str(src)]).split()
+    ser = Series(["--check (legacy copy)", "write mode (legacy copy)"])
+    written = None
+    for r in range(args.write_reps):
+        if dst.exists():
+            shutil.rmtree(dst)
+        shutil.copytree(src, dst, symlinks=True)
+        ser.add_round()
+        ser.record("--check (legacy copy)", run([tool, "--check", str(dst)], expect=(1,)))
+        ser.record("write mode (legacy copy)", run([tool, str(dst)], expect=(0, 1)))
+        if r == 0:
+            written = [h for h in hits if Path(h).read_bytes() != (dst / os.path.relpath(h, src)).read_bytes()]
+        say(f"round {r + 1}: check {ser.times['--check (legacy copy)'][-1]:.3f}, "
+            f"write {ser.times['write mode (legacy copy)'][-1]:.3f}")
+    shutil.rmtree(dst)
+    say(f"files rewritten by write mode: {len(written)} ({', '.join(os.path.relpath(w, src) for w in written)})")
+    say("| command | runs | median s | min s | ratio vs --check on the same copy |")
+    say("| --- | ---: | ---: | ---: | ---: |")
+    for n in ser.names:
+        say(f"| {n} | {len(ser.values(n))} | {ser.median(n):.3f} | {min(ser.values(n)):.3f} | "
+            f"{ser.paired(n, ser.names[0]):.2f}x |")
+    return {"series": ser.times, "files_rewritten": len(written)}
+
+
+def bench_write_scaling(args, tool, tree, work) -> dict:
+    say(f"\n## Write mode: cost per file rewritten vs tree size")
+    big = work / "big"
+    kdir = big / "bench-kernels"
+    small = work / "small"
+    legacy = [kernel_text(i) for i in range(N_KERNELS)]
+    names = [f"k{i:02d}.py" for i in range(N_KERNELS)]
+    say("preparing (untimed): a copy of the whole tree, migrated once by the tool, plus "
+        f"{N_KERNELS} legacy kernels in bench-kernels/")
+    if big.exists():
+        shutil.rmtree(big)
+    shutil.copytree(tree, big, symlinks=True)
+    kdir.mkdir()
+    for n, t in zip(names, legacy):
+        (kdir / n).write_text(t)
+    run([tool, str(big)], expect=(0, 1))
+    migrated = [(kdir / n).read_text() for n in names]
+    if any(m == t for m, t in zip(migrated, legacy)):
+        raise RunError("the tool did not rewrite the benchmark kernels; cannot time write mode")
+
+    def set_state(d: Path, k_legacy: int):
+        for i, n in enumerate(names):
+            (d / n).write_text(legacy[i] if i < k_legacy else migrated[i])
+
+    def migrated_count(d: Path) -> int:
+        return sum((d / n).read_text() == m for n, m in zip(names, migrated))
+
+    small.mkdir(exist_ok=True)
+    rows = [
+        ("--check, whole tree, 10 kernels legacy", big, kdir, N_KERNELS, True),
+        ("write, whole tree, 0 files to rewrite", big, kdir, 0, False),
+        ("write, whole tree, 1 file to rewrite", big, kdir, 1, False),
+        ("write, whole tree, 10 files to rewrite", big, kdir, N_KERNELS, False),
+        ("write, 10 kernels alone, 10 files to rewrite", small, small, N_KERNELS, False),
+    ]
+    ser = Series([r[0] for r in rows])
+    for r in range(args.write_reps):
+        ser.add_round()
+        parts = []
+        for label, root, d, k, check in rows:
+            set_state(d, k)
+            res = run([tool, "--check", str(root)] if check else [tool, str(root)], expect=(0, 1))
+            ser.record(label, res)
+            if not check:
+                got = migrated_count(d)
+                if got != N_KERNELS:
+                    raise RunError(f"{label}: {N_KERNELS - got} kernel file(s) left unrewritten")
+            parts.append(f"{res['s']:.3f}")
+        say(f"round {r + 1}: " + ", ".join(parts))
+    base = ser.names[0]
+    say("| command | runs | median s | min s | ratio vs --check on the same tree |")
+    say("| --- | ---: | ---: | ---: | ---: |")
+    for n in ser.names:
+        say(f"| {n} | {len(ser.values(n))} | {ser.median(n):.3f} | {min(ser.values(n)):.3f} | "
+            f"{ser.paired(n, base):.2f}x |")
+    w0, w1, w10 = (ser.median(n) for n in ser.names[1:4])
+    wsmall = ser.median(ser.names[4])
+    per_file = (w10 - w1) / (N_KERNELS - 1)
+    say(f"marginal cost per file rewritten, (write 10 - write 1) / 9: {per_file * 1000:.0f} ms; "
+        f"10 kernels alone: {wsmall:.3f} s; whole tree with nothing to rewrite: {w0:.3f} s")
+    x1 = ser.paired(ser.names[2], base)
+    ok = x1 <= MAX_WRITE1_X_CHECK
+    say(f"target:\n  {'PASS' if ok else 'FAIL'}  write mode with 1 file to rewrite <= {MAX_WRITE1_X_CHECK:g}x "
+        f"--check on the same tree (the tree-size part of write mode is the scan --check also pays): {x1:.2f}")
+    shutil.rmtree(big)
+    shutil.rmtree(small)
+    return {"series": ser.times, "per_file_s": per_file, "verdict": ok}
+
+
+# ---------------------------------------------------------------- main
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tree", type=Path, default=CACHE / "tree", help="tree built by benchmarks/build_tree.sh")
+    ap.add_argument("--work", type=Path, default=CACHE / "work", help="scratch folder for write-mode copies")
+    ap.add_argument("--reps", type=int, default=7, help="rounds of alternating runs (default 7; medians)")
+    ap.add_argument("--write-reps", type=int, default=None, help="rounds for the write-mode sections (default: --reps)")
+    ap.add_argument("--slow-after", type=float, default=60.0,
+                    help="a command whose first run takes longer than this many seconds ...")
+    ap.add_argument("--slow-reps", type=int, default=3, help="... is run only this many times (default 3)")
+    ap.add_argument("--mem-runs", type=int, default=3, help="separate runs of the tool for the RSS sampler")
+    ap.add_argument("--tool", default=str(Path(sys.executable).parent / "cpasync-migrate"),
+                    help="cpasync-migrate console script (default: next to this interpreter)")
+    ap.add_argument("--ast-grep", default=None, help="ast-grep binary (default: build_tree.sh's tools venv, then PATH)")
+    ap.add_argument("--skip-write", action="store_true", help="only the --check section")
+    ap.add_argument("--save", type=Path, help="also write the raw timings as JSON to this file")
+    args = ap.parse_args(argv)
+    args.write_reps = args.write_reps or args.reps
+
+    tree = args.tree.resolve()
+    if not (tree / LEGACY_PART).is_dir():
+        print(f"no benchmark tree at {tree}: run benchmarks/build_tree.sh first", file=sys.stderr)
+        return 2
+    tool = args.tool if os.path.exists(args.tool) else shutil.which("cpasync-migrate")
+    rg = shutil.which("rg")
+    sg = args.ast_grep or next((str(p) for p in [CACHE / "tools-venv" / "bin" / "ast-grep"] if p.exists()),
+                               shutil.which("ast-grep"))
+    missing = [n for n, v in (("cpasync-migrate", tool), ("rg", rg), ("ast-grep", sg)) if not v]
+    if missing:
+        print(f"missing: {', '.join(missing)} (benchmarks/build_tree.sh installs rg and ast-grep)", file=sys.stderr)
+        return 2
+
+    st = tree_stats(tree)
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    say("# cpasync-migrate large-tree benchmark")
+    say(f"date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}")
+    say(f"machine: {platform.platform()}, nproc {os.cpu_count()}, load average at start "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    say(f"python: {platform.python_version()} ({sys.executable})")
+    say(f"cpasync-migrate: {capture([tool, '--version']).strip()} at commit {commit}"
+        f"{' (with uncommitted changes)' if dirty else ''} ({tool})")
+    say(f"rg: {capture([rg, '--version']).splitlines()[0]}")
+    say(f"ast-grep: {capture([sg, '--version']).strip()} ({sg})")
+    say(f"tree: {tree}: {st['files']} files ({st['python_files']} Python, {st['cpp_files']} C++), "
+        f"{st['lines']} lines, {st['bytes'] / 1e6:.1f} MB, {st['needle_files']} contain ptx_cp_async")
+    say(f"parts: {', '.join(sorted(p.name for p in tree.iterdir() if p.is_dir()))}")
+    say(f"rounds: {args.reps} (--check section), {args.write_reps} (write sections); "
+        f"commands run with PYTHONDONTWRITEBYTECODE unset (the tool's bytecode is cached as after an install)")
+
+    result = {"tree": st}
+    result["check"] = bench_check(args, tool, rg, sg, tree)
+    result["sites"] = compare_sites(tool, rg, sg, tree)
+    if not args.skip_write:
+        args.work.mkdir(parents=True, exist_ok=True)
+        result["write_legacy"] = bench_write_legacy(args, tool, tree, args.work)
+        result["write_scaling"] = bench_write_scaling(args, tool, tree, args.work)
+    end_commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True).stdout.strip()
+    say(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; commit at end: {end_commit}")
+    verdicts = result["check"]["verdicts"] + ([("write scaling", result["write_scaling"]["verdict"])]
+                                              if not args.skip_write else [])
+    say("summary: " + ", ".join(f"{'PASS' if ok else 'FAIL'} {label}" for label, ok in verdicts))
+    if args.save:
+        args.save.write_text(json.dumps(result, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
