@@ -385,10 +385,17 @@ def _items_of(args) -> list:
     items = kernel_items(src["old"], src["new"], src["path"], rules=rules, target=src["target"], source=src["source"],
                          binds=src["binds"], category=src["category"], name=src["name"], expect=src["expect"],
                          crosscheck_bytes=crosscheck_bytes)
+    stem = _text_stem(src)
     for it in items:
         if src.get("tags"):
             it["tags"] = src["tags"]
+        it["texts"] = {"old": f"texts/{stem}.old.py", "new": f"texts/{stem}.new.py",
+                       "binds": src.get("binds")}
     return items
+
+
+def _text_stem(src: dict) -> str:
+    return re.sub(r"[^A-Za-z0-9_.@-]+", "_", f"{src['category']}/{src['name']}").replace("/", "_")
 
 
 def build(sources: list, out_dir: str, *, seeds: int = 3, crosscheck_bytes: int = CROSSCHECK_BYTES,
@@ -403,7 +410,7 @@ def build(sources: list, out_dir: str, *, seeds: int = 3, crosscheck_bytes: int 
     items = [it for g in groups for it in g]
     texts = {}
     for s in sources:
-        stem = re.sub(r"[^A-Za-z0-9_.@-]+", "_", f"{s['category']}/{s['name']}")
+        stem = _text_stem(s)
         texts[f"{stem}.old.py"] = s["old"]
         texts[f"{stem}.new.py"] = s["new"]
     meta = dict(meta or {}, built_s=round(time.perf_counter() - t0, 3), sources=len(sources))

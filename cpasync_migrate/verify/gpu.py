@@ -836,9 +836,18 @@ def verify_source_gpu(old_text: str, new_text: str, path: str, *, rules, target,
         try:
             report = run_bundle(tmp, seeds=seeds)
         except RuntimeError as e:
-            return [Verdict(it.get("kernel") or "<file>", it.get("line") or 0, "inconclusive",
-                            f"GPU runner unavailable: {_one_line(str(e))[:300]}", it.get("sites", []), {})
-                    for it in items]
+            out = []
+            for it in items:
+                sv, sr = static_verdict(it)
+                if it.get("decided"):
+                    v, r = combine(it, {}, {})
+                elif sv == "mismatch":
+                    v, r = sv, sr
+                else:
+                    v, r = "inconclusive", f"GPU runner unavailable: {_one_line(str(e))[:300]}"
+                out.append(Verdict(it.get("kernel") or "<file>", it.get("line") or 0, v, r, it.get("sites", []),
+                                   {"device": "gpu"}))
+            return out
     for it, row in zip(items, report["kernels"]):
         detail = {"device": "gpu", "gpu": row["gpu"], "crosscheck": row["crosscheck"], "target": it.get("target"),
                   "grid": it.get("launch", {}).get("grid"), "block": it.get("launch", {}).get("block"),
