@@ -235,6 +235,24 @@ def test_migrated_example_lowers_to_the_same_copies(legacy, migrated, example, t
     assert not failures, f"{example.name} under tilelang {new['tilelang']}:\n" + json.dumps(failures, indent=1)
 
 
+@pytest.mark.realtl
+@pytest.mark.skipif(os.environ.get("CPASYNC_REALTL") != "1", reason="opt-in: set CPASYNC_REALTL=1")
+def test_a_wrong_pointer_type_is_caught_by_real_lowering(envs, legacy, migrated, tmp_path):
+    """The comparison has teeth: the classic mistake of typing the source pointer
+    with the call's dtype (uint8) instead of the tensor's (float16) lowers fine
+    under 0.1.8 but addresses the wrong bytes, and must be reported."""
+    good = (migrated("0.1.8")["work"] / "pack_f16_bytes.py").read_text()
+    needle = 'T.type_annotation("float16"), A.data'
+    assert good.count(needle) == 1, good
+    mutant = tmp_path / "pack_f16_bytes.py"
+    mutant.write_text(good.replace(needle, 'T.type_annotation("uint8"), A.data'))
+    new = lower_all(envs["0.1.8"], [mutant])["pack_f16_bytes.py"]
+    check_lowered(new, ENV_NAMES["0.1.8"])
+    old = legacy["pack_f16_bytes.py"]["kernels"]["pack_f16_bytes"]
+    problems = addresses.compare_kernel(old, new["kernels"]["pack_f16_bytes"], textual=True)
+    assert any("src" in p and "bytes" in p for p in problems), problems
+
+
 # ---------------------------------------------------------------- unit tests (always run)
 # Address texts below are as TileLang 0.1.7.post1 / 0.1.8 / 0.1.15 printed them for examples/.
 
