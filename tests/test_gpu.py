@@ -162,3 +162,16 @@ def test_runner_entry_point_writes_json(tmp_path, cache_dir):
     rep = json.loads(out.read_text())
     assert rep["summary"]["t"]["equivalent"] == 1 and "equivalent" in r.stdout
     assert rep["device"]["arch"].startswith("sm_")
+
+
+def test_separate_buffers_mode_gives_the_same_verdicts(tmp_path, cache_dir):
+    srcs = [case_source("copy_tile"), case_source("predicated_tail"),
+            case_source("copy_tile", (VERIFY / CASES["copy_tile"]["new"]).read_text().replace(
+                "A.data, bx * block_M * N + (i * 128 + tx) * 8, 8, 1)", "A.data, (i * 128 + tx) * 8, 8, 1)"),
+                expect="mismatch")]
+    d = bundle_of(srcs, tmp_path, seeds=1)
+    arena = run_bundle(d, cache_dir=cache_dir)["kernels"]
+    sep = run_bundle(d, cache_dir=cache_dir, separate=True)["kernels"]
+    assert [r["gpu"]["verdict"] for r in arena] == [r["gpu"]["verdict"] for r in sep] == \
+        ["equivalent", "equivalent", "mismatch"]
+    assert arena[2]["gpu"]["first_difference"]["index"] == sep[2]["gpu"]["first_difference"]["index"]

@@ -386,22 +386,51 @@ def prepare_source(src: str) -> str:
 
 
 class ItemRunner:
-    """Runs one bundle item (both forms, all seeds and sentinels) on the device."""
+    """Runs one bundle item (both forms, all seeds and sentinels) on the device.
 
-    def __init__(self, dev: Device, bundle: dict, item: dict, kernels: dict, seeds: int, log):
+    Memory: by default one arena per run holding every parameter between guard bytes (one copy, one
+    comparison, writes outside a buffer show in the guards); with ``separate`` one allocation per
+    parameter, so that compute-sanitizer's memcheck sees each buffer's exact bounds."""
+
+    def __init__(self, dev: Device, bundle: dict, item: dict, kernels: dict, seeds: int, log, separate=False):
         self.dev, self.bundle, self.item, self.kernels, self.seeds, self.log = dev, bundle, item, kernels, seeds, log
         self.cp = dev.cp
         self.params = item["params"]
+        self.separate = separate
         self.offs, self.size = arena_layout(self.params)
 
-    def launch(self, form: str, arena, sentinel: int):
+    # memory: an arena (one array) or a list of per-parameter arrays
+    def alloc(self):
+        cp = self.cp
+        if self.separate:
+            return [cp.empty(int(p["bytes"]), dtype=cp.uint8) for p in self.params]
+        return cp.empty(self.size, dtype=cp.uint8)
+
+    def views(self, mem) -> list:
+        if self.separate:
+            return list(mem)
+        return [mem[o:o + int(p["bytes"])] for p, o in zip(self.params, self.offs)]
+
+    def copy(self, dst, src):
+        if self.separate:
+            for d, s_ in zip(dst, src):
+                self.cp.copyto(d, s_)
+        else:
+            self.cp.copyto(dst, src)
+
+    def differ(self, a, b) -> bool:
+        if self.separate:
+            return any(bool((x != y).any()) for x, y in zip(a, b))
+        return bool((a != b).any())
+
+    def launch(self, form: str, mem, sentinel: int):
         cp = self.cp
         it = self.item
         kern = self.kernels[form]
         dyn = int(it["launch"].get("dynamic_shared_bytes", 0))
         if dyn:
             kern.max_dynamic_shared_size_bytes = dyn
-        args = [arena[o:o + int(p["bytes"])] for p, o in zip(self.params, self.offs)]
+        args = self.views(mem)
         if it.get("prefill"):
             args.append(np.uint32(sentinel))
         kern(tuple(it["launch"]["grid"]), tuple(it["launch"]["block"]), tuple(args), shared_mem=dyn)
@@ -409,9 +438,11 @@ class ItemRunner:
 
     def template(self, seed: int, sentinel: int):
         cp = self.cp
-        t = cp.full(self.size, GUARD_BYTE, dtype=cp.uint8)
-        for i, (p, o) in enumerate(zip(self.params, self.offs)):
-            view = t[o:o + int(p["bytes"])]
+        if self.separate:
+            t = self.alloc()
+        else:
+            t = cp.full(self.size, GUARD_BYTE, dtype=cp.uint8)
+        for i, (p, view) in enumerate(zip(self.params, self.views(t))):
             if p["role"] == "output":
                 view.fill(sentinel)
             else:
@@ -421,33 +452,36 @@ class ItemRunner:
 
     def first_difference(self, a, b) -> dict:
         cp = self.cp
+        for p, x, y in zip(self.params, self.views(a), self.views(b)):
+            neq = x != y
+            if not bool(neq.any()):
+                continue
+            isz = itemsize_of(p)
+            byte = int(cp.argmax(neq))
+            elem = byte // isz
+            n = int(p["bytes"]) // isz
+            diff = int(cp.count_nonzero(neq[:n * isz].reshape(n, isz).any(axis=1)))
+            ha = cp.asnumpy(x[elem * isz:(elem + 1) * isz]).tobytes()
+            hb = cp.asnumpy(y[elem * isz:(elem + 1) * isz]).tobytes()
+            shape = tuple(p["shape"]) or (n,)
+            idx = [int(i) for i in np.unravel_index(elem, shape)]
+            return {"buffer": p["name"], "index": idx, "old": fmt_value(ha, p["dtype"]),
+                    "new": fmt_value(hb, p["dtype"]), "differing_elements": diff}
+        # only guard bytes differ: one form wrote outside its buffers
         neq = a != b
         byte = int(cp.argmax(neq))
-        loc = locate(self.params, self.offs, byte)
-        if loc is None:
-            return {"buffer": "<guard>", "index": [byte], "old": f"0x{int(a[byte]):02x}", "new": f"0x{int(b[byte]):02x}",
-                    "differing_elements": int(cp.count_nonzero(neq))}
-        p, o = loc
-        isz = itemsize_of(p)
-        elem = (byte - o) // isz
-        n = int(p["bytes"]) // isz
-        diff = int(cp.count_nonzero(neq[o:o + n * isz].reshape(n, isz).any(axis=1)))
-        ha = cp.asnumpy(a[o + elem * isz:o + (elem + 1) * isz]).tobytes()
-        hb = cp.asnumpy(b[o + elem * isz:o + (elem + 1) * isz]).tobytes()
-        shape = tuple(p["shape"]) or (n,)
-        idx = [int(i) for i in np.unravel_index(elem, shape)]
-        return {"buffer": p["name"], "index": idx, "old": fmt_value(ha, p["dtype"]), "new": fmt_value(hb, p["dtype"]),
-                "differing_elements": diff}
+        return {"buffer": "<guard>", "index": [byte], "old": f"0x{int(a[byte]):02x}", "new": f"0x{int(b[byte]):02x}",
+                "differing_elements": int(cp.count_nonzero(neq))}
 
-    def crosscheck(self, arena, expected: dict, seed: int, sentinel: int) -> Optional[dict]:
+    def crosscheck(self, mem, expected: dict, seed: int, sentinel: int) -> Optional[dict]:
         """Compare the GPU's old-form outputs with the interpreter's; None when they agree."""
         cp = self.cp
-        for p, o in zip(self.params, self.offs):
+        for p, view in zip(self.params, self.views(mem)):
             key = f"s{seed}_x{sentinel:02x}_{p['name']}"
             if key not in expected:
                 continue
             want = expected[key]
-            got = cp.asnumpy(arena[o:o + int(p["bytes"])])
+            got = cp.asnumpy(view)
             if not np.array_equal(got, want):
                 isz = itemsize_of(p)
                 bad = np.nonzero(got != want)[0]
@@ -461,7 +495,6 @@ class ItemRunner:
         return None
 
     def run(self) -> tuple[dict, dict]:
-        cp = self.cp
         it = self.item
         expected = {}
         if it.get("crosscheck", {}).get("file"):
@@ -471,24 +504,22 @@ class ItemRunner:
         if it.get("crosscheck", {}).get("interpreter_error"):
             cross = {"status": "interpreter-error", "reason": it["crosscheck"]["interpreter_error"]}
         checked = 0
-        a_old = cp.empty(self.size, dtype=cp.uint8)
-        a_old2 = cp.empty(self.size, dtype=cp.uint8)
-        a_new = cp.empty(self.size, dtype=cp.uint8)
+        a_old, a_old2, a_new = self.alloc(), self.alloc(), self.alloc()
         runs = 0
         for seed in range(self.seeds):
             for si, sentinel in enumerate(SENTINELS):
                 ctx = {"seed": seed, "sentinel": f"0x{sentinel:02x}"}
                 tpl = self.template(seed, sentinel)
-                cp.copyto(a_old, tpl)
+                self.copy(a_old, tpl)
                 self.log("old", seed, sentinel)
                 self.launch("old", a_old, sentinel)
                 runs += 1
                 if si == 0:
-                    cp.copyto(a_old2, tpl)
+                    self.copy(a_old2, tpl)
                     self.log("old2", seed, sentinel)
                     self.launch("old", a_old2, sentinel)
                     runs += 1
-                    if bool((a_old != a_old2).any()):
+                    if self.differ(a_old, a_old2):
                         d = self.first_difference(a_old, a_old2)
                         d.update(ctx)
                         return ({"verdict": "inconclusive", "runs": runs, "nondeterministic": d,
@@ -502,11 +533,11 @@ class ItemRunner:
                                            f"{bad['interpreter']} (seed {seed}, sentinel {bad['sentinel']})"}
                     elif bad is None and any(k.startswith(f"s{seed}_x{sentinel:02x}_") for k in expected):
                         checked += 1
-                cp.copyto(a_new, tpl)
+                self.copy(a_new, tpl)
                 self.log("new", seed, sentinel)
                 self.launch("new", a_new, sentinel)
                 runs += 1
-                if bool((a_old != a_new).any()):
+                if self.differ(a_old, a_new):
                     d = self.first_difference(a_old, a_new)
                     d.update(ctx)
                     return ({"verdict": "mismatch", "runs": runs, "first_difference": d,
@@ -532,7 +563,7 @@ def _entry_sources(bundle: dict, item: dict) -> dict:
 
 
 def worker(bundle_dir: str, results: str, start: int, seeds: Optional[int], cache_dir: Optional[str],
-           use_cache: bool, jobs: int) -> int:
+           use_cache: bool, jobs: int, separate: bool = False) -> int:
     """Run items ``start..`` of the bundle, appending one JSON line per event to ``results``."""
     bundle = load_bundle(bundle_dir)
     items = bundle["items"]
@@ -545,6 +576,8 @@ def worker(bundle_dir: str, results: str, start: int, seeds: Optional[int], cach
 
     try:
         dev = Device(cache_dir, use_cache)
+        if separate:
+            dev.cp.cuda.set_allocator(None)  # plain cudaMalloc per buffer: exact bounds for memcheck
     except Exception as e:  # noqa: BLE001
         emit({"type": "nogpu", "reason": f"{type(e).__name__}: {e}"})
         return NO_GPU_EXIT
@@ -638,7 +671,7 @@ def worker(bundle_dir: str, results: str, start: int, seeds: Optional[int], cach
             phase["p"] = form
             emit({"type": "phase", "index": i, "form": form, "seed": seed, "sentinel": sentinel})
 
-        runner = ItemRunner(dev, bundle, it, kernels, seeds, log)
+        runner = ItemRunner(dev, bundle, it, kernels, seeds, log, separate)
         try:
             gpu, cross = runner.run()
         except Exception as e:  # noqa: BLE001 - a fault poisons the context: record it and let a new worker go on
@@ -664,7 +697,7 @@ def fault_verdict(form: str, error: str) -> dict:
 # ---------------------------------------------------------------------------------------------- driver
 def run_bundle(bundle_dir: str, *, seeds: Optional[int] = None, cache_dir: Optional[str] = None,
                use_cache: bool = True, jobs: Optional[int] = None, python: Optional[str] = None,
-               progress=None) -> dict:
+               progress=None, separate: bool = False) -> dict:
     """Run every item of the bundle in worker processes; returns the report (see docs/gpu.md)."""
     bundle = load_bundle(bundle_dir)
     items = bundle["items"]
@@ -688,6 +721,8 @@ def run_bundle(bundle_dir: str, *, seeds: Optional[int] = None, cache_dir: Optio
                 cmd += ["--cache", cache_dir]
             if not use_cache:
                 cmd += ["--no-cache"]
+            if separate:
+                cmd += ["--separate-buffers"]
             env = dict(os.environ)
             root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
             env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -872,14 +907,17 @@ def main(argv=None) -> int:
     ap.add_argument("--cache", metavar="DIR", help="compile cache directory")
     ap.add_argument("--no-cache", action="store_true", help="compile everything afresh (the cache is still written)")
     ap.add_argument("--jobs", type=int, default=None, help="compiler threads")
+    ap.add_argument("--separate-buffers", action="store_true",
+                    help="one allocation per parameter instead of a guarded arena (for compute-sanitizer memcheck)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--results", help=argparse.SUPPRESS)
     ap.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.worker:
-        return worker(a.bundle, a.results, a.start, a.seeds, a.cache, not a.no_cache, a.jobs or 1)
+        return worker(a.bundle, a.results, a.start, a.seeds, a.cache, not a.no_cache, a.jobs or 1, a.separate_buffers)
     try:
-        report = run_bundle(a.bundle, seeds=a.seeds, cache_dir=a.cache, use_cache=not a.no_cache, jobs=a.jobs)
+        report = run_bundle(a.bundle, seeds=a.seeds, cache_dir=a.cache, use_cache=not a.no_cache, jobs=a.jobs,
+                            separate=a.separate_buffers)
     except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

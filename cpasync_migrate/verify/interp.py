@@ -76,7 +76,10 @@ def from_value(v, dtype: str):
         u = f.view(np.uint32).astype(np.uint64)
         rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
         nan = np.isnan(f)
-        return np.where(nan, ((u >> 16) | 0x40).astype(np.uint16), rounded)
+        top = u >> 16
+        # a NaN whose payload survives truncation keeps its bits (a bfloat16 value moved through float32 is
+        # unchanged, as on the device); one whose payload would vanish is quieted so it stays a NaN
+        return np.where(nan, np.where((top & 0x7F) != 0, top, top | 0x40).astype(np.uint16), rounded)
     return np.asarray(v).astype(storage_dtype(dtype), copy=False)
 
 
