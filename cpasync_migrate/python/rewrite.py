@@ -555,6 +555,58 @@ class _Context:
 
     # ---------------------------------------------------------------- 0.1.9 helpers
 
+    def const_int(self, name: cst.Name, at: cst.CSTNode, depth: int = 0) -> Optional[int]:
+        """Value of a name bound exactly once (not a parameter) to integer arithmetic on constants."""
+        if depth > 8:
+            return None
+        asgs = self.assignments(at, name.value)
+        if len(asgs) != 1:
+            return None
+        (asg,) = asgs
+        if not isinstance(asg, Assignment) or isinstance(asg.node, cst.Param):
+            return None
+        n = asg.node
+        par = self.parent(n)
+        value = None
+        if isinstance(par, cst.AssignTarget):
+            stmt = self.parent(par)
+            if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
+                value = stmt.value
+        elif isinstance(par, cst.Element):
+            tup = self.parent(par)
+            tgt = self.parent(tup)
+            if isinstance(tup, (cst.Tuple, cst.List)) and isinstance(tgt, cst.AssignTarget):
+                stmt = self.parent(tgt)
+                idx = [e for e in tup.elements].index(par)
+                if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and \
+                        isinstance(stmt.value, (cst.Tuple, cst.List)) and len(stmt.value.elements) == len(tup.elements):
+                    value = stmt.value.elements[idx].value
+        if value is None:
+            return None
+        return self._eval_int(value, at if value is None else value, depth + 1)
+
+    def _eval_int(self, e: cst.BaseExpression, at: cst.CSTNode, depth: int) -> Optional[int]:
+        iv = _int_value(e)
+        if iv is not None:
+            return iv
+        if isinstance(e, cst.Name):
+            return self.const_int(e, at, depth)
+        if isinstance(e, cst.BinaryOperation):
+            a = self._eval_int(e.left, at, depth)
+            b = self._eval_int(e.right, at, depth)
+            if a is None or b is None:
+                return None
+            op = e.operator
+            if isinstance(op, cst.Add):
+                return a + b
+            if isinstance(op, cst.Subtract):
+                return a - b
+            if isinstance(op, cst.Multiply):
+                return a * b
+            if isinstance(op, cst.FloorDivide) and b:
+                return a // b
+        return None
+
     def buffer_style_problem(self, ptr: Pointer, call: cst.Call, parg: cst.Arg, oarg: cst.Arg,
                              scaled: Optional[str]) -> Optional[str]:
         """Why ``T.access_ptr(buf[off], ...)`` would not be exact here (None when it is)."""
@@ -746,22 +798,31 @@ class _Context:
                 raise NoFix(f"the byte count `{self.node_text(size_arg.value)}` is not an integer literal; "
                             f"{self.target.name} needs num_elems as an integer literal")
             if dst.dtype.size != src.dtype.size:
+                # One pointer type for both sides.  The wider type keeps every offset in bounds of its
+                # own buffer (TileLang checks access-pointer offsets against the buffer's element count,
+                # so a byte view of a wide tensor with scaled offsets is guarded out); the narrow side's
+                # offset is divided exactly, which needs it to be a visible multiple of the ratio.
                 narrow, wide = (dst, src) if dst.dtype.size < src.dtype.size else (src, dst)
                 ratio = wide.dtype.size // narrow.dtype.size
-                scaled = _scale(bound[k_doff if wide is dst else k_soff].value,
-                                d_off_text if wide is dst else s_off_text, ratio)
-                if wide is dst:
-                    d_off_new = scaled
+                k_off = k_doff if narrow is dst else k_soff
+                off_node = bound[k_off].value
+                if not _divisible(off_node, ratio, lambda n: self.const_int(n, node)):
+                    raise NoFix(
+                        f"`{narrow.buffer}` ({narrow.dtype.name}) and `{wide.buffer}` ({wide.dtype.name}) differ in "
+                        f"width and {self.target.name} needs one pointer type; addressing `{narrow.buffer}` as "
+                        f"{wide.dtype.name} needs its offset `{self.node_text(off_node)}` to be a multiple of {ratio}, "
+                        "which the text does not show")
+                divided = _divide(off_node, self.node_text, ratio)
+                if narrow is dst:
+                    d_off_new = divided
                 else:
-                    s_off_new = scaled
-                assumptions_note = (f"`{wide.buffer}` is addressed as {narrow.dtype.name} with its offset scaled by "
-                                    f"{ratio} (both pointers need one type under {self.target.name})")
-                wide = Pointer(wide.arg, wide.buffer, DType(narrow.dtype.text, narrow.dtype.name, narrow.dtype.size))
-                if dst.dtype.size > src.dtype.size:
-                    dst = wide
+                    s_off_new = divided
+                widened = Pointer(narrow.arg, narrow.buffer, DType(wide.dtype.text, wide.dtype.name, wide.dtype.size,
+                                                                   list(narrow.dtype.assumptions)))
+                if narrow is dst:
+                    dst = widened
                 else:
-                    src = wide
-                del assumptions_note
+                    src = widened
             k = dst.dtype.size
             if nbytes % k:
                 raise NoFix(f"{nbytes} bytes is not a whole number of {dst.dtype.name} elements")
@@ -949,13 +1010,54 @@ def _is_docstring(stmt) -> bool:
             and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
 
 
-def _scale(node: cst.BaseExpression, text: str, ratio: int) -> str:
+def _divisible(node: cst.BaseExpression, r: int, const=lambda n: None) -> bool:
+    """The integer expression is a multiple of ``r`` for every value of its variables.
+
+    ``const(name_node)`` gives the value of a name bound once to an integer constant, or None.
+    """
     iv = _int_value(node)
+    if iv is None and isinstance(node, cst.Name):
+        iv = const(node)
     if iv is not None:
-        return str(iv * ratio)
-    if _is_atom(node):
-        return f"{text} * {ratio}"
-    return f"({text}) * {ratio}"
+        return iv % r == 0
+    if isinstance(node, cst.BinaryOperation):
+        if isinstance(node.operator, (cst.Add, cst.Subtract)):
+            return _divisible(node.left, r, const) and _divisible(node.right, r, const)
+        if isinstance(node.operator, cst.Multiply):
+            return _divisible(node.left, r, const) or _divisible(node.right, r, const)
+    return False
+
+
+def _divide(node: cst.BaseExpression, text_of, r: int) -> str:
+    """Text of ``node / r`` for an expression that ``_divisible`` accepted, simplified where it is plain."""
+    iv = _int_value(node)
+    if iv is not None and not node.lpar:
+        return str(iv // r)
+    if isinstance(node, cst.BinaryOperation) and not node.lpar:
+        op = node.operator
+        if isinstance(op, (cst.Add, cst.Subtract)):
+            left = _divide(node.left, text_of, r)
+            right = _divide(node.right, text_of, r)
+            if right is not None and left is not None and not node.right.lpar and _is_sum(right):
+                right = None
+            if left is not None and right is not None:
+                sign = "+" if isinstance(op, cst.Add) else "-"
+                return f"{left} {sign} {right}"
+        elif isinstance(op, cst.Multiply):
+            for lit, other in ((node.right, node.left), (node.left, node.right)):
+                k = _int_value(lit)
+                if k is not None and k % r == 0 and not lit.lpar:
+                    t = text_of(other)
+                    if isinstance(other, cst.BinaryOperation) and not other.lpar and \
+                            not isinstance(other.operator, (cst.Multiply, cst.FloorDivide, cst.Modulo)):
+                        t = f"({t})"
+                    return t if k // r == 1 else f"{t} * {k // r}"
+    t = text_of(node)
+    return f"{t} // {r}" if _is_atom(node) else f"({t}) // {r}"
+
+
+def _is_sum(text: str) -> bool:
+    return " + " in text or " - " in text
 
 
 def _step_names(rules, source, target):
