@@ -332,6 +332,31 @@ def decide_equal(a: Expr, b: Expr, k: Kernel, ctx: SiteCtx, cache: dict) -> Deci
     return Decision(False, f"differs at {fmt_point(w)}" + (f" ({dom.note})" if dom.note else ""), w)
 
 
+def decide_at_most(a: Expr, limit: int, k: Kernel, ctx: SiteCtx) -> Decision:
+    """Whether ``a <= limit`` at every reachable point (by enumeration)."""
+    try:
+        a2 = subst(a, ctx.lets)
+    except NotStatic as e:
+        return Decision(None, str(e))
+    if has_load(a2):
+        return Decision(None, "the expression reads memory")
+    dom = Domain(k, ctx, free_vars(a2))
+    if dom.env is None:
+        return Decision(None, dom.reason)
+    try:
+        va = np.broadcast_to(np.asarray(sev(a2, dom.env)), (max(dom.size, 1),))
+    except NotStatic as e:
+        return Decision(None, f"cannot evaluate ({e})")
+    bad = va > limit
+    if not bad.any():
+        return Decision(True, f"exhaustive over {dom.size} points")
+    i = int(np.nonzero(bad)[0][0])
+    w = {name: int(v[i]) for name, v in dom.env.items()}
+    pts = ", ".join(f"{name}={val}" for name, val in w.items())
+    w["_value"] = int(va[i])
+    return Decision(False, f"reaches {int(va[i])} > {limit} at {pts or 'every point'}", w)
+
+
 def fmt_point(w: dict) -> str:
     pts = ", ".join(f"{k}={v}" for k, v in w.items() if not k.startswith("_"))
     return f"{pts or 'every point'}: old {w['_old']}, new {w['_new']}"
@@ -407,6 +432,14 @@ def check_pair(k_old: Kernel, co: SiteCtx, k_new: Kernel, cn: SiteCtx, rules, ta
                     d.witness)
             elif p.style != "legacy":
                 add(f"{side} extent", None, "access pointer without an extent")
+            if p.extent is not None and p.elem_type != p.buf.dtype:
+                # TileLang bounds-checks an access pointer's offset + extent (in units of the pointer
+                # type) against the buffer's element count; a narrower view of a wider buffer fails it
+                # and the copy is guarded out (zero-filled) on the device.
+                d = decide_at_most(Bin("add", p.offset, p.extent), p.buf.numel, k_new, cn)
+                add(f"{side} in bounds", d.ok,
+                    f"offset + extent in {p.elem_type} units vs {p.buf.numel} elements of {p.buf.name} "
+                    f"({p.buf.dtype}): {d.how}", d.witness)
     po_, pn_ = o.predicate, n.predicate
     if po_ is None and pn_ is None:
         add("predicate", True, "none on either side")
