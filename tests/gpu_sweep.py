@@ -4,9 +4,9 @@ Each case is a kernel written twice from its own parameters: the legacy text
 (``T.ptx_cp_async(dtype, dst, dst_off, src, src_off, bytes)``, offsets in each
 buffer's element type) and its migration, written here by the rules of
 DESIGN.md (pointer type = the buffer's element type; size in bytes for 0.1.8,
-elements of the pointer type for 0.1.9; one common pointer type with the wider
-side's offset scaled when the widths differ under 0.1.9), never by the
-rewriter.  Predicated cases are written in the 0.1.8 form and migrated to
+elements of the pointer type for 0.1.9; under 0.1.9, when the widths differ,
+both pointers take the wider type and the byte side's offset is divided
+exactly), never by the rewriter.  Predicated cases are written in the 0.1.8 form and migrated to
 0.1.9.
 
 Families: ``tile1d`` (row tiles, 1-D grid), ``tile2d`` (2-D grid of square-ish
@@ -169,14 +169,17 @@ def merged(form, da, db, wa, wb, threads, ca, cb, groups, name):
     def one(src, sdt, n_el, e, wdt, off, cnt, width):
         dst_off = f"{off} + {idx} * {width}" if off else f"{idx} * {width}"
         src_off = f"bx * {n_el} + {idx} * {e}"
+        dt = "uint8"
         if form == "0.1.9" and SIZE[sdt] != 1:
-            # one common pointer type (the narrower side's, uint8): the wider side's offset scaled to bytes
-            src_off, st = f"({src_off}) * {SIZE[sdt]}", "uint8"
-        else:
-            st = sdt
+            # one common pointer type, the wider side's (TileLang bounds-checks a narrow view of a wide
+            # buffer): the byte buffer's offset is divided exactly by the element size
+            s = SIZE[sdt]
+            assert off % s == 0 and width % s == 0
+            dst_off = f"{off // s} + {idx} * {width // s}" if off else f"{idx} * {width // s}"
+            dt = sdt
         return (f"        for c in T.serial({cnt}):\n"
-                + call(form, dst="buf", dst_off=dst_off, src=src, src_off=src_off, width=width, dst_t="uint8",
-                       src_t=st, dtype_arg="uint8", indent=" " * 12))
+                + call(form, dst="buf", dst_off=dst_off, src=src, src_off=src_off, width=width, dst_t=dt,
+                       src_t=sdt, dtype_arg="uint8", indent=" " * 12))
 
     body = one("A", da, na, ea, "uint8", 0, ca, wa) + one("Bt", db, nb, eb, "uint8", bytes_a, cb, wb)
     return HEADER + f'''@T.prim_func

@@ -83,6 +83,9 @@ class Rejected(Unsupported):
     """A copy the compiler rejects (a width cp.async does not have, unequal widths under ``num_elems``):
     unlike other lowering gaps, this says the form is wrong, not that the model is incomplete."""
 
+    def __str__(self) -> str:
+        return self.construct
+
 
 def entry_name(kernel: str, form: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", kernel) + "_" + form

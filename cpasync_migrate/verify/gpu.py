@@ -208,7 +208,7 @@ def fmt_value(raw: bytes, dtype: str) -> str:
     hexs = f"0x{bits:0{2 * len(raw)}x}"
     if dtype == "bfloat16":
         v = np.array([bits << 16], dtype=np.uint32).view(np.float32)[0]
-        return f"{v!r} ({hexs})"
+        return f"{float(v)!r} ({hexs})"
     if dtype.startswith("float8"):
         return hexs
     v = np.frombuffer(raw, dtype=_storage(dtype, len(raw)))[0]
@@ -840,7 +840,9 @@ def summary_table(report: dict) -> str:
     line = lambda r: "  ".join(x.ljust(w[i]) if i == 0 else x.rjust(w[i]) for i, x in enumerate(r))  # noqa: E731
     d = report.get("device", {})
     t = report["totals"]
-    out = [f"device: {d.get('name', '?')} ({d.get('arch', '?')}), driver {d.get('driver', '?')}, "
+    drv = d.get("driver")
+    drv = f"{drv // 1000}.{drv % 1000 // 10}" if isinstance(drv, int) else "?"
+    out = [f"device: {d.get('name', '?')} ({d.get('arch', '?')}), CUDA driver API {drv}, "
            f"NVRTC {d.get('nvrtc', '?')}, cupy {d.get('cupy', '?')}",
            line(head), line(["-" * x for x in w])]
     out += [line(r) for r in rows[:-1]] + [line(["-" * x for x in w]), line(rows[-1])]
