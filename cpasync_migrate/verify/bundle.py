@@ -198,7 +198,8 @@ def kernel_items(old_text: str, new_text: str, path: str, *, rules, target, sour
         it["prefill"] = True
         if low.get("error"):
             if low.get("old_cuda") is not None and "new" in low.get("rejected", []):
-                it["decided"] = {"verdict": "mismatch", "reason": f"the compiler rejects the new form: {low['error']}"}
+                it["decided"] = {"verdict": "mismatch",
+                                 "reason": f"the compiler rejects the new form: {low['error'].removeprefix('new form: ')}"}
             else:
                 it["decided"] = {"verdict": "inconclusive", "reason": f"cannot lower: {low['error']}"}
             continue
@@ -391,10 +392,16 @@ _RACE = """        for i in T.Parallel(128):
 """ + _COPY_OUT
 
 
+_OOB_LOAD = """        for i in T.Parallel(128):
+            B[bx * 128 + i] = S[i] + A[bx * 128 + i + 268435456]
+"""
+
+
 def control_sources() -> list:
-    """Positive controls for compute-sanitizer (not evidence about migrations): a new form that reads past
-    the end of its source buffer (memcheck must report it) and a kernel whose threads write and read one
-    shared array without a barrier between them (racecheck must report it)."""
+    """Positive controls for compute-sanitizer (not evidence about migrations): a new form whose cp.async
+    reads past the end of its source buffer, a kernel whose plain loads read past the end of a buffer
+    (memcheck should report both) and a kernel whose threads write and read one shared array without a
+    barrier between them (racecheck should report it)."""
     legacy = 'T.ptx_cp_async("float32", S.data, tx * 4, A.data, bx * 128 + tx * 4, 16)'
 
     def new(src_off):
@@ -408,6 +415,9 @@ def control_sources() -> list:
         {"category": "control", "name": "memcheck: new form reads past the end of A", "path": "control_oob.py",
          "old": text(legacy, _COPY_OUT), "new": text(new("(bx * 128 + tx * 4) * 2"), _COPY_OUT),
          "target": "0.1.8", "source": None, "binds": None, "expect": "mismatch"},
+        {"category": "control", "name": "memcheck: both forms load 1 GiB past the end of A",
+         "path": "control_oob_load.py", "old": text(legacy, _OOB_LOAD), "new": text(new("bx * 128 + tx * 4"), _OOB_LOAD),
+         "target": "0.1.8", "source": None, "binds": None, "expect": None},
         {"category": "control", "name": "racecheck: shared array written and read without a barrier",
          "path": "control_race.py", "old": text(legacy, _RACE), "new": text(new("bx * 128 + tx * 4"), _RACE),
          "target": "0.1.8", "source": None, "binds": None, "expect": None},
