@@ -921,8 +921,10 @@ class _Context:
                 ns, _ = self.span(args[di + 1])
                 gap = self.text[de:ns]
                 if "#" in gap:
-                    _, ce = self.span(args[di].comma)
-                    edits.append(Edit(ds, ce, ""))
+                    # keep the comment: remove only the value and its comma token
+                    cs, ce = self.span(args[di].comma)
+                    edits.append(Edit(ds, de, ""))
+                    edits.append(Edit(cs, ce, ""))
                 else:
                     edits.append(Edit(ds, ns, ""))
             else:
