@@ -12,6 +12,9 @@ import re
 import string
 from dataclasses import dataclass, field
 
+from functools import lru_cache
+from typing import Optional
+
 from hypothesis import strategies as st
 
 # Element sizes in bytes, written down from the TileLang dtypes (not read from the rules).
@@ -35,6 +38,20 @@ class Imports:
     emit: str  # the name the tool must use for tilelang.language
     adds_import: bool  # the tool must add `import tilelang.language as T`
     attr_dtypes: bool  # whether `<decl>float16` resolves to a TileLang dtype
+    kind: str = ""
+
+
+@dataclass
+class Layout:
+    """The pieces of a generated argument list: ``after_paren``, then the arguments (``keys``, legacy names in
+    source order, with ``values`` their value texts) separated by ``gaps`` (text before the comma, text after
+    it), then ``end`` (an optional trailing comma and what precedes the closing parenthesis)."""
+
+    after_paren: str
+    keys: list[str]
+    values: dict[str, str]
+    gaps: list[tuple[str, str]]
+    end: str
 
 
 @dataclass
@@ -52,6 +69,9 @@ class Call:
     expect_rewrite: bool
     gaps_have_comment: bool  # a comment sits between two arguments
     in_order: bool  # the non-dtype arguments are in canonical order
+    form: str = ""  # argument spelling
+    layout: Optional["Layout"] = None
+    nesting: str = ""  # prim_func, factory or macro
 
 
 @dataclass
@@ -60,9 +80,40 @@ class Script:
     imports: Imports
     calls: list[Call] = field(default_factory=list)
     crlf: bool = False
+    tags: set = field(default_factory=set)  # what the script exercises, for hypothesis statistics
 
     def __repr__(self) -> str:  # hypothesis prints this for a failing example
         return f"Script(crlf={self.crlf}, spelling={self.imports.spelling!r}, text=\n{self.text}\n)"
+
+
+# Strategies are built once and reused: building one per draw makes generation several times slower.
+@lru_cache(maxsize=None)
+def _index(n: int):
+    return st.integers(0, n - 1)
+
+
+@lru_cache(maxsize=None)
+def _perm(items: tuple):
+    return st.permutations(items)
+
+
+_BOOL = st.booleans()
+
+
+def pick(draw, seq):
+    """One element of ``seq``."""
+    seq = list(seq)
+    return seq[draw(_index(len(seq)))]
+
+
+def one_in(draw, n: int) -> bool:
+    """True with probability about 1/n."""
+    return draw(_index(n)) == 0
+
+
+def shuffled(draw, seq) -> list:
+    seq = list(seq)
+    return [seq[i] for i in draw(_perm(tuple(range(len(seq)))))]
 
 
 # ---------------------------------------------------------------------------- small pieces
@@ -70,13 +121,15 @@ class Script:
 _COMMENT_CHARS = string.ascii_letters + string.digits + " \t_-.,:;()[]{}'\"=+*/<>!?@$%^&~`|\\#"
 
 
-@st.composite
+_COMMENT_BODY = st.one_of(
+    st.text(alphabet=_COMMENT_CHARS, max_size=24),
+    st.sampled_from(["destination", "source", "dtype", "T.ptx_cp_async(...) legacy", "bytes", "16 B"]),
+)
+
+
 def comment(draw) -> str:
-    body = draw(st.one_of(
-        st.text(alphabet=_COMMENT_CHARS, max_size=24),
-        st.sampled_from(["destination", "source", "dtype", "T.ptx_cp_async(...) legacy", "bytes", "16 B"]),
-    ))
-    text = "#" + draw(st.sampled_from(["", " "])) + body
+    body = draw(_COMMENT_BODY)
+    text = "#" + pick(draw, ["", " "]) + body
     text = text.rstrip(" \t")  # trailing blanks on a line are noise, not a comment's text
     if SUPPRESS.search(text):
         text = "# note"
@@ -84,21 +137,22 @@ def comment(draw) -> str:
 
 
 def _quote(draw, s: str) -> str:
-    q = draw(st.sampled_from(['"', "'"]))
+    q = pick(draw, ['"', "'"])
     return f"{q}{s}{q}"
 
 
-@st.composite
+_EXTRA_IMPORTS = st.lists(st.sampled_from(["import math", "import tilelang", "import os.path"]), unique=True, max_size=2)
+
+
 def imports(draw) -> Imports:
-    kind = draw(st.sampled_from(["import_as", "from_as", "from_plain", "import_plain", "from_func"]))
-    extra = draw(st.lists(st.sampled_from(["import math", "import tilelang", "import os.path"]), unique=True,
-                          max_size=2))
+    kind = pick(draw, ["import_as", "from_func", "from_as", "import_as", "from_func", "from_plain", "import_plain"])
+    extra = draw(_EXTRA_IMPORTS)
     if kind == "import_as":
-        a = draw(st.sampled_from(ALIASES))
+        a = pick(draw, ALIASES)
         imp = Imports([f"import tilelang.language as {a}"], f"{a}.ptx_cp_async", f"{a}.", a, False, True)
     elif kind == "from_as":
-        a = draw(st.sampled_from(ALIASES + ["language"]))
-        line = f"from tilelang import language as {a}" if a != "language" or draw(st.booleans()) else \
+        a = pick(draw, ALIASES + ["language"])
+        line = f"from tilelang import language as {a}" if a != "language" or draw(_BOOL) else \
             "from tilelang import language"
         imp = Imports([line], f"{a}.ptx_cp_async", f"{a}.", a, False, True)
     elif kind == "from_plain":
@@ -107,36 +161,36 @@ def imports(draw) -> Imports:
         imp = Imports(["import tilelang.language"], "tilelang.language.ptx_cp_async", "tilelang.language.",
                       "tilelang.language", False, True)
     else:
-        x = draw(st.sampled_from(FUNC_ALIASES + [None]))
+        x = pick(draw, FUNC_ALIASES + [None])
         fline = "from tilelang.language import ptx_cp_async" + (f" as {x}" if x else "")
         spelling = x or "ptx_cp_async"
-        if draw(st.booleans()):
+        if one_in(draw, 3):
             # the module is also bound: the tool uses that name, declarations go through it
-            a = draw(st.sampled_from(ALIASES))
-            mline = draw(st.sampled_from([f"import tilelang.language as {a}", f"from tilelang import language as {a}"]))
+            a = pick(draw, ALIASES)
+            mline = pick(draw, [f"import tilelang.language as {a}", f"from tilelang import language as {a}"])
             imp = Imports([fline, mline], spelling, f"{a}.", a, False, True)
         else:
             names = sorted(BARE)
-            if draw(st.booleans()):
+            if draw(_BOOL):
                 bline = "from tilelang.language import (\n" + "".join(f"    {n},\n" for n in names) + ")"
             else:
                 bline = "from tilelang.language import " + ", ".join(names)
             imp = Imports([fline, bline], spelling, "", "T", True, False)
-    lines = draw(st.permutations(imp.lines + extra))
+    lines = shuffled(draw, imp.lines + extra)
+    imp.kind = kind
     imp.lines = list(lines)
     return imp
 
 
-@st.composite
 def offset(draw, loop: bool) -> str:
-    e = draw(st.sampled_from([1, 2, 4, 8, 16]))
-    b = draw(st.sampled_from([64, 128, 256]))
-    k = draw(st.integers(0, 7))
+    e = pick(draw, [1, 2, 4, 8, 16])
+    b = pick(draw, [64, 128, 256])
+    k = draw(_index(8))
     forms = ["tx * {e}", "bx * {b} + tx * {e}", "0", "(tx + {k}) * {e}", "tx*{e}", "{k}", "(bx * {b} + tx * {e})",
              "bx * {b} + (tx % 4) * {e}"]
     if loop:
         forms += ["tx * {e} + j * {k}", "j * {b} + tx * {e}"]
-    return draw(st.sampled_from(forms)).format(e=e, b=b, k=k)
+    return pick(draw, forms).format(e=e, b=b, k=k)
 
 
 @dataclass
@@ -146,67 +200,69 @@ class Buf:
     size: int
 
 
-@st.composite
 def dtype_decl(draw, imp: Imports) -> tuple[str, int]:
-    name = draw(st.sampled_from(sorted(SIZES)))
-    if imp.attr_dtypes and draw(st.integers(0, 3)) == 0:
+    name = pick(draw, sorted(SIZES))
+    if imp.attr_dtypes and one_in(draw, 4):
         return f"{imp.decl}{name}", SIZES[name]
     return _quote(draw, name), SIZES[name]
 
 
 # ---------------------------------------------------------------------------- the call
 
-@st.composite
 def legacy_call(draw, imp: Imports, shared: list[Buf], glob: list[Buf], loop: bool, indent: str,
                 comment_before_comma: bool = True):
     """Text of one legacy call statement (continuation lines indented) and its Call facts."""
-    dst = draw(st.sampled_from(shared))
-    src = draw(st.sampled_from(glob))
-    nbytes = draw(st.sampled_from([n for n in (4, 8, 16) if n % dst.size == 0 and n % src.size == 0]))
-    bytes_text = hex(nbytes) if draw(st.integers(0, 9)) == 0 else str(nbytes)
-    call_dtype = draw(st.sampled_from(sorted(SIZES)))
-    dtype_text = f"{imp.decl}{call_dtype}" if imp.attr_dtypes and draw(st.booleans()) else _quote(draw, call_dtype)
-    d_off, s_off = draw(offset(loop)), draw(offset(loop))
+    dst = pick(draw, shared)
+    src = pick(draw, glob)
+    nbytes = pick(draw, [n for n in (4, 8, 16) if n % dst.size == 0 and n % src.size == 0])
+    bytes_text = hex(nbytes) if one_in(draw, 10) else str(nbytes)
+    call_dtype = pick(draw, sorted(SIZES))
+    dtype_text = f"{imp.decl}{call_dtype}" if imp.attr_dtypes and draw(_BOOL) else _quote(draw, call_dtype)
+    d_off, s_off = offset(draw, loop), offset(draw, loop)
     values = {"dtype": dtype_text, "shared_ptr": f"{dst.name}.data", "shared_offset": d_off,
               "global_ptr": f"{src.name}.data", "global_offset": s_off, "bytes": bytes_text}
 
-    form = draw(st.sampled_from(["pos6", "pos5kw", "kw", "mixed"]))
+    form = pick(draw, ["pos6", "pos5kw", "kw", "mixed"])
     if form == "pos6":
         items = [(None, k) for k in LEGACY]
     elif form == "pos5kw":
         items = [(None, k) for k in LEGACY[1:]] + [("dtype", "dtype")]
     elif form == "kw":
-        items = [(k, k) for k in draw(st.permutations(LEGACY))]
+        items = [(k, k) for k in shuffled(draw, LEGACY)]
     else:
-        p = draw(st.integers(1, 5))
-        items = [(None, k) for k in LEGACY[:p]] + [(k, k) for k in draw(st.permutations(LEGACY[p:]))]
+        p = 1 + draw(_index(5))
+        items = [(None, k) for k in LEGACY[:p]] + [(k, k) for k in shuffled(draw, LEGACY[p:])]
     order = [k for _, k in items if k != "dtype"]
     in_order = order == LEGACY[1:]
 
-    cont = indent + draw(st.sampled_from(["    ", "        ", "  ", ""]))
+    cont = indent + pick(draw, ["    ", "        ", "  ", ""])
     nl = "\n"
 
     def arg_text(kw, k):
         if kw is None:
             return values[k]
-        eq = draw(st.sampled_from(["=", "=", "=", " = "]))
+        eq = pick(draw, ["=", "=", "=", " = "])
         return f"{kw}{eq}{values[k]}"
 
-    after_paren = draw(st.sampled_from(["", "", "newline", "comment"]))
+    gaps: list[tuple[str, str]] = []
+
+    # about half the calls have no comment inside at all
+    commented = draw(_BOOL)
+    after_paren = pick(draw, ["", "", "newline", "comment"] if commented else ["", "newline"])
     if after_paren == "newline":
         after_paren = nl + cont
     elif after_paren == "comment":
-        after_paren = "  " + draw(comment()) + nl + cont
+        after_paren = "  " + comment(draw) + nl + cont
     parts = [after_paren]
     gaps_comment = False
     for i, (kw, k) in enumerate(items):
         parts.append(arg_text(kw, k))
         if i + 1 < len(items):
             pre = ""
-            if comment_before_comma and draw(st.integers(0, 11)) == 0:  # a comment between an argument and its comma
-                pre = "  " + draw(comment()) + nl + cont
+            if commented and comment_before_comma and one_in(draw, 12):  # a comment between an argument and its comma
+                pre = "  " + comment(draw) + nl + cont
                 gaps_comment = True
-            post = draw(st.sampled_from(["space", "space", "none", "newline", "comment", "comment_line"]))
+            post = pick(draw, ["space", "space", "none", "newline"] + (["comment", "comment_line"] if commented else []))
             if post == "space":
                 post_t = " "
             elif post == "none":
@@ -214,81 +270,81 @@ def legacy_call(draw, imp: Imports, shared: list[Buf], glob: list[Buf], loop: bo
             elif post == "newline":
                 post_t = nl + cont
             elif post == "comment":
-                post_t = "  " + draw(comment()) + nl + cont
+                post_t = "  " + comment(draw) + nl + cont
                 gaps_comment = True
             else:
-                post_t = nl + cont + draw(comment()) + nl + cont
+                post_t = nl + cont + comment(draw) + nl + cont
                 gaps_comment = True
             parts.append(pre + "," + post_t)
+            gaps.append((pre, post_t))
     # after the last argument
     end = ""
-    trailing = draw(st.booleans())
-    if (comment_before_comma or not trailing) and draw(st.integers(0, 9)) == 0:
-        end += "  " + draw(comment()) + nl + cont
+    trailing = draw(_BOOL)
+    if commented and (comment_before_comma or not trailing) and one_in(draw, 10):
+        end += "  " + comment(draw) + nl + cont
     if trailing:
         end += ","
-    tail = draw(st.sampled_from(["", "newline", "comment"]))
+    tail = pick(draw, ["", "newline", "comment"] if commented else ["", "newline"])
     if tail == "newline":
         end += nl + indent
     elif tail == "comment":
-        end += "  " + draw(comment()) + nl + indent
-    elif end.endswith(nl + cont):
-        pass  # `)` on the comment's next line
+        end += "  " + comment(draw) + nl + indent
     parts.append(end)
     call = f"{imp.spelling}(" + "".join(parts) + ")"
-    if draw(st.integers(0, 3)) == 0:
+    if one_in(draw, 4):
         call = f"{imp.decl}evaluate({call})"
-    if draw(st.integers(0, 5)) == 0:
-        call += "  " + draw(comment())
+    if one_in(draw, 6):
+        call += "  " + comment(draw)
     fact = Call(dst.name, dst.dtype_text, dst.size, d_off, src.name, src.dtype_text, src.size, s_off, nbytes,
                 bytes_text, expect_rewrite=in_order or not gaps_comment, gaps_have_comment=gaps_comment,
-                in_order=in_order)
+                in_order=in_order, form=form + (" in evaluate" if "evaluate(" in call else ""),
+                layout=Layout(after_paren, [k for _, k in items], values, gaps, end))
     return call, fact
 
 
 # ---------------------------------------------------------------------------- kernels
 
-@st.composite
 def unit(draw, imp: Imports, idx: int, comment_before_comma: bool = True):
     """One kernel-bearing unit: a prim_func, a factory returning one, or a macro."""
     d = imp.decl
-    kind = draw(st.sampled_from(["prim_func", "factory", "macro"]))
-    n_glob = draw(st.integers(1, 2))
-    n_shared = draw(st.integers(1, 2))
+    kind = pick(draw, ["prim_func", "factory", "macro"])
+    n_glob = 1 + draw(_index(2))
+    n_shared = 1 + draw(_index(2))
     glob, shared = [], []
     for k in range(n_glob):
-        t, s = draw(dtype_decl(imp))
+        t, s = dtype_decl(draw, imp)
         glob.append(Buf(f"A{idx}{k}", t, s))
     for k in range(n_shared):
-        t, s = draw(dtype_decl(imp))
+        t, s = dtype_decl(draw, imp)
         shared.append(Buf(f"S{idx}{k}", t, s))
     base = "        " if kind != "factory" else "            "
     if kind == "macro":
         base = "    "
 
     def tensor(b: Buf, shape: str) -> str:
-        if draw(st.integers(0, 3)) == 0:
+        if one_in(draw, 4):
             return f"{d}Tensor({shape}, dtype={b.dtype_text})"
         return f"{d}Tensor({shape}, {b.dtype_text})"
 
     def shared_decl(b: Buf) -> str:
-        if draw(st.integers(0, 3)) == 0:
+        if one_in(draw, 4):
             return f"{d}alloc_shared((128,), dtype={b.dtype_text})"
         return f"{d}alloc_shared((128,), {b.dtype_text})"
 
     body: list[str] = []
     calls: list[Call] = []
-    n_calls = draw(st.integers(1, 3))
+    n_calls = 1 + draw(_index(3))
     for _ in range(n_calls):
-        loop = draw(st.integers(0, 3)) == 0
+        loop = one_in(draw, 4)
         ind = base + ("    " if loop else "")
-        text, fact = draw(legacy_call(imp, shared, glob, loop, ind, comment_before_comma))
-        if draw(st.integers(0, 3)) == 0:
-            body.append(base + draw(st.sampled_from(["x = tx * 2", "T_off = bx + 1", "# stage the next tile",
-                                                     f"{d}ptx_commit_group()"])))
+        text, fact = legacy_call(draw, imp, shared, glob, loop, ind, comment_before_comma)
+        if one_in(draw, 4):
+            body.append(base + pick(draw, ["x = tx * 2", "T_off = bx + 1", "# stage the next tile",
+                                                     f"{d}ptx_commit_group()"]))
         if loop:
             body.append(base + f"for j in {d}serial(2):")
         body.append(ind + text)
+        fact.nesting = kind
         calls.append(fact)
     body.append(base + f"{d}ptx_commit_group()")
     body.append(base + f"{d}ptx_wait_group(0)")
@@ -299,7 +355,7 @@ def unit(draw, imp: Imports, idx: int, comment_before_comma: bool = True):
     if kind == "macro":
         sparams = []
         for b in shared:
-            if draw(st.integers(0, 3)) == 0:
+            if one_in(draw, 4):
                 sparams.append(f"{b.name}: {d}Buffer[(128,), {b.dtype_text}]")
             else:
                 sparams.append(f"{b.name}: {d}Buffer((128,), {b.dtype_text})")
@@ -330,26 +386,29 @@ UNRELATED = [
 ]
 
 
+_EXTRAS = st.lists(st.sampled_from(UNRELATED), unique=True, max_size=3)
+
+
 @st.composite
 def scripts(draw, comment_before_comma: bool = True) -> Script:
     """A legacy script; ``comment_before_comma=False`` never puts a comment between an argument and its comma."""
-    imp = draw(imports())
+    imp = imports(draw)
     head: list[str] = []
-    if draw(st.integers(0, 3)) == 0:
+    if one_in(draw, 4):
         head.append("# Kernels staged through shared memory.\n")
-    if draw(st.integers(0, 3)) == 0:
+    if one_in(draw, 4):
         head.append('"""Copy kernels."""\n')
     head.append("\n".join(imp.lines) + "\n")
     chunks: list[str] = []
     calls: list[Call] = []
-    n_units = draw(st.integers(1, 3))
+    n_units = 1 + draw(_index(2))
     units = []
     for i in range(n_units):
-        text, cs = draw(unit(imp, i, comment_before_comma))
+        text, cs = unit(draw, imp, i, comment_before_comma)
         units.append((text, cs))
-    extras = draw(st.lists(st.sampled_from(UNRELATED), unique=True, max_size=3))
+    extras = draw(_EXTRAS)
     pieces = [("u", u) for u in units] + [("x", x) for x in extras]
-    pieces = draw(st.permutations(pieces))
+    pieces = shuffled(draw, pieces)
     for kind, p in pieces:
         if kind == "u":
             chunks.append(p[0])
@@ -357,9 +416,10 @@ def scripts(draw, comment_before_comma: bool = True) -> Script:
         else:
             chunks.append(p)
     text = "".join(head) + "\n\n" + "\n\n".join(chunks)
-    if draw(st.integers(0, 5)) == 0:
+    if one_in(draw, 6):
         text = text.rstrip("\n")  # no newline at the end of the file
-    crlf = draw(st.booleans())
+    crlf = one_in(draw, 2)
     if crlf:
         text = text.replace("\n", "\r\n")
-    return Script(text, imp, calls, crlf)
+    tags = {f"import {imp.kind}"} | {f"call {c.form}" for c in calls} | {f"in {c.nesting}" for c in calls}
+    return Script(text, imp, calls, crlf, tags)
