@@ -437,6 +437,55 @@ def bench_write_scaling(args, tool, tree, work) -> dict:
     return {"series": ser.times, "per_file_s": per_file, "verdict": ok}
 
 
+# ---------------------------------------------------------------- profile
+
+# Run by the tool's own interpreter: where one -j 1 --check run spends its time
+# (imports, discovery + byte prefilter, then each file that passes the
+# prefilter, with the top-level modules its processing imported first).
+PROFILE_SCRIPT = r"""
+import sys, time
+t0 = time.perf_counter()
+from cpasync_migrate import engine, runner
+t_import = time.perf_counter() - t0
+tree = sys.argv[1]
+settings = engine.RunSettings(mode="check")
+counter = [0]
+t0 = time.perf_counter()
+cands = list(runner._candidates([tree], (), True, None, counter))
+t_scan = time.perf_counter() - t0
+rows = []
+for path, explicit in cands:
+    before = set(sys.modules)
+    t0 = time.perf_counter()
+    out = engine.process_file(path, settings, explicit)
+    dt = time.perf_counter() - t0
+    new = sorted({m.split(".")[0] for m in set(sys.modules) - before})
+    rows.append((dt, path, engine.language_of(path), len(out.findings) if out else 0, new))
+total = t_import + t_scan + sum(r[0] for r in rows)
+print(f"in-process, one worker: {total:.3f} s in all")
+print(f"  import cpasync_migrate (cli path): {t_import:.3f} s ({100 * t_import / total:.0f}%)")
+print(f"  discovery + byte prefilter of {counter[0]} files: {t_scan:.3f} s ({100 * t_scan / total:.0f}%)")
+for lang in ("python", "cpp"):
+    sel = [r for r in rows if r[2] == lang]
+    t = sum(r[0] for r in sel)
+    print(f"  {lang} front end on {len(sel)} files: {t:.3f} s ({100 * t / total:.0f}%), "
+          f"{sum(1 for r in sel if r[3])} with findings")
+print("  slowest files (seconds, share, findings, modules first imported there):")
+for dt, path, lang, n, new in sorted(rows, reverse=True)[:12]:
+    rel = path[len(tree):].lstrip("/")
+    print(f"    {dt:7.3f}  {100 * dt / total:4.1f}%  {n:2d}  {rel}" + (f"  [imports {', '.join(new)}]" if new else ""))
+"""
+
+
+def profile_tool(tool, tree) -> None:
+    say("\n## Where one --check run spends its time (in-process, one worker, wall seconds)")
+    py = str(Path(tool).parent / "python")
+    try:
+        say(capture([py, "-c", PROFILE_SCRIPT, str(tree)]).rstrip())
+    except (RunError, OSError) as e:
+        say(f"profile not available: {e}")
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -453,7 +502,9 @@ def main(argv=None) -> int:
     ap.add_argument("--tool", default=str(Path(sys.executable).parent / "cpasync-migrate"),
                     help="cpasync-migrate console script (default: next to this interpreter)")
     ap.add_argument("--ast-grep", default=None, help="ast-grep binary (default: build_tree.sh's tools venv, then PATH)")
-    ap.add_argument("--skip-write", action="store_true", help="only the --check section")
+    ap.add_argument("--skip-write", action="store_true", help="skip the write-mode sections")
+    ap.add_argument("--profile", action="store_true", help="also print where one --check run spends its time")
+    ap.add_argument("--profile-only", action="store_true", help="only print that profile")
     ap.add_argument("--save", type=Path, help="also write the raw timings as JSON to this file")
     args = ap.parse_args(argv)
     args.write_reps = args.write_reps or args.reps
@@ -491,6 +542,9 @@ def main(argv=None) -> int:
     say(f"rounds: {args.reps} (--check section), {args.write_reps} (write sections); "
         f"commands run with PYTHONDONTWRITEBYTECODE unset (the tool's bytecode is cached as after an install)")
 
+    if args.profile_only:
+        profile_tool(tool, tree)
+        return 0
     result = {"tree": st}
     result["check"] = bench_check(args, tool, rg, sg, tree)
     result["sites"] = compare_sites(tool, rg, sg, tree)
@@ -498,6 +552,8 @@ def main(argv=None) -> int:
         args.work.mkdir(parents=True, exist_ok=True)
         result["write_legacy"] = bench_write_legacy(args, tool, tree, args.work)
         result["write_scaling"] = bench_write_scaling(args, tool, tree, args.work)
+    if args.profile:
+        profile_tool(tool, tree)
     end_commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True).stdout.strip()
     say(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; commit at end: {end_commit}")
