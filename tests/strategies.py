@@ -141,7 +141,8 @@ def _quote(draw, s: str) -> str:
     return f"{q}{s}{q}"
 
 
-_EXTRA_IMPORTS = st.lists(st.sampled_from(["import math", "import tilelang", "import os.path"]), unique=True, max_size=2)
+_EXTRA_IMPORTS = st.lists(st.sampled_from(["import math", "import tilelang", "import os.path"]), unique=True,
+                          max_size=2)
 
 
 def imports(draw) -> Imports:
@@ -262,7 +263,8 @@ def legacy_call(draw, imp: Imports, shared: list[Buf], glob: list[Buf], loop: bo
             if commented and comment_before_comma and one_in(draw, 12):  # a comment between an argument and its comma
                 pre = "  " + comment(draw) + nl + cont
                 gaps_comment = True
-            post = pick(draw, ["space", "space", "none", "newline"] + (["comment", "comment_line"] if commented else []))
+            post = pick(draw, ["space", "space", "none", "newline"]
+                        + (["comment", "comment_line"] if commented else []))
             if post == "space":
                 post_t = " "
             elif post == "none":
@@ -379,7 +381,8 @@ def unit(draw, imp: Imports, idx: int, comment_before_comma: bool = True):
 UNRELATED = [
     'NOTE = "T.ptx_cp_async(dtype, dst, dst_off, src, src_off, 16) is the legacy form"\n',
     "def helper():\n    def ptx_cp_async():\n        return 0\n\n    return ptx_cp_async()\n",
-    "class Fake:\n    def ptx_cp_async(self, *args):\n        return args\n\n\nFAKE = Fake().ptx_cp_async(1, 2, 3, 4, 5, 6)\n",
+    "class Fake:\n    def ptx_cp_async(self, *args):\n        return args\n\n\n"
+    "FAKE = Fake().ptx_cp_async(1, 2, 3, 4, 5, 6)\n",
     "# ptx_cp_async(\"float16\", S.data, 0, A.data, 0, 16) in a comment\n",
     "BLOCK = 128  # threads per block\n",
     "def shape_of(n):\n    return (n,)\n",

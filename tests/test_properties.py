@@ -14,23 +14,27 @@ the tool's own idea of where the calls are.
 from __future__ import annotations
 
 import ast
+import atexit
 import io
 import os
+import shutil
 import tempfile
 import tokenize
 from collections import Counter
 
 import libcst
-import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 
 from cpasync_migrate.engine import RunSettings, process_file
 from cpasync_migrate.findings import Status
-from strategies import Call, Imports, Script, scripts
+from strategies import LEGACY, Call, Imports, Layout, Script, scripts
 
-SETTINGS = settings(max_examples=50, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+# CPASYNC_PROPERTY_EXAMPLES raises the number of generated scripts for a deeper run (default 60, about 20 s).
+SETTINGS = settings(max_examples=int(os.environ.get("CPASYNC_PROPERTY_EXAMPLES", "60")), deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                           HealthCheck.large_base_example])
 _DIR = tempfile.mkdtemp(prefix="cpasync-props-")
+atexit.register(shutil.rmtree, _DIR, True)
 
 
 # ---------------------------------------------------------------------------- running the tool
@@ -197,8 +201,12 @@ CANONICAL = ["shared_ptr", "shared_offset", "global_ptr", "global_offset", "byte
 
 
 def expected_arg_list(c: Call, emit: str) -> str:
-    """The text between the parentheses after the rewrite, written from the contract's layout rules
-    (tests/briefs: rules 1-4 of the Python rewrite contract), not from the tool."""
+    """The text between the parentheses after the rewrite, from the layout rules of the rewrite contract
+    (not from the tool): arguments in canonical order keep their place and their separators, lose `name=`;
+    the dtype argument goes with its comma and the whitespace to the next argument (or, when it is last,
+    with the comma and whitespace before it), except that whitespace holding a comment stays; the access
+    pointer is wrapped around the pointer and offset texts; out-of-order arguments are re-emitted in
+    canonical order joined by ", "; the text after `(` and after the last argument never changes."""
     lay = c.layout
     pre = {"shared_ptr": f"{emit}.tvm_access_ptr({emit}.type_annotation({c.dst_dtype}), ",
            "global_ptr": f"{emit}.tvm_access_ptr({emit}.type_annotation({c.src_dtype}), "}
@@ -232,20 +240,13 @@ def expected_arg_list(c: Call, emit: str) -> str:
     return "".join(pieces) + lay.end
 
 
-def comment_before_dtype_comma(c: Call) -> bool:
-    """A comment between a non-trailing dtype argument and its comma (the tool bug in the xfail below)."""
-    k = c.layout.keys
-    d = k.index("dtype")
-    return c.in_order and d + 1 < len(k) and "#" in c.layout.gaps[d][0]
-
-
 def check_exact_text(s: Script, out: str) -> None:
     """Property 5, textually: each rewritten argument list is exactly what the contract's layout rules give
     (minimal edits: nothing else inside the parentheses moves)."""
     out_calls = intrinsic_calls(ast.parse(out), s.imports.spelling)
     starts = line_starts(out)
     for c, node in zip(s.calls, out_calls):
-        if not c.expect_rewrite or comment_before_dtype_comma(c):
+        if not c.expect_rewrite:
             continue
         a, b = arg_list_span(out, starts, node)
         nl = "\r\n" if s.crlf else "\n"
@@ -272,41 +273,15 @@ def check_findings(s: Script, outcome) -> None:
             assert f.fix is None
 
 
-@SETTINGS
-@given(scripts())
-def test_migration_properties(s: Script):
-    """Properties 1, 2, 3, 5 (structure and exact text), 6 and 7 on every generated script."""
-    event("CRLF" if s.crlf else "LF")
-    event("adds the import" if s.imports.adds_import else "binds tilelang.language")
-    event(f"{len(s.calls)} legacy calls")
-    for t in sorted(s.tags):
-        event(t)
-    event("some call left for a person" if not all(c.expect_rewrite for c in s.calls) else "all calls rewritten")
-    outcome, out = migrate(s.text)
-    check_findings(s, outcome)
-    check_parses(s, out)
-    check_newlines(s, out)
-    check_bytes_outside(s, out)
-    check_meaning(s, out)
-    check_exact_text(s, out)
-    check_second_run(s, out)
-
-
-def _check_comments(s: Script):
-    _, out = migrate(s.text)
+def check_comments(s: Script, out: str) -> None:
+    """Property 4: every comment of the input is in the output, as often as before."""
     before, after = comments(s.text), comments(out)
     assert after == before, f"lost: {dict(before - after)}, new: {dict(after - before)}"
 
 
-@settings(SETTINGS, max_examples=30)
-@given(scripts(comment_before_comma=False))
-def test_comments_kept(s: Script):
-    """Property 4: every comment of the input is in the output, as often as before."""
-    _check_comments(s)
-
-
-# The smallest input that shows the comment loss described in the xfail reason.
-LOST_COMMENT = (
+# A comment between the leading dtype argument and its comma: once deleted together with the dtype
+# (found by these properties); kept as an explicit example.
+COMMENT_BEFORE_COMMA = Script(
     "import tilelang.language as T\n"
     "\n"
     "\n"
@@ -316,17 +291,34 @@ LOST_COMMENT = (
     "        S = T.alloc_shared((128,), \"float16\")\n"
     "        tx = T.get_thread_binding()\n"
     "        T.ptx_cp_async(\"float16\"  # c\n"
-    "            , S.data, tx * 8, A.data, tx * 8, 16)\n"
+    "            , S.data, tx * 8, A.data, tx * 8, 16)\n",
+    Imports(["import tilelang.language as T"], "T.ptx_cp_async", "T.", "T", False, True, "import_as"),
+    [Call("S", '"float16"', 2, "tx * 8", "A", '"float16"', 2, "tx * 8", 16, "16", expect_rewrite=True,
+          gaps_have_comment=True, in_order=True, form="pos6", nesting="prim_func",
+          layout=Layout("", list(LEGACY),
+                        dict(zip(LEGACY, ['"float16"', "S.data", "tx * 8", "A.data", "tx * 8", "16"])),
+                        [("  # c\n            ", " "), ("", " "), ("", " "), ("", " "), ("", " ")], ""))],
 )
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "tool bug: a comment between the leading dtype argument and its comma is deleted "
-    "(layout_edits removes dtype value..comma when the gap holds a comment, and the comment lies inside that range)"))
 @SETTINGS
-@example(Script(LOST_COMMENT, Imports(["import tilelang.language as T"], "T.ptx_cp_async", "T.", "T", False, True),
-                [Call("S", '"float16"', 2, "tx * 8", "A", '"float16"', 2, "tx * 8", 16, "16", True, True, True)]))
-@given(scripts(comment_before_comma=True))
-def test_comments_kept_before_commas(s: Script):
-    """Property 4 with comments also placed between an argument and the comma after it."""
-    _check_comments(s)
+@example(COMMENT_BEFORE_COMMA)
+@given(scripts())
+def test_migration_properties(s: Script):
+    """All seven properties on every generated script (one tool run, plus the second run of property 2)."""
+    event("CRLF" if s.crlf else "LF")
+    event("adds the import" if s.imports.adds_import else "binds tilelang.language")
+    event(f"{len(s.calls)} legacy calls")
+    for t in sorted(s.tags):
+        event(t)
+    event("some call left for a person" if not all(c.expect_rewrite for c in s.calls) else "all calls rewritten")
+    assert s.text.isascii()  # ast columns are UTF-8 bytes; ASCII makes them character columns
+    outcome, out = migrate(s.text)
+    check_findings(s, outcome)  # 6
+    check_parses(s, out)  # 1
+    check_newlines(s, out)  # 7
+    check_bytes_outside(s, out)  # 3
+    check_comments(s, out)  # 4
+    check_meaning(s, out)  # 5
+    check_exact_text(s, out)  # 5, textually
+    check_second_run(s, out)  # 2
