@@ -1,8 +1,15 @@
 """Python front end.
 
-``analyze`` first runs a cheap exact filter with the standard library's
-``ast`` (about 7x faster than libcst): a file in which no call can resolve to
-``ptx_cp_async`` has no findings, so libcst (and its import) is skipped.
+``analyze`` first runs a cheap, exact pass with the standard library's
+``ast`` (several times faster than libcst, and libcst is not even imported):
+
+* a file in which no call can resolve to ``ptx_cp_async`` has no findings;
+* a file whose every candidate call resolves, unambiguously, to TVM's own
+  wrapper (module-level imports only, the name never rebound) and has a
+  non-access-pointer shape gets its CPA003 findings from this pass, exactly
+  as the libcst pass would report them (same positions, code, message);
+* anything else goes to the libcst pass in ``rewrite.py``.
+
 Every finding of the libcst pass is a call whose callee is spelled
 ``<expr>.ptx_cp_async``, ``ptx_cp_async`` or a name imported as
 ``ptx_cp_async``; the filter keeps every file that has such a call.
@@ -10,12 +17,183 @@ Every finding of the libcst pass is a call whose callee is spelled
 from __future__ import annotations
 
 import ast
+import re
 from typing import Optional
 
-from ..findings import Analysis, FrontEndOptions
+from ..findings import Analysis, Finding, FrontEndOptions, Status
 
 SUFFIXES = (".py", ".pyi")
 INTRINSIC = "ptx_cp_async"
+SUPPRESS_RE = re.compile(r"#\s*cpasync-migrate:\s*ignore\b")
+TVM_MESSAGE = (
+    "ptx_cp_async resolves to TVM's own wrapper, which keeps the legacy signature; a rewrite would break "
+    "this call. Switch the file to TileLang (import tilelang.language as T) and run again, or pass "
+    "--migrate-tvm to switch the call to TileLang's op"
+)
+
+
+def call_shape(rules, has_star: bool, total: int, keywords: list[str]) -> str:
+    """'legacy', 'new', or a description of what is wrong (shared by both passes)."""
+    if has_star:
+        return "it uses *args or **kwargs"
+    params = rules.legacy.python_params
+    legacy_only = set(params) - {"dtype", "bytes"}
+    if any(k in legacy_only for k in keywords):
+        return "legacy"
+    new_names = set()
+    for g in rules.generations[1:]:
+        new_names.update(g.python_params)
+    if total == len(params):
+        return "legacy"
+    if 3 <= total <= 4 or (total - (1 if "dtype" in keywords else 0)) in (3, 4):
+        return "new"
+    if any(k in new_names for k in keywords):
+        return "new"
+    npos = total - len(keywords)
+    return f"{total} arguments ({npos} positional)"
+
+
+class _Undecided(Exception):
+    """The ast pass cannot answer exactly; libcst decides."""
+
+
+def _bindings(tree: ast.Module):
+    """Module-level import bindings, and every name bound anywhere else (nested imports included)."""
+    imports: dict[str, list[str]] = {}
+    other: set[str] = set()
+    nested: set[str] = set()
+    top = set(id(s) for s in tree.body)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = []
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname:
+                        names.append((a.asname, a.name))
+                    else:
+                        head = a.name.split(".")[0]
+                        names.append((head, head))
+            else:
+                if node.level or node.module is None:
+                    for a in node.names:
+                        other.add(a.asname or a.name)
+                    continue
+                for a in node.names:
+                    if a.name == "*":
+                        raise _Undecided
+                    names.append((a.asname or a.name, f"{node.module}.{a.name}"))
+            for bound, target in names:
+                if id(node) in top:
+                    imports.setdefault(bound, []).append(target)
+                else:
+                    nested.add(bound)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            other.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            other.add(node.name)
+        elif isinstance(node, ast.arg):
+            other.add(node.arg)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            other.update(node.names)
+        elif isinstance(node, ast.alias):
+            pass
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            other.add(node.name)
+        elif isinstance(node, ast.MatchAs) and node.name:
+            other.add(node.name)
+    return imports, other, nested
+
+
+def _qualify(func: ast.expr, imports, other, nested) -> Optional[str]:
+    """The callee's qualified name; None when its root is never imported (then it is no module's function)."""
+    parts = []
+    cur = func
+    while isinstance(cur, ast.Attribute):
+        parts.append(cur.attr)
+        cur = cur.value
+    if not isinstance(cur, ast.Name):
+        raise _Undecided
+    root = cur.id
+    if root not in imports and root not in nested:
+        return None
+    if root in other or root in nested or len(set(imports[root])) != 1:
+        raise _Undecided
+    return ".".join([imports[root][0]] + list(reversed(parts)))
+
+
+def _enclosing(parents: dict, node) -> Optional[str]:
+    names = []
+    cur = parents.get(id(node))
+    while cur is not None:
+        if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(cur.name)
+        cur = parents.get(id(cur))
+    return ".".join(reversed(names)) or None
+
+
+def _fast(text: str, path: str, options: FrontEndOptions) -> Optional[Analysis]:
+    """Findings from the ast pass, or None when libcst must decide."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    alias_names = {INTRINSIC}
+    calls = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                if a.name == INTRINSIC and a.asname:
+                    alias_names.add(a.asname)
+        elif isinstance(node, ast.Call):
+            f = node.func
+            if (isinstance(f, ast.Attribute) and f.attr == INTRINSIC) or (
+                    isinstance(f, ast.Name) and f.id in alias_names):
+                calls.append(node)
+    if not calls:
+        return Analysis([])
+    rules = options.rules
+    tl = set(rules.tilelang_modules)
+    tvm = set(rules.tvm_modules)
+    try:
+        imports, other, nested = _bindings(tree)
+        picked = []
+        for c in calls:
+            q = _qualify(c.func, imports, other, nested)
+            if q is None:
+                continue
+            mod, _, name = q.rpartition(".")
+            if name != INTRINSIC:
+                continue  # an alias of something else: not the intrinsic
+            if mod in tl:
+                return None
+            if mod not in tvm:
+                continue  # some other library's ptx_cp_async
+            kind = call_shape(rules, any(isinstance(a, ast.Starred) for a in c.args) or
+                              any(k.arg is None for k in c.keywords),
+                              len(c.args) + len(c.keywords), [k.arg for k in c.keywords if k.arg])
+            if kind == "new" or (options.migrate_tvm and kind == "legacy"):
+                return None
+            picked.append(c)
+    except _Undecided:
+        return None
+    parents = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    lines = text.splitlines(True)
+    out = []
+    for c in picked:
+        first = lines[c.lineno - 1]
+        last = lines[c.end_lineno - 1]
+        col = len(first.encode("utf-8")[: c.col_offset].decode("utf-8", "replace")) + 1
+        end_col = len(last.encode("utf-8")[: c.end_col_offset].decode("utf-8", "replace")) + 1
+        f = Finding(path=path, line=c.lineno, column=col, end_line=c.end_lineno, end_column=end_col,
+                    code="CPA003", message=TVM_MESSAGE, function=_enclosing(parents, c))
+        if SUPPRESS_RE.search(first):
+            f.status = Status.SUPPRESSED
+        out.append(f)
+    out.sort(key=lambda f: (f.line, f.column))
+    return Analysis(out)
 
 
 def has_candidate_call(text: str) -> Optional[bool]:
@@ -25,25 +203,24 @@ def has_candidate_call(text: str) -> Optional[bool]:
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
     names = {INTRINSIC}
-    calls = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             for a in node.names:
                 if a.name == INTRINSIC and a.asname:
                     names.add(a.asname)
-        elif isinstance(node, ast.Call):
-            calls.append(node.func)
-    for f in calls:
-        if isinstance(f, ast.Attribute) and f.attr == INTRINSIC:
-            return True
-        if isinstance(f, ast.Name) and f.id in names:
-            return True
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if (isinstance(f, ast.Attribute) and f.attr == INTRINSIC) or (isinstance(f, ast.Name) and f.id in names):
+                return True
     return False
 
 
-def analyze(text: str, path: str, options: FrontEndOptions) -> Analysis:
-    if has_candidate_call(text) is False:
-        return Analysis([])
+def analyze(text: str, path: str, options: FrontEndOptions, fast: bool = True) -> Analysis:
+    if fast:
+        quick = _fast(text, path, options)
+        if quick is not None:
+            return quick
     from .rewrite import analyze as full
 
     return full(text, path, options)

@@ -20,6 +20,7 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
+from . import TVM_MESSAGE, call_shape
 from ..findings import (
     Analysis,
     Applicability,
@@ -31,8 +32,7 @@ from ..findings import (
     line_starts,
 )
 
-SUPPRESS_RE = re.compile(r"#\s*cpasync-migrate:\s*ignore\b")
-INTRINSIC = "ptx_cp_async"
+from . import INTRINSIC, SUPPRESS_RE  # noqa: E402
 
 CODE_FIX = "CPA001"
 CODE_MANUAL = "CPA002"
@@ -241,11 +241,7 @@ class _Context:
                 finding.severity = "warning"
         elif api == "tvm" and not (self.opts.migrate_tvm and kind == "legacy"):
             finding.code = CODE_TVM
-            finding.message = (
-                "ptx_cp_async resolves to TVM's own wrapper, which keeps the legacy signature; a rewrite would break "
-                "this call. Switch the file to TileLang (import tilelang.language as T) and run again, or pass "
-                "--migrate-tvm to switch the call to TileLang's op"
-            )
+            finding.message = TVM_MESSAGE
         elif kind == "legacy":
             try:
                 finding.fix, note = self.rewrite(node, switch_callee=(api == "tvm"))
@@ -266,25 +262,8 @@ class _Context:
 
     def call_shape(self, node: cst.Call) -> str:
         """'legacy', 'new', or a description of what is wrong."""
-        if any(a.star for a in node.args):
-            return "it uses *args or **kwargs"
-        params = self.legacy.python_params
-        kws = [a.keyword.value for a in node.args if a.keyword is not None]
-        npos = sum(1 for a in node.args if a.keyword is None)
-        legacy_only = set(params) - {"dtype", "bytes"}
-        if any(k in legacy_only for k in kws):
-            return "legacy"
-        new_names = set()
-        for g in self.rules.generations[1:]:
-            new_names.update(g.python_params)
-        total = len(node.args)
-        if total == len(params):
-            return "legacy"
-        if 3 <= total <= 4 or (total - (1 if "dtype" in kws else 0)) in (3, 4):
-            return "new"
-        if any(k in new_names for k in kws):
-            return "new"
-        return f"{total} arguments ({npos} positional)"
+        return call_shape(self.rules, any(a.star for a in node.args), len(node.args),
+                          [a.keyword.value for a in node.args if a.keyword is not None])
 
     # ---------------------------------------------------------------- binding
 
