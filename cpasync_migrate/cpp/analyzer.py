@@ -22,7 +22,7 @@ from typing import Optional
 
 from ..findings import Analysis, Applicability, Edit, Finding, Fix, FrontEndOptions, Status, apply_edits
 from .cpprules import CppRules, load_cpp_rules
-from .source import Source, ancestors, error_count, error_nodes, named, squash, walk
+from .source import Source, ancestors, error_count, error_nodes, named, nodes_of_types, squash, walk
 
 _WRAP_COLUMN = 40  # a rewritten list starting further right begins on its own line
 _INDENT = "    "  # continuation indent for such a line
@@ -175,7 +175,8 @@ class CppAnalyzer:
         if err is not None:
             return err
         ifs, calls, fdecls, macros = [], [], [], []
-        for n in walk(self.src.root):
+        for n in nodes_of_types(self.src.root, ("if_statement", "call_expression", "function_declarator",
+                                                "preproc_function_def", "preproc_def")):
             t = n.type
             if t == "if_statement":
                 ifs.append(n)
@@ -183,7 +184,7 @@ class CppAnalyzer:
                 calls.append(n)
             elif t == "function_declarator":
                 fdecls.append(n)
-            elif t in ("preproc_function_def", "preproc_def"):
+            else:
                 macros.append(n)
         for s in ifs:
             self._consumer(s)
