@@ -451,7 +451,11 @@ tree = sys.argv[1]
 settings = engine.RunSettings(mode="check")
 counter = [0]
 t0 = time.perf_counter()
-cands = list(runner._candidates([tree], (), True, None, counter))
+cands = []
+for path, explicit in runner._discovered([tree], (), True, None):
+    counter[0] += 1
+    if runner._worth_parsing(path, explicit):
+        cands.append((path, explicit))
 t_scan = time.perf_counter() - t0
 rows = []
 for path, explicit in cands:

@@ -40,33 +40,72 @@ def changed_since(rev: str, paths: Iterable[str]) -> set[str]:
     return out
 
 
-def _candidates(paths, excludes, respect_gitignore, since_set, counter: list):
-    """Yield (path, explicit) for files worth parsing; ``counter[0]`` counts files scanned."""
+def _discovered(paths, excludes, respect_gitignore, since_set):
+    """Yield (path, explicit) for every source file in scope (no reading)."""
     explicit = {p for p in paths if not os.path.isdir(p)}
     for path in files.discover(paths, SUFFIXES, excludes, respect_gitignore):
         if since_set is not None and os.path.realpath(path) not in since_set:
             continue
-        counter[0] += 1
-        is_explicit = path in explicit
-        if not is_explicit:
-            # byte prefilter: only files that contain the intrinsic's name are parsed
-            try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            except OSError:
-                yield path, is_explicit
-                continue
-            if files.NEEDLE not in data:
-                continue
-        yield path, is_explicit
+        yield path, path in explicit
+
+
+def _worth_parsing(path: str, explicit: bool) -> bool:
+    """The byte prefilter: only files that contain the intrinsic's name are parsed."""
+    if explicit:
+        return True
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return True  # let the reader report it
+    return files.NEEDLE in data
+
+
+_SETTINGS: Optional[RunSettings] = None
+
+
+def _init_worker(settings: RunSettings) -> None:
+    global _SETTINGS
+    _SETTINGS = settings
+
+
+def _prefilter(chunk):
+    """Worker: the (path, explicit) pairs of a chunk that are worth parsing."""
+    return [pe for pe in chunk if _worth_parsing(*pe)]
+
+
+def _process(pe):
+    return process_file(pe[0], _SETTINGS, pe[1])
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _chunks(pairs, size: int):
+    chunk = []
+    for p in pairs:
+        chunk.append(p)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 PROGRESS_MIN_FILES = 8
+CHUNK = 64  # paths per task sent to a worker
 
 
 def _progress(total: int):
-    """A rich progress bar on stderr for long runs (only when stderr is a terminal)."""
-    if total < PROGRESS_MIN_FILES or not sys.stderr.isatty():
+    """A rich progress bar on stderr for long runs (only when stderr is a terminal).
+
+    ``total`` None: the tree is still being walked; the bar counts files scanned.
+    """
+    if (total is not None and total < PROGRESS_MIN_FILES) or not sys.stderr.isatty():
         return None
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -77,38 +116,54 @@ def _progress(total: int):
     return p, task
 
 
-def _work(item):
-    path, explicit, settings = item
-    return process_file(path, settings, explicit)
-
-
 def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 1, respect_gitignore=True,
               since: Optional[str] = None, verbose=False, quiet=False,
               show_progress: bool = False) -> tuple[list[FileOutcome], int]:
     since_set = changed_since(since, paths) if since else None
-    counter = [0]
-    cands = list(_candidates(paths, excludes, respect_gitignore, since_set, counter))
-    scanned = counter[0]
     outcomes: list[FileOutcome] = []
-    progress = _progress(len(cands)) if (show_progress and not quiet) else None
-    try:
-        if jobs > 1 and len(cands) > 1:
-            with ProcessPoolExecutor(max_workers=min(jobs, len(cands))) as pool:
-                for o in pool.map(_work, [(p, e, settings) for p, e in cands], chunksize=1):
+    scanned = 0
+    if jobs > 1:
+        # Stream paths to the pool as the walk finds them; workers read, prefilter and parse,
+        # so reading the tree overlaps with walking it.  Memory stays bounded: results for
+        # files without the intrinsic are None.
+        def pairs():
+            nonlocal scanned
+            for pe in _discovered(paths, excludes, respect_gitignore, since_set):
+                scanned += 1
+                yield pe
+
+        with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(settings,)) as pool:
+            # phase 1: read and prefilter in the pool, in chunks, while the walk goes on
+            hits = [pe for batch in pool.map(_prefilter, _chunks(pairs(), CHUNK)) for pe in batch]
+            # phase 2: parse the hits, largest first, one file per task (balanced)
+            hits.sort(key=lambda pe: -_size(pe[0]))
+            progress = _progress(len(hits)) if (show_progress and not quiet) else None
+            try:
+                for o in pool.map(_process, hits):
                     if o is not None:
                         outcomes.append(o)
                     if progress:
                         progress[0].advance(progress[1])
-        else:
+            finally:
+                if progress:
+                    progress[0].stop()
+    else:
+        cands = []
+        for p, e in _discovered(paths, excludes, respect_gitignore, since_set):
+            scanned += 1
+            if _worth_parsing(p, e):
+                cands.append((p, e))
+        progress = _progress(len(cands)) if (show_progress and not quiet) else None
+        try:
             for p, e in cands:
                 o = process_file(p, settings, e)
                 if o is not None:
                     outcomes.append(o)
                 if progress:
                     progress[0].advance(progress[1])
-    finally:
-        if progress:
-            progress[0].stop()
+        finally:
+            if progress:
+                progress[0].stop()
     if verbose:
         for o in outcomes:
             print(f"processed {o.path}", file=sys.stderr)

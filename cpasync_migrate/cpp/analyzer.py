@@ -546,6 +546,8 @@ class CppAnalyzer:
         body = s.child_by_field_name("consequence")
         if cond is None or body is None or self.in_dead(s):
             return
+        if self.r.same_as not in self.t(cond):
+            return  # no `X->op.same_as(...)` test in the condition (cheap text check before the tree walk)
         fn = self.func_of(s)
         objs = self._op_tests(cond, fn)
         if not objs:

@@ -131,8 +131,16 @@ def _enclosing(parents: dict, node) -> Optional[str]:
     return ".".join(reversed(names)) or None
 
 
+# A call of the intrinsic needs its name followed by "(" (whitespace, comments and line
+# continuations may sit between), or a name imported "as" an alias.  Without either, no call
+# can resolve to it: the file has no findings, decided without parsing.
+_CALL_TEXT = re.compile(r"ptx_cp_async(?:\s|\\|#[^\n]*)*\(|ptx_cp_async(?:\s|\\)+as(?:\s|\\)")
+
+
 def _fast(text: str, path: str, options: FrontEndOptions) -> Optional[Analysis]:
     """Findings from the ast pass, or None when libcst must decide."""
+    if not _CALL_TEXT.search(text):
+        return Analysis([])
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
