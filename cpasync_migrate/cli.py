@@ -204,6 +204,7 @@ def run(args) -> int:
         raise UsageError(f"--from {source}: {e}") from None
     target_info["from"] = src_gen.name
     target_info["steps"] = [f"{a}->{b}" for a, b in _pairs(rules, src_gen.name, target_info["generation"])]
+    target_info["rules_version"] = max(rules.versions.values(), default="")
 
     unsafe = args.unsafe_fixes if args.unsafe_fixes is not None else bool(cfg.get("unsafe-fixes", False))
     style = args.style or cfg.get("style") or "tvm_access_ptr"

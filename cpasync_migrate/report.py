@@ -106,7 +106,12 @@ def check_lines(outcomes: list[FileOutcome]) -> list[str]:
 
 
 def target_line(target_info: dict) -> str:
-    return f"target: {target_info['generation']} ({target_info['title']}) - {target_info['reason']}"
+    line = f"target: {target_info['generation']} ({target_info['title']}) - {target_info['reason']}"
+    if target_info.get("steps"):
+        line += f"; steps {', '.join(target_info['steps'])}"
+    if target_info.get("rules_version"):
+        line += f"; rules {target_info['rules_version']}"
+    return line
 
 
 def print_summary(out: TextIO, outcomes: list[FileOutcome], files_scanned: int, mode: str,
@@ -318,7 +323,8 @@ def sarif_report(outcomes: list[FileOutcome], target_info: dict, rules_versions:
                                "endLine": f.end_line, "endColumn": f.end_column},
                 }
             }],
-            "properties": {"status": f.status.value, "function": f.function},
+            "properties": {"status": f.status.value, "function": f.function,
+                           "steps": list(f.fix.steps) if f.fix else []},
         }
         if f.status is Status.SUPPRESSED:
             res["suppressions"] = [{"kind": "inSource"}]
