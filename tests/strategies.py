@@ -177,6 +177,10 @@ def imports(draw) -> Imports:
             else:
                 bline = "from tilelang.language import " + ", ".join(names)
             imp = Imports([fline, bline], spelling, "", "T", True, False)
+    if kind == "import_as" and "import math" in extra and one_in(draw, 2):
+        # one statement binding several modules
+        extra.remove("import math")
+        imp.lines = [imp.lines[0].replace("import ", "import math, ", 1)]
     lines = shuffled(draw, imp.lines + extra)
     imp.kind = kind
     imp.lines = list(lines)
@@ -337,14 +341,17 @@ def unit(draw, imp: Imports, idx: int, comment_before_comma: bool = True):
     calls: list[Call] = []
     n_calls = 1 + draw(_index(3))
     for _ in range(n_calls):
-        loop = one_in(draw, 4)
-        ind = base + ("    " if loop else "")
+        block = pick(draw, ["", "", "", "for", "if"])
+        loop = block == "for"
+        ind = base + ("    " if block else "")
         text, fact = legacy_call(draw, imp, shared, glob, loop, ind, comment_before_comma)
         if one_in(draw, 4):
             body.append(base + pick(draw, ["x = tx * 2", "T_off = bx + 1", "# stage the next tile",
-                                                     f"{d}ptx_commit_group()"]))
-        if loop:
+                                           f"{d}ptx_commit_group()"]))
+        if block == "for":
             body.append(base + f"for j in {d}serial(2):")
+        elif block == "if":
+            body.append(base + "if tx < 16:")
         body.append(ind + text)
         fact.nesting = kind
         calls.append(fact)
