@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from typing import Iterable, Optional
 
 from . import files
@@ -100,20 +101,18 @@ PROGRESS_MIN_FILES = 8
 CHUNK = 64  # paths per task sent to a worker
 
 
-def _progress(total: int):
-    """A rich progress bar on stderr for long runs (only when stderr is a terminal).
-
-    ``total`` None: the tree is still being walked; the bar counts files scanned.
-    """
-    if (total is not None and total < PROGRESS_MIN_FILES) or not sys.stderr.isatty():
-        return None
+@contextmanager
+def _progress(total: int, enabled: bool):
+    """A rich progress bar on stderr for long runs (only on a terminal); yields ``advance()``."""
+    if not enabled or total < PROGRESS_MIN_FILES or not sys.stderr.isatty():
+        yield lambda: None
+        return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    p = Progress(TextColumn("cpasync-migrate"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                 transient=True)
-    task = p.add_task("files", total=total)
-    p.start()
-    return p, task
+    with Progress(TextColumn("cpasync-migrate"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  transient=True) as p:
+        task = p.add_task("files", total=total)
+        yield lambda: p.advance(task)
 
 
 def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 1, respect_gitignore=True,
@@ -122,48 +121,33 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
     since_set = changed_since(since, paths) if since else None
     outcomes: list[FileOutcome] = []
     scanned = 0
-    if jobs > 1:
-        # Stream paths to the pool as the walk finds them; workers read, prefilter and parse,
-        # so reading the tree overlaps with walking it.  Memory stays bounded: results for
-        # files without the intrinsic are None.
-        def pairs():
-            nonlocal scanned
-            for pe in _discovered(paths, excludes, respect_gitignore, since_set):
-                scanned += 1
-                yield pe
 
-        with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(settings,)) as pool:
-            # phase 1: read and prefilter in the pool, in chunks, while the walk goes on
-            hits = [pe for batch in pool.map(_prefilter, _chunks(pairs(), CHUNK)) for pe in batch]
-            # phase 2: parse the hits, largest first, one file per task (balanced)
-            hits.sort(key=lambda pe: -_size(pe[0]))
-            progress = _progress(len(hits)) if (show_progress and not quiet) else None
-            try:
-                for o in pool.map(_process, hits):
-                    if o is not None:
-                        outcomes.append(o)
-                    if progress:
-                        progress[0].advance(progress[1])
-            finally:
-                if progress:
-                    progress[0].stop()
-    else:
-        cands = []
-        for p, e in _discovered(paths, excludes, respect_gitignore, since_set):
+    def pairs():
+        nonlocal scanned
+        for pe in _discovered(paths, excludes, respect_gitignore, since_set):
             scanned += 1
-            if _worth_parsing(p, e):
-                cands.append((p, e))
-        progress = _progress(len(cands)) if (show_progress and not quiet) else None
-        try:
-            for p, e in cands:
-                o = process_file(p, settings, e)
+            yield pe
+
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(settings,)) if jobs > 1 else None
+    try:
+        if pool is not None:
+            # Paths stream to the pool as the walk finds them: workers read and prefilter in chunks
+            # (reading overlaps the walk; only hits come back), then parse the hits, largest first,
+            # one file per task so the workers stay balanced.
+            hits = [pe for batch in pool.map(_prefilter, _chunks(pairs(), CHUNK)) for pe in batch]
+            hits.sort(key=lambda pe: -_size(pe[0]))
+            results = pool.map(_process, hits)
+        else:
+            hits = [pe for pe in pairs() if _worth_parsing(*pe)]
+            results = (process_file(p, settings, e) for p, e in hits)
+        with _progress(len(hits), show_progress and not quiet) as advance:
+            for o in results:
                 if o is not None:
                     outcomes.append(o)
-                if progress:
-                    progress[0].advance(progress[1])
-        finally:
-            if progress:
-                progress[0].stop()
+                advance()
+    finally:
+        if pool is not None:
+            pool.shutdown()
     if verbose:
         for o in outcomes:
             print(f"processed {o.path}", file=sys.stderr)

@@ -204,26 +204,6 @@ def _fast(text: str, path: str, options: FrontEndOptions) -> Optional[Analysis]:
     return Analysis(out)
 
 
-def has_candidate_call(text: str) -> Optional[bool]:
-    """True/False when decided by ``ast``; None when ``ast`` cannot parse the text."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return None
-    names = {INTRINSIC}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            for a in node.names:
-                if a.name == INTRINSIC and a.asname:
-                    names.add(a.asname)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            f = node.func
-            if (isinstance(f, ast.Attribute) and f.attr == INTRINSIC) or (isinstance(f, ast.Name) and f.id in names):
-                return True
-    return False
-
-
 def analyze(text: str, path: str, options: FrontEndOptions, fast: bool = True) -> Analysis:
     if fast:
         quick = _fast(text, path, options)

@@ -6,7 +6,6 @@ aliases, ``from`` imports and local shadowing are handled as Python does.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
@@ -763,9 +762,7 @@ class _Context:
         steps = [f"{g_from}->{g.name}" for g_from, g in _step_names(self.rules, self.legacy, self.target)]
         to_elems = self.target.size_meaning == "num_elems"
 
-        d_off_text = self.node_text(bound[k_doff].value)
-        s_off_text = self.node_text(bound[k_soff].value)
-        d_off_new = s_off_new = None  # replacements for offsets (scaled), when any
+        d_off_new = s_off_new = None  # replacements for offsets (divided), when any
 
         if to_elems:
             # one common pointer type; both sizes must be known
