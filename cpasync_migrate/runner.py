@@ -51,15 +51,35 @@ def _discovered(paths, excludes, respect_gitignore, since_set):
 
 
 def _worth_parsing(path: str, explicit: bool) -> bool:
-    """The byte prefilter: only files that contain the intrinsic's name are parsed."""
+    """The byte prefilter: only files that contain the intrinsic's name are parsed.
+
+    Reads with os.open/os.read in 1 MiB blocks (no buffered file object: a third of the
+    cost per file on a large tree), keeping a needle-sized overlap between blocks.
+    """
     if explicit:
         return True
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return True  # let the reader report it
-    return files.NEEDLE in data
+    try:
+        tail = b""
+        keep = len(files.NEEDLE) - 1
+        while True:
+            block = os.read(fd, _BLOCK)
+            if not block:
+                return False
+            window = tail + block if tail else block
+            if files.NEEDLE in window:
+                return True
+            tail = window[-keep:]
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
+_BLOCK = 1 << 20
 
 
 _SETTINGS: Optional[RunSettings] = None

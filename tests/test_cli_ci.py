@@ -167,3 +167,16 @@ def test_default_target_follows_installed_tilelang(tmp_path):
     assert t["generation"] == "0.1.8" and "still has the legacy API" in t["reason"]
     r = run_cli("--check", "--format", "json", "k.py", cwd=tmp_path)
     assert json.loads(r.stdout)["target"]["reason"].startswith("no TileLang installed")
+
+
+def test_prefilter_finds_the_name_across_read_blocks(tmp_path, monkeypatch):
+    from cpasync_migrate import runner
+
+    monkeypatch.setattr(runner, "_BLOCK", 8)
+    f = tmp_path / "k.py"
+    for pad in range(12):
+        f.write_text("x" * pad + "ptx_cp_async(")
+        assert runner._worth_parsing(str(f), False)
+    f.write_text("x" * 40 + "ptx_cp_asyn" + "c" * 0)
+    assert not runner._worth_parsing(str(f), False)
+    assert runner._worth_parsing(str(tmp_path / "missing.py"), False), "unreadable files go on to the reader"
