@@ -561,7 +561,7 @@ class _Context:
                     value = stmt.value.elements[idx].value
         if value is None:
             return None
-        return self._eval_int(value, at if value is None else value, depth + 1)
+        return self._eval_int(value, value, depth + 1)  # names in the value mean what they mean there
 
     def _eval_int(self, e: cst.BaseExpression, at: cst.CSTNode, depth: int) -> Optional[int]:
         iv = _int_value(e)
@@ -654,7 +654,6 @@ class _Context:
         raise NoFix(f"`{self.node_text(expr)}` is not an access pointer")
 
     def new_form_parts(self, node: cst.Call):
-        params = self.target.python_params
         pos = [a for a in node.args if a.keyword is None]
         byname = {a.keyword.value: a for a in node.args if a.keyword is not None}
         names_size = {g.python_params[2] for g in self.rules.generations[1:]}
@@ -663,7 +662,6 @@ class _Context:
         size = pos[2] if len(pos) > 2 else next((byname[k] for k in names_size if k in byname), None)
         if size is None:
             raise NoFix("no size argument")
-        del params
         dst = self.access_pointer_dtype(pos[0].value, node)
         src = self.access_pointer_dtype(pos[1].value, node)
         return dst, src, size
@@ -1016,9 +1014,8 @@ def _divide(node: cst.BaseExpression, text_of, r: int) -> str:
         if isinstance(op, (cst.Add, cst.Subtract)):
             left = _divide(node.left, text_of, r)
             right = _divide(node.right, text_of, r)
-            if right is not None and left is not None and not node.right.lpar and _is_sum(right):
-                right = None
-            if left is not None and right is not None:
+            # a right operand whose quotient reads as a sum would change meaning after "-": keep it whole
+            if node.right.lpar or not _is_sum(right):
                 sign = "+" if isinstance(op, cst.Add) else "-"
                 return f"{left} {sign} {right}"
         elif isinstance(op, cst.Multiply):
