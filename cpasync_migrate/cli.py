@@ -203,7 +203,7 @@ def run(args) -> int:
     except RulesError as e:
         raise UsageError(f"--from {source}: {e}") from None
     target_info["from"] = src_gen.name
-    target_info["steps"] = [f"{a}->{b}" for a, b in _pairs(rules, src_gen.name, target_info["generation"])]
+    target_info["steps"] = rules.steps(src_gen.name, target_info["generation"])
     target_info["rules_version"] = max(rules.versions.values(), default="")
 
     unsafe = args.unsafe_fixes if args.unsafe_fixes is not None else bool(cfg.get("unsafe-fixes", False))
@@ -238,13 +238,6 @@ def run(args) -> int:
 
         emit_bundle(outcomes, settings, args.emit_bundle)
     return emit(outcomes, scanned, mode, args, target_info, rules)
-
-
-def _pairs(rules, src: str, dst: str):
-    prev = src
-    for g in rules.chain(src, dst):
-        yield prev, g.name
-        prev = g.name
 
 
 def _gpu_available() -> bool:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from . import files
-from .findings import Edit, FileOutcome, Finding, FrontEndOptions, Status, apply_edits, line_starts
+from .findings import Edit, FileOutcome, Finding, FrontEndOptions, Status, apply_edits, line_starts, offset_to_linecol
 
 CODE_FILE_ERROR = "CPA900"
 
@@ -65,13 +65,7 @@ def front_end_options(settings: RunSettings) -> FrontEndOptions:
 
 def _count_sites(text: str) -> list[tuple[int, int]]:
     starts = line_starts(text)
-    out = []
-    import bisect
-
-    for m in _SITE_RE.finditer(text):
-        i = bisect.bisect_right(starts, m.start()) - 1
-        out.append((i + 1, m.start() - starts[i] + 1))
-    return out
+    return [offset_to_linecol(starts, m.start()) for m in _SITE_RE.finditer(text)]
 
 
 def _error_outcome(path: str, language: str, message: str, line: Optional[int] = None,

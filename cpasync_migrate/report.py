@@ -292,8 +292,8 @@ def github_lines(outcomes: list[FileOutcome]) -> list[str]:
 def sarif_report(outcomes: list[FileOutcome], target_info: dict, rules_versions: dict) -> dict:
     from .codes import CODES
 
-    findings = [f for f in all_findings(outcomes)]
-    used = sorted({f.code for f in findings} | set())
+    findings = all_findings(outcomes)
+    used = sorted({f.code for f in findings})
     rule_index = {c: i for i, c in enumerate(used)}
     rules = []
     for c in used:

@@ -90,6 +90,14 @@ class Rules:
             raise RulesError(f"cannot migrate from {src} to {dst}: the target is not newer")
         return list(self.generations[i + 1 : j + 1])
 
+    def steps(self, src: str, dst: str) -> list[str]:
+        """Names of the migration steps from ``src`` to ``dst``, e.g. ["legacy->0.1.8", "0.1.8->0.1.9"]."""
+        out, prev = [], self.generation(src).name
+        for g in self.chain(src, dst):
+            out.append(f"{prev}->{g.name}")
+            prev = g.name
+        return out
+
     def dtype_size(self, name: str) -> Optional[int]:
         name = self.dtype_aliases.get(name, name)
         return self.dtype_sizes.get(name)

@@ -985,15 +985,9 @@ class CppAnalyzer:
 
     def _steps(self) -> list[str]:
         try:
-            chain = self.rules.chain(self.opt.source.name, self.target.name)
+            return self.rules.steps(self.opt.source.name, self.target.name)
         except Exception:
             return [f"{self.legacy.name}->{self.target.name}"]
-        prev = self.opt.source.name
-        out = []
-        for g in chain:
-            out.append(f"{prev}->{g.name}")
-            prev = g.name
-        return out
 
 
 def _short(text: str, limit: int = 60) -> str:

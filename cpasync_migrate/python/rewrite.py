@@ -694,7 +694,7 @@ class _Context:
         vs, ve = self.vspan(size.value)
         as_, _ = self.span(size)
         edits = [Edit(as_ if size.keyword is not None else vs, ve, str(new))]
-        steps = [f"{a}->{g.name}" for a, g in _step_names(self.rules, self.opts.source, self.target)]
+        steps = self.rules.steps(self.opts.source.name, self.target.name)
         return Fix(edits, Applicability.SAFE, [], steps)
 
     def size_warning(self, node: cst.Call) -> Optional[str]:
@@ -757,7 +757,7 @@ class _Context:
         size_arg = bound[k_bytes]
         nbytes = _int_value(size_arg.value)
         assumptions: list[str] = []
-        steps = [f"{g_from}->{g.name}" for g_from, g in _step_names(self.rules, self.legacy, self.target)]
+        steps = self.rules.steps(self.legacy.name, self.target.name)
         to_elems = self.target.size_meaning == "num_elems"
 
         d_off_new = s_off_new = None  # replacements for offsets (divided), when any
@@ -1033,15 +1033,6 @@ def _divide(node: cst.BaseExpression, text_of, r: int) -> str:
 
 def _is_sum(text: str) -> bool:
     return " + " in text or " - " in text
-
-
-def _step_names(rules, source, target):
-    prev = source.name
-    out = []
-    for g in rules.chain(source.name, target.name):
-        out.append((prev, g))
-        prev = g.name
-    return out
 
 
 def _merge_point_edits(edits: list[Edit]) -> list[Edit]:
