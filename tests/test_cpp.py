@@ -313,3 +313,98 @@ Stmt F(const Buffer& s, const Buffer& g) {
 }
 """
     assert analyze(text, "o.cc", OPTS).findings == []
+
+
+# -- the relevance gate --------------------------------------------------------
+# The analyzer skips if statements and calls that cannot hold an Op node (see
+# CppAnalyzer._relevance).  The gate must never change a result: each case is
+# analysed with the gate and without it, and the two must agree exactly.
+
+GATE_CASES = {
+    # The Op variable is declared in a method of a local class; the consumer and the
+    # construction are in the outer function, whose own body holds no op name.
+    "local_class": """\
+Stmt Outer(const CallNode* op, const Buffer& s, const Buffer& g) {
+  struct Helper {
+    void Make() { Op copy_op = builtin::ptx_cp_async(); }
+  };
+  if (op->op.same_as(copy_op)) {
+    auto off = op->args[4];
+  }
+  return Evaluate(Call(s->dtype, copy_op, {s->data, 0, g->data, 0, 16}));
+}
+""",
+    # The op named only at namespace scope: a call outside every function.
+    "namespace_scope": """\
+static const Call kCopy = Call(DataType::Handle(), builtin::ptx_cp_async(),
+                               {dst_var, 0, src_var, 0, 16});
+int Unrelated(int a) { if (a) { return Call(x, y, {1, 2, 3, 4, 5}).defined(); } return 0; }
+""",
+    # An Op variable in one function, its name reused in another that does not declare it.
+    "two_functions": """\
+void A() { Op cp = builtin::ptx_cp_async(); (void)cp; }
+Stmt B(const Buffer& s, const Buffer& g, const CallNode* op) {
+  if (op->op.same_as(cp)) { auto o = op->args[4]; }
+  return Evaluate(Call(s->dtype, cp, {s->data, 0, g->data, 0, 16}));
+}
+""",
+    # Nested definitions and the op in the inner one only.
+    "nested": """\
+namespace tl {
+class Printer {
+  void Visit(const CallNode* op, std::ostream& os) {
+    if (op->op.same_as(builtin::ptx_cp_async())) {
+      os << PrintArgs(op->args[0], op->args[1], op->args[2], op->args[3], op->args[4]);
+    } else if (op->op.same_as(builtin::ptx_cp_async())) {
+      os << "dead";
+    }
+  }
+  void Other(const CallNode* op) { if (op->op.same_as(builtin::ptx_commit_group())) { return; } }
+};
+}  // namespace tl
+""",
+}
+
+
+def _gate_results(text: str, path: str, opts, monkeypatch) -> tuple[list, list]:
+    from cpasync_migrate.cpp.analyzer import CppAnalyzer
+
+    def key(res):
+        assert res.error is None, res.error
+        return [(f.line, f.column, f.end_line, f.end_column, f.code, f.message, f.function,
+                 None if f.fix is None else (tuple((e.start, e.end, e.replacement) for e in f.fix.edits),
+                                             f.fix.applicability, tuple(f.fix.assumptions)))
+                for f in res.findings]
+
+    with monkeypatch.context() as m:
+        m.setattr(CppAnalyzer, "gate", True)
+        on = key(analyze(text, path, opts))
+        m.setattr(CppAnalyzer, "gate", False)
+        off = key(analyze(text, path, opts))
+    return on, off
+
+
+# (line, code) of each case's sites, read off the cases by hand: the Op variable of a
+# local class's method is followed from the outer function; a name the function does
+# not declare is not an Op; the second identical test of a chain is dead.
+GATE_SITES = {
+    "local_class": [(5, "CPA104"), (8, "CPA102")],
+    "namespace_scope": [(1, "CPA101")],
+    "two_functions": [],
+    "nested": [(4, "CPA104"), (6, "CPA106")],
+}
+
+
+@pytest.mark.parametrize("name", sorted(GATE_CASES))
+def test_gate_changes_nothing_on_crafted_cases(name, monkeypatch):
+    on, off = _gate_results(GATE_CASES[name], f"{name}.cc", OPTS, monkeypatch)
+    assert on == off
+    assert [(f[0], f[4]) for f in on] == GATE_SITES[name]
+
+
+@pytest.mark.parametrize("name", _cases())
+def test_gate_changes_nothing_on_fixtures(name, monkeypatch):
+    meta, src, _, fname = _load(name)
+    opts, _ = _options(meta.get("args", []))
+    on, off = _gate_results(src, fname, opts, monkeypatch)
+    assert on == off

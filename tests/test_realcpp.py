@@ -212,3 +212,25 @@ def test_no_finding_elsewhere_in_the_source_tree(cache, options):
         if rel not in listed and res.findings:
             extra[rel] = [(f.line, f.code) for f in res.findings]
     assert extra == {}
+
+
+def test_relevance_gate_changes_nothing(cache, options, monkeypatch):
+    """Every C++ file of tilelang/src that names the op: the same findings with the analyzer's gate and without."""
+    from cpasync_migrate.cpp import SUFFIXES
+    from cpasync_migrate.cpp.analyzer import CppAnalyzer
+
+    src = cache / "tl017" / SRC
+    compared = 0
+    for p in sorted(src.rglob("*")):
+        if p.suffix not in SUFFIXES or not p.is_file() or b"ptx_cp_async" not in p.read_bytes():
+            continue
+        text = p.read_text(encoding="utf-8")
+        runs = []
+        for gate in (True, False):
+            monkeypatch.setattr(CppAnalyzer, "gate", gate)
+            res = analyze(text, p.name, options)
+            runs.append([(f.line, f.column, f.code, f.message, f.fix and [(e.start, e.end, e.replacement) for e in f.fix.edits])
+                         for f in res.findings])
+        assert runs[0] == runs[1], p
+        compared += bool(runs[0])
+    assert compared >= 5  # files with findings were among those compared

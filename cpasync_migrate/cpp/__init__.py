@@ -10,7 +10,7 @@ from typing import Optional
 
 from ..findings import Analysis, FrontEndOptions
 from .analyzer import CppAnalyzer
-from .source import error_nodes, parse_bytes
+from .source import error_summary
 
 SUFFIXES = (".cc", ".cpp", ".cxx", ".h", ".hpp", ".cu", ".cuh")
 
@@ -29,12 +29,11 @@ def analyze(text: str, path: str, options: FrontEndOptions) -> Analysis:
 
 def reparse_problem(old_text: str, new_text: str) -> Optional[str]:
     """None when ``new_text`` parses with no more ERROR/MISSING nodes than ``old_text``."""
-    old = error_nodes(parse_bytes(old_text.encode("utf-8", "surrogatepass")).root_node)
-    new = error_nodes(parse_bytes(new_text.encode("utf-8", "surrogatepass")).root_node)
-    if len(new) <= len(old):
+    old, _ = error_summary(old_text)
+    new, first_line = error_summary(new_text)
+    if new <= old:
         return None
-    first = min(new, key=lambda n: n.start_byte)
     return (
-        f"the rewritten text has {len(new)} parse error(s) where the original had {len(old)} "
-        f"(first near line {first.start_point[0] + 1}); the original bytes are kept"
+        f"the rewritten text has {new} parse error(s) where the original had {old} "
+        f"(first near line {first_line}); the original bytes are kept"
     )

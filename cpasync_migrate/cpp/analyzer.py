@@ -16,13 +16,14 @@ Everything here is pure: text in, findings with character-offset edits out.
 """
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 from typing import Optional
 
 from ..findings import Analysis, Applicability, Edit, Finding, Fix, FrontEndOptions, Status, apply_edits
 from .cpprules import CppRules, load_cpp_rules
-from .source import Source, ancestors, error_count, error_nodes, named, nodes_of_types, squash, walk
+from .source import Source, ancestors, error_nodes, error_summary, named, nodes_of_types, squash, walk
 
 _WRAP_COLUMN = 40  # a rewritten list starting further right begins on its own line
 _INDENT = "    "  # continuation indent for such a line
@@ -52,6 +53,8 @@ class _Site:
 
 
 class CppAnalyzer:
+    gate = True  # skip nodes that cannot be sites (see _relevance); tests compare both settings
+
     def __init__(self, text: str, path: str, options: FrontEndOptions):
         self.text = text
         self.path = path
@@ -64,6 +67,8 @@ class CppAnalyzer:
         self.target = options.target
         self._op_vars: dict = {}
         self._dead_ranges: list[tuple[int, int]] = []
+        self._fns: list = []  # function definitions in document order (filled by run)
+        self._fn_starts: list[int] = []
         self.sites: list[_Site] = []
         self.nl = "\r\n" if "\r\n" in text else "\n"
 
@@ -72,9 +77,14 @@ class CppAnalyzer:
         return self.src.t(node)
 
     def func_of(self, node):
-        for a in ancestors(node):
-            if a.type == "function_definition":
-                return a
+        """The innermost function definition around ``node`` (not ``node`` itself)."""
+        fns, starts = self._fns, self._fn_starts
+        lo, hi = node.start_byte, node.end_byte
+        # Enclosing definitions form a chain; the one that starts last is the innermost.
+        for i in range(bisect.bisect_right(starts, lo) - 1, -1, -1):
+            f = fns[i]
+            if f.end_byte >= hi and f != node:
+                return f
         return None
 
     def qualname(self, fn) -> Optional[str]:
@@ -176,9 +186,12 @@ class CppAnalyzer:
             return err
         ifs, calls, fdecls, macros = [], [], [], []
         for n in nodes_of_types(self.src.root, ("if_statement", "call_expression", "function_declarator",
-                                                "preproc_function_def", "preproc_def")):
+                                                "preproc_function_def", "preproc_def", "function_definition")):
             t = n.type
-            if t == "if_statement":
+            if t == "function_definition":
+                self._fns.append(n)
+                self._fn_starts.append(n.start_byte)
+            elif t == "if_statement":
                 ifs.append(n)
             elif t == "call_expression":
                 calls.append(n)
@@ -186,16 +199,54 @@ class CppAnalyzer:
                 fdecls.append(n)
             else:
                 macros.append(n)
+        relevant = self._relevance() if self.gate else (lambda node: True)
         for s in ifs:
-            self._consumer(s)
+            if relevant(s):
+                self._consumer(s)
         for c in calls:
-            if not self.in_dead(c):
+            if relevant(c) and not self.in_dead(c):
                 self._construction(c)
         for f in fdecls:
             self._helper(f)
         for m in macros:
             self._macro(m)
         return Analysis(findings=self._finish())
+
+    def _relevance(self):
+        """A test that is true of every if statement and call that can be a consumer or a construction.
+
+        Both need an Op node: a call spelled with the op's name inside the node itself, or a
+        local Op variable of the enclosing function, whose initialiser names the op. So a node
+        can matter only when it contains the name or lies in a top-level function that does.
+        (Only the outermost function is known to hold the name; the analysis itself decides.)
+        """
+        data, name = self.src.data, self.r.op_name.encode()
+        occ = []
+        i = data.find(name)
+        while i != -1:
+            occ.append(i)
+            i = data.find(name, i + 1)
+        hot_starts, hot_ends = [], []
+        end = -1
+        for f in self._fns:  # document order: a nested definition starts inside its outer one
+            if f.start_byte < end:
+                continue
+            end = f.end_byte
+            j = bisect.bisect_left(occ, f.start_byte)
+            if j < len(occ) and occ[j] + len(name) <= end:
+                hot_starts.append(f.start_byte)
+                hot_ends.append(end)
+        n = len(name)
+
+        def relevant(node) -> bool:
+            lo, hi = node.start_byte, node.end_byte
+            k = bisect.bisect_right(hot_starts, lo) - 1
+            if k >= 0 and hi <= hot_ends[k]:
+                return True
+            j = bisect.bisect_left(occ, lo)
+            return j < len(occ) and occ[j] + n <= hi
+
+        return relevant
 
     def _whole_file_error(self) -> Optional[Analysis]:
         if "\x00" in self.text:
@@ -893,8 +944,6 @@ class CppAnalyzer:
         inner = fdecl.child_by_field_name("declarator")
         if params_node is None or inner is None:
             return
-        if any(a.type in ("call_expression", "argument_list") for a in ancestors(fdecl)):
-            return
         params = [p for p in named(params_node) if p.type in ("parameter_declaration", "optional_parameter_declaration")]
         if len(params) < 4:
             return
@@ -907,6 +956,8 @@ class CppAnalyzer:
         if fname not in self.r.helper_names and (
             not (ptr.search(names[0]) and ptr.search(names[2])) or self.r.helper_exclude.search(fname)
         ):
+            return
+        if any(a.type in ("call_expression", "argument_list") for a in ancestors(fdecl)):
             return
         site = _Site(fdecl, "CPA105", "")
         site.message = (
@@ -933,8 +984,7 @@ class CppAnalyzer:
     # ------------------------------------------------------------- finish
     def _finish(self) -> list[Finding]:
         out = []
-        taken: list[tuple[int, int]] = []
-        base_errors = len(self.errors)
+        candidates: list[tuple[Finding, _Site, list[Edit]]] = []
         steps = self._steps()
         for site in sorted(self.sites, key=lambda x: x.node.start_byte):
             start, end = self.src.span(site.node)
@@ -951,37 +1001,61 @@ class CppAnalyzer:
                 message=site.message,
                 function=fn,
             )
+            out.append(f)
             if site.info:
                 f.status = Status.INFO
                 f.legacy_site = False
-                out.append(f)
                 continue
             if self.r.suppress_comment in self.src.line_text(line):
                 f.status = Status.SUPPRESSED
                 f.message = f.message.split("; fix: ")[0] + "; suppressed by a comment"
-                out.append(f)
                 continue
             if site.fixable and site.edits:
-                edits = [Edit(self.src.c(a), self.src.c(b), r) for a, b, r in site.edits]
-                spans = [(e.start, e.end) for e in edits]
-                clash = any(a < te and ta < b or (a == b == ta) for a, b in spans for ta, te in taken)
-                if clash:
-                    f.message += "; left for a person: its edits would overlap another site's"
-                else:
-                    new_text = apply_edits(self.text, edits)
-                    if error_count(new_text.encode("utf-8", "surrogatepass")) > base_errors:
-                        f.code = "CPA108"
-                        f.message += "; not edited: the rewritten text would not parse"
-                    else:
-                        f.fix = Fix(
-                            edits=edits,
-                            applicability=site.applicability,
-                            assumptions=list(site.assumptions),
-                            steps=list(steps),
-                        )
-                        taken.extend(spans)
-            out.append(f)
+                candidates.append((f, site, [Edit(self.src.c(a), self.src.c(b), r) for a, b, r in site.edits]))
+        self._check_fixes(candidates, steps)
         return out
+
+    def _check_fixes(self, candidates, steps) -> None:
+        """Give each candidate (in document order) its fix, unless its edits overlap an earlier
+        fix's or the rewritten text would have more parse errors than the original.
+
+        The candidates that do not overlap are first checked together, with one parse (the
+        engine's final check of the file then finds that text remembered); only when that
+        fails is each checked on its own, so that the fix that breaks the parse is refused.
+        Either way the result is the one the one-by-one check gives whenever each fix
+        parses on its own.
+        """
+        if not candidates:
+            return
+        base = len(self.errors)
+        error_summary(self.text, self.src.root)
+
+        def clashes(edits, taken) -> bool:
+            return any(a < te and ta < b or (a == b == ta) for a, b in ((e.start, e.end) for e in edits)
+                       for ta, te in taken)
+
+        def accept(f, site, edits, taken) -> None:
+            f.fix = Fix(edits=edits, applicability=site.applicability, assumptions=list(site.assumptions),
+                        steps=list(steps))
+            taken.extend((e.start, e.end) for e in edits)
+
+        taken: list[tuple[int, int]] = []
+        free = []
+        for c in candidates:
+            if not clashes(c[2], taken):
+                free.append(c)
+                taken.extend((e.start, e.end) for e in c[2])
+        together = apply_edits(self.text, [e for _, _, edits in free for e in edits])
+        together_ok = error_summary(together)[0] <= base
+        taken = []
+        for f, site, edits in candidates:
+            if clashes(edits, taken):
+                f.message += "; left for a person: its edits would overlap another site's"
+            elif together_ok or error_summary(apply_edits(self.text, edits))[0] <= base:
+                accept(f, site, edits, taken)
+            else:
+                f.code = "CPA108"
+                f.message += "; not edited: the rewritten text would not parse"
 
     def _steps(self) -> list[str]:
         try:

@@ -7,6 +7,7 @@ converts between them.
 from __future__ import annotations
 
 import bisect
+from collections import OrderedDict
 from functools import lru_cache
 from typing import Iterator, Optional
 
@@ -37,7 +38,7 @@ class Source:
         self.data = text.encode("utf-8", "surrogatepass")
         self.tree = parse_bytes(self.data)
         self.root = self.tree.root_node
-        self.starts = line_starts(text)
+        self._starts: Optional[list[int]] = None
         if len(self.data) == len(text):
             self._b2c = None
         else:
@@ -51,6 +52,13 @@ class Source:
             self._b2c = offs
 
     # -- positions -------------------------------------------------------
+    @property
+    def starts(self) -> list[int]:
+        """Character offset of each line's start (computed when first asked: most files report nothing)."""
+        if self._starts is None:
+            self._starts = line_starts(self.text)
+        return self._starts
+
     def c(self, byte_offset: int) -> int:
         """Character offset of a byte offset (a character boundary)."""
         if self._b2c is None:
@@ -126,8 +134,29 @@ def error_nodes(root) -> list:
     return out
 
 
-def error_count(data: bytes) -> int:
-    return len(error_nodes(parse_bytes(data).root_node))
+_ERROR_MEMO: "OrderedDict[str, tuple[int, Optional[int]]]" = OrderedDict()
+_ERROR_MEMO_SIZE = 4
+
+
+def error_summary(text: str, root=None) -> tuple[int, Optional[int]]:
+    """(number of ERROR/MISSING nodes, 1-based line of the first) for ``text``.
+
+    Remembers the last few texts: the analyzer counts the errors of the original and of
+    the fully rewritten text, and the engine's final re-parse check asks again for both.
+    ``root`` is the text's parse tree when the caller has it already.
+    """
+    hit = _ERROR_MEMO.get(text)
+    if hit is not None:
+        _ERROR_MEMO.move_to_end(text)
+        return hit
+    if root is None:
+        root = parse_bytes(text.encode("utf-8", "surrogatepass")).root_node
+    errs = error_nodes(root)
+    first = min(errs, key=lambda n: n.start_byte).start_point[0] + 1 if errs else None
+    _ERROR_MEMO[text] = hit = (len(errs), first)
+    if len(_ERROR_MEMO) > _ERROR_MEMO_SIZE:
+        _ERROR_MEMO.popitem(last=False)
+    return hit
 
 
 def first_error(root) -> Optional[object]:
