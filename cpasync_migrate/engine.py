@@ -104,6 +104,7 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False) -> Op
         return _error_outcome(path, language, analysis.error, analysis.error_line, text, analysis.error_column)
     outcome = FileOutcome(path=path, language=language, findings=analysis.findings, old_text=text)
     chosen: list[Edit] = []
+    starts = line_starts(text) if any(f.fix is not None for f in outcome.findings) else []
     for f in outcome.findings:
         if f.status is None:
             if f.fix is None:
@@ -112,7 +113,7 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False) -> Op
                 f.status = Status.REWRITTEN
             else:
                 f.status = Status.UNSAFE
-        _describe_fix(text, f)
+        _describe_fix(text, f, starts)
         if f.status is Status.REWRITTEN and f.fix is not None:
             for e in f.fix.edits:
                 if e not in chosen:
@@ -153,11 +154,10 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False) -> Op
     return outcome
 
 
-def _describe_fix(text: str, f: Finding) -> None:
-    """Fill ``original``/``replacement``: the site's text before and after its own fix."""
+def _describe_fix(text: str, f: Finding, starts: list[int]) -> None:
+    """Fill ``original``/``replacement``: the site's text before and after its own fix (``starts``: line starts)."""
     if f.fix is None:
         return
-    starts = line_starts(text)
     s = starts[f.line - 1] + f.column - 1
     e = starts[f.end_line - 1] + f.end_column - 1
     inside = [x for x in f.fix.edits if s <= x.start and x.end <= e]

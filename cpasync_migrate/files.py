@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import codecs
 import fnmatch
-import hashlib
 import os
 import re
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
@@ -172,7 +170,7 @@ def discover(
     excludes: tuple[str, ...] = (),
     respect_gitignore: bool = True,
 ) -> Iterator[str]:
-    """Yield candidate files, in sorted order within each argument."""
+    """Yield candidate files (explicit files first in argument order; a folder's files in no set order)."""
     seen: set[str] = set()
     for arg in paths:
         p = Path(arg)
@@ -190,22 +188,31 @@ def discover(
 
 
 def _walk(top: str, outer: list[_Pattern], suffixes, excludes, respect_gitignore) -> Iterator[str]:
+    """Files under ``top`` in scope, in no particular order (callers sort what they report).
+
+    One ``scandir`` per folder and no other system call: a folder's own ``.gitignore`` and
+    ``pyvenv.cfg`` are seen among its entries, and ``rel`` paths are built only when a
+    pattern or an exclude needs them.
+    """
     stack = [("", outer)]
     while stack:
         rel_dir, pats = stack.pop()
         full_dir = os.path.join(top, rel_dir) if rel_dir else top
-        if respect_gitignore:
+        try:
+            with os.scandir(full_dir) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        names = [e.name for e in entries]
+        if rel_dir and "pyvenv.cfg" in names:
+            continue  # a virtual environment, whatever its folder is called
+        if respect_gitignore and ".gitignore" in names:
             own = _read_gitignore(full_dir, rel_dir)
             if own:
                 pats = pats + own
-        try:
-            entries = sorted(os.scandir(full_dir), key=lambda e: e.name)
-        except OSError:
-            continue
-        subdirs = []
+        filtering = bool(pats or excludes)
         for e in entries:
             name = e.name
-            rel = f"{rel_dir}/{name}" if rel_dir else name
             try:
                 is_dir = e.is_dir(follow_symlinks=False)
             except OSError:
@@ -213,20 +220,16 @@ def _walk(top: str, outer: list[_Pattern], suffixes, excludes, respect_gitignore
             if is_dir:
                 if name in SKIP_DIRS or name.endswith(".egg-info"):
                     continue
-                if os.path.exists(os.path.join(e.path, "pyvenv.cfg")):
+                rel = f"{rel_dir}/{name}" if rel_dir else name
+                if filtering and (excludes and _excluded(rel, name, excludes) or pats and _ignored(pats, rel, True)):
                     continue
-                if excludes and _excluded(rel, name, excludes):
-                    continue
-                if pats and _ignored(pats, rel, True):
-                    continue
-                subdirs.append((rel, pats))
+                stack.append((rel, pats))
             elif name.endswith(suffixes):
-                if excludes and _excluded(rel, name, excludes):
-                    continue
-                if pats and _ignored(pats, rel, False):
-                    continue
+                if filtering:
+                    rel = f"{rel_dir}/{name}" if rel_dir else name
+                    if excludes and _excluded(rel, name, excludes) or pats and _ignored(pats, rel, False):
+                        continue
                 yield e.path
-        stack.extend(reversed(subdirs))
 
 
 # ---------------------------------------------------------------- reading
@@ -240,7 +243,6 @@ class SourceFile:
     encoding: str  # codec used to decode (without BOM handling)
     bom: bytes  # b"" or the BOM that preceded the text
     mode: int
-    digest: str
 
 
 _COOKIE_RE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
@@ -292,7 +294,7 @@ def decode(path: str, raw: bytes, python: bool) -> SourceFile:
         mode = stat.S_IMODE(os.stat(path).st_mode)
     except OSError:
         mode = 0o644
-    return SourceFile(path, raw, text, encoding, bom, mode, hashlib.sha256(raw).hexdigest())
+    return SourceFile(path, raw, text, encoding, bom, mode)
 
 
 def encode(src: SourceFile, text: str) -> bytes:
@@ -311,8 +313,10 @@ def atomic_write(src: SourceFile, text: str) -> None:
             current = fh.read()
     except OSError as e:
         raise FileError(path, f"cannot re-read before writing: {e.strerror or e}") from None
-    if hashlib.sha256(current).hexdigest() != src.digest:
+    if current != src.raw:
         raise FileError(path, "changed on disk since it was read; not overwritten")
+    import tempfile  # write mode only: kept off the start-up of a run that writes nothing
+
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = None, None
     try:

@@ -151,11 +151,10 @@ def apply_edits(text: str, edits: list[Edit]) -> str:
 
 def line_starts(text: str) -> list[int]:
     """Character offset of the start of each line (index 0 = line 1)."""
-    starts = [0]
-    i = text.find("\n")
-    while i != -1:
-        starts.append(i + 1)
-        i = text.find("\n", i + 1)
+    from itertools import accumulate
+
+    starts = list(accumulate([len(line) + 1 for line in text.split("\n")], initial=0))
+    starts.pop()  # the offset one past the end
     return starts
 
 

@@ -1,10 +1,16 @@
-"""Run the per-file pipeline over a tree: discovery, byte prefilter, process pool."""
+"""Run the per-file pipeline over a tree: discovery, byte prefilter, worker processes.
+
+With ``-j N`` (N > 1) the work goes to N forked worker processes over pipes (where
+``os.fork`` exists; elsewhere a ``ProcessPoolExecutor``).  The main process walks the
+tree and hands out chunks of paths; a worker reads each file of a chunk for the
+intrinsic's name and sends back the hits; hits then go out one file at a time,
+largest first, to whichever worker is free.  Results are sorted by path, so the
+output does not depend on the number of workers or on timing.
+"""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Iterable, Optional
 
@@ -17,6 +23,8 @@ SUFFIXES = files.PYTHON_SUFFIXES + files.CPP_SUFFIXES
 
 def changed_since(rev: str, paths: Iterable[str]) -> set[str]:
     """Absolute paths of files changed (added, copied, modified, renamed) since ``rev``, plus untracked files."""
+    import subprocess
+
     from .cli import UsageError
 
     out: set[str] = set()
@@ -50,37 +58,103 @@ def _discovered(paths, excludes, respect_gitignore, since_set):
         yield path, path in explicit
 
 
-def _worth_parsing(path: str, explicit: bool) -> bool:
-    """The byte prefilter: only files that contain the intrinsic's name are parsed.
+# ---------------------------------------------------------------- byte prefilter
 
-    Reads with os.open/os.read in 1 MiB blocks (no buffered file object: a third of the
-    cost per file on a large tree), keeping a needle-sized overlap between blocks.
+_BLOCK = 1 << 18  # bytes per read; a file that fills a whole block is searched through a memory map
+_MMAP = True  # tests turn the memory map off to exercise the block loop
+_READV = hasattr(os, "readv")
+
+
+def _prefilter(chunk):
+    """The (path, explicit) pairs of a chunk that are worth parsing: the byte prefilter.
+
+    Only files that contain the intrinsic's name are parsed.  A file is read into one
+    reused buffer (no new bytes object per file); one that fills the buffer is searched
+    whole through a memory map, or block by block where that fails.  A file that cannot
+    be opened or read is kept: the reader reports it.  This loop runs once per file of
+    the tree, so it is written flat, with everything it uses in local variables.
     """
-    if explicit:
-        return True
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return True  # let the reader report it
-    try:
-        tail = b""
-        keep = len(files.NEEDLE) - 1
+    needle = files.NEEDLE
+    block = _BLOCK
+    buf = _buffer()
+    find = buf.find
+    opn, cls, rd = os.open, os.close, os.readv if _READV else None
+    flags = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+    out = []
+    with memoryview(buf) as mv:
+        bufs = [mv[:block]]
+        for pe in chunk:
+            if pe[1]:
+                out.append(pe)
+                continue
+            try:
+                fd = opn(pe[0], flags)
+            except OSError:
+                out.append(pe)
+                continue
+            try:
+                if rd is not None:
+                    n = rd(fd, bufs)
+                else:
+                    data = os.read(fd, block)
+                    n = len(data)
+                    mv[:n] = data
+                hit = find(needle, 0, n) != -1 or (n == block and _rest_has(fd, buf, block))
+            except OSError:
+                hit = True
+            finally:
+                cls(fd)
+            if hit:
+                out.append(pe)
+    return out
+
+
+def _rest_has(fd: int, buf: bytearray, block: int) -> bool:
+    """After a first block of ``block`` bytes (already in ``buf``) without the name: the rest of the file."""
+    needle = files.NEEDLE
+    keep = len(needle) - 1
+    if _MMAP:
+        import mmap
+
+        try:
+            with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as m:
+                return m.find(needle, max(0, block - keep)) != -1
+        except (OSError, ValueError):
+            pass  # not mappable (a pipe, a special file): read on
+    os.lseek(fd, block, os.SEEK_SET)
+    with memoryview(buf) as mv:
+        have = min(keep, block)  # the last bytes of the previous block go in front of the next
+        buf[:have] = buf[block - have : block]
         while True:
-            block = os.read(fd, _BLOCK)
-            if not block:
+            data = os.read(fd, block)
+            if not data:
                 return False
-            window = tail + block if tail else block
-            if files.NEEDLE in window:
+            n = len(data)
+            mv[have : have + n] = data
+            if buf.find(needle, 0, have + n) != -1:
                 return True
-            tail = window[-keep:]
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
+            tail = max(0, have + n - keep)
+            buf[: have + n - tail] = buf[tail : have + n]
+            have = have + n - tail
 
 
-_BLOCK = 1 << 20
+_BUF: Optional[bytearray] = None
 
+
+def _buffer() -> bytearray:
+    global _BUF
+    size = _BLOCK + len(files.NEEDLE)
+    if _BUF is None or len(_BUF) != size:
+        _BUF = bytearray(size)
+    return _BUF
+
+
+def _worth_parsing(path: str, explicit: bool) -> bool:
+    """The byte prefilter for one file."""
+    return bool(_prefilter([(path, explicit)]))
+
+
+# ---------------------------------------------------------------- workers
 
 _SETTINGS: Optional[RunSettings] = None
 
@@ -88,11 +162,6 @@ _SETTINGS: Optional[RunSettings] = None
 def _init_worker(settings: RunSettings) -> None:
     global _SETTINGS
     _SETTINGS = settings
-
-
-def _prefilter(chunk):
-    """Worker: the (path, explicit) pairs of a chunk that are worth parsing."""
-    return [pe for pe in chunk if _worth_parsing(*pe)]
 
 
 def _process(pe):
@@ -117,27 +186,303 @@ def _chunks(pairs, size: int):
         yield chunk
 
 
+CHUNK = 128  # paths per prefilter task
+
+
+def _crash_outcome(path: str, why: str) -> FileOutcome:
+    from .engine import _error_outcome, language_of
+
+    return _error_outcome(path, language_of(path) or "python", f"internal error: {why}; file left unchanged")
+
+
+class _Worker:
+    __slots__ = ("pid", "task_fd", "result_fd", "tasks", "out")
+
+    def __init__(self, pid: int, task_fd: int, result_fd: int):
+        self.pid, self.task_fd, self.result_fd = pid, task_fd, result_fd
+        self.tasks: list = []  # sent (or queued to send) and not yet answered, oldest first
+        self.out = bytearray()  # task bytes not yet taken by the pipe
+
+
+class _ForkPool:
+    """Worker processes made by ``os.fork``, each with a task pipe and a result pipe.
+
+    Messages are length-prefixed pickles; a worker answers its tasks in order.  The
+    parent's task pipes are non-blocking and it keeps what a pipe does not take yet, so
+    the parent never blocks writing while a worker blocks writing a large answer.
+    """
+
+    def __init__(self, n: int, settings: RunSettings):
+        _init_worker(settings)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.workers: list[_Worker] = []
+        for _ in range(n):
+            t_r, t_w = os.pipe()
+            r_r, r_w = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - runs in the child (its coverage is not collected)
+                for w in self.workers:
+                    os.close(w.task_fd)
+                    os.close(w.result_fd)
+                os.close(t_w)
+                os.close(r_r)
+                _worker_loop(t_r, r_w)
+            os.close(t_r)
+            os.close(r_w)
+            os.set_blocking(t_w, False)
+            self.workers.append(_Worker(pid, t_w, r_r))
+
+    def send(self, w: _Worker, task) -> None:
+        import pickle
+
+        data = pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL)
+        w.out += len(data).to_bytes(8, "little") + data
+        w.tasks.append(task)
+        self._flush(w)
+
+    def _flush(self, w: _Worker) -> None:
+        try:
+            while w.out:
+                del w.out[: os.write(w.task_fd, w.out)]
+        except BlockingIOError:
+            pass
+        except OSError:  # the worker is gone; wait() finds its result pipe closed
+            w.out.clear()
+
+    def wait(self, timeout: Optional[float] = None):
+        """Wait for one answer: (task, answer, lost); answer None when the worker died, with
+        ``lost`` its other unanswered tasks.  Returns None when nothing came within ``timeout``."""
+        import select
+
+        busy = [w for w in self.workers if w.tasks]
+        writing = [w.task_fd for w in busy if w.out]
+        ready, writable, _ = select.select([w.result_fd for w in busy], writing, [], timeout)
+        for w in busy:
+            if w.task_fd in writable:
+                self._flush(w)
+        if not ready:
+            return None
+        w = next(w for w in busy if w.result_fd == ready[0])
+        task = w.tasks.pop(0)
+        msg = _read_message(w.result_fd)
+        if msg is None:
+            lost = w.tasks
+            self._drop(w)
+            return task, None, lost
+        return task, msg, []
+
+    def _drop(self, w: _Worker) -> None:
+        self.workers.remove(w)
+        for fd in (w.task_fd, w.result_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            os.waitpid(w.pid, 0)
+        except ChildProcessError:
+            pass
+
+    def close(self) -> None:
+        for w in list(self.workers):
+            try:
+                os.set_blocking(w.task_fd, True)
+                os.close(w.task_fd)  # EOF: the worker exits after its current task
+            except OSError:
+                pass
+        for w in list(self.workers):
+            try:
+                os.close(w.result_fd)
+            except OSError:
+                pass
+            try:
+                os.waitpid(w.pid, 0)
+            except ChildProcessError:
+                pass
+        self.workers = []
+
+
+def _read_exact(fd: int, n: int) -> Optional[bytes]:
+    parts = []
+    while n:
+        b = os.read(fd, min(n, 1 << 20))
+        if not b:
+            return None
+        parts.append(b)
+        n -= len(b)
+    return b"".join(parts)
+
+
+def _read_message(fd: int):
+    import pickle
+
+    head = _read_exact(fd, 8)
+    if head is None:
+        return None
+    body = _read_exact(fd, int.from_bytes(head, "little"))
+    return None if body is None else pickle.loads(body)
+
+
+def _worker_loop(t_r: int, r_w: int) -> None:  # pragma: no cover - runs in the child
+    import pickle
+    import signal
+    import traceback
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends a worker quietly; the parent reports it
+    code = 0
+    try:
+        while True:
+            task = _read_message(t_r)
+            if task is None:
+                break
+            kind, arg = task
+            try:
+                answer = ("ok", _prefilter(arg) if kind == "pre" else _process(arg))
+            except Exception:  # noqa: BLE001 - the parent turns it into a finding for that file
+                answer = ("error", traceback.format_exc(limit=3).strip().splitlines()[-1])
+            data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+            view = memoryview(len(data).to_bytes(8, "little") + data)
+            while view:
+                view = view[os.write(r_w, view):]
+    except BaseException:  # noqa: BLE001
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome) -> None:
+    """Prefilter and process with forked workers.
+
+    Prefilter chunks go out as the walk produces them (at most two outstanding per
+    worker); a worker with nothing outstanding and no chunk waiting gets the largest
+    hit found so far.  A worker that dies loses nothing: its chunks go to the others (or
+    are read here), and a file it was parsing is reported as an internal error.
+    """
+    pool = _ForkPool(jobs, settings)
+    chunks: list = []  # prefilter chunks not yet sent
+    hits: list = []  # (size, pair), ascending: the largest is taken first
+    walk = _chunks(pairs, CHUNK)
+    walking = True
+
+    def found(pes) -> None:
+        on_hits(len(pes))
+        hits.extend((_size(pe[0]), pe) for pe in pes)
+        hits.sort(key=lambda x: x[0])
+
+    def answered(task, msg, lost) -> None:
+        kind, arg = task
+        if msg is None:
+            for kind2, arg2 in [task, *lost]:
+                if kind2 == "pre":
+                    chunks.append(arg2)
+                else:
+                    on_outcome(_crash_outcome(arg2[0], "a worker process ended while checking this file"))
+            return
+        status, value = msg
+        if kind == "pre":
+            found(value if status == "ok" else _prefilter(arg))
+        else:
+            on_outcome(value if status == "ok" else _crash_outcome(arg[0], value))
+
+    try:
+        while True:
+            if walking and len(chunks) < len(pool.workers):
+                nxt = next(walk, None)
+                if nxt is None:
+                    walking = False
+                else:
+                    chunks.append(nxt)
+            if not pool.workers:  # every worker died: finish in this process
+                for c in [*chunks, *walk]:
+                    found(_prefilter(c))
+                for _, pe in reversed(hits):
+                    on_outcome(process_file(pe[0], settings, pe[1]))
+                return
+            for w in pool.workers:
+                while len(w.tasks) < 2 and chunks:
+                    pool.send(w, ("pre", chunks.pop(0)))
+            for w in pool.workers:
+                if not w.tasks and hits:
+                    pool.send(w, ("file", hits.pop()[1]))
+            if not any(w.tasks for w in pool.workers):
+                if not walking and not chunks and not hits:
+                    return
+                continue
+            # while walking, only pick up answers that are already there
+            got = pool.wait(0 if walking and len(chunks) < len(pool.workers) else None)
+            if got is not None:
+                answered(*got)
+    finally:
+        pool.close()
+
+
+def _run_executor(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome) -> None:
+    """The same work with a ``ProcessPoolExecutor`` (where ``os.fork`` does not exist)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(settings,)) as pool:
+        hits = []
+        for batch in pool.map(_prefilter, _chunks(pairs, CHUNK)):
+            on_hits(len(batch))
+            hits.extend(batch)
+        hits.sort(key=lambda pe: -_size(pe[0]))
+        for o in pool.map(_process, hits):
+            on_outcome(o)
+
+
 PROGRESS_MIN_FILES = 8
-CHUNK = 64  # paths per task sent to a worker
+
+
+class _Progress:
+    """A rich progress bar on stderr for long runs (only on a terminal), over the files parsed."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled and sys.stderr.isatty()
+        self.total = 0
+        self.done = 0
+        self.bar = None
+        self.task = None
+
+    def hits(self, n: int) -> None:
+        self.total += n
+        if self.bar is None and self.enabled and self.total >= PROGRESS_MIN_FILES:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn("cpasync-migrate"), BarColumn(), MofNCompleteColumn(),
+                                TimeElapsedColumn(), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("files", total=self.total, completed=self.done)
+        elif self.bar is not None:
+            self.bar.update(self.task, total=self.total)
+
+    def advance(self) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update(self.task, completed=self.done)
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
 
 
 @contextmanager
-def _progress(total: int, enabled: bool):
-    """A rich progress bar on stderr for long runs (only on a terminal); yields ``advance()``."""
-    if not enabled or total < PROGRESS_MIN_FILES or not sys.stderr.isatty():
-        yield lambda: None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn("cpasync-migrate"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  transient=True) as p:
-        task = p.add_task("files", total=total)
-        yield lambda: p.advance(task)
+def _progress(enabled: bool):
+    p = _Progress(enabled)
+    try:
+        yield p
+    finally:
+        p.stop()
 
 
 def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 1, respect_gitignore=True,
               since: Optional[str] = None, verbose=False, quiet=False,
-              show_progress: bool = False) -> tuple[list[FileOutcome], int]:
+              show_progress: bool = False, pool: Optional[str] = None) -> tuple[list[FileOutcome], int]:
+    """Every file's outcome (sorted by path) and the number of files in scope.
+
+    ``pool`` picks how ``jobs > 1`` runs: "fork" or "executor" (default: fork where it exists).
+    """
     since_set = changed_since(since, paths) if since else None
     outcomes: list[FileOutcome] = []
     scanned = 0
@@ -148,29 +493,23 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
             scanned += 1
             yield pe
 
-    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(settings,)) if jobs > 1 else None
-    try:
-        if pool is not None:
-            # Paths stream to the pool as the walk finds them: workers read and prefilter in chunks
-            # (reading overlaps the walk; only hits come back), then parse the hits, largest first,
-            # one file per task so the workers stay balanced.
-            hits = [pe for batch in pool.map(_prefilter, _chunks(pairs(), CHUNK)) for pe in batch]
-            hits.sort(key=lambda pe: -_size(pe[0]))
-            results = pool.map(_process, hits)
+    with _progress(show_progress and not quiet) as progress:
+        def on_outcome(o) -> None:
+            if o is not None:
+                outcomes.append(o)
+            progress.advance()
+
+        if jobs <= 1:
+            for chunk in _chunks(pairs(), CHUNK):
+                for pe in _prefilter(chunk):
+                    progress.hits(1)
+                    on_outcome(process_file(pe[0], settings, pe[1]))
+        elif (pool or ("fork" if hasattr(os, "fork") else "executor")) == "fork":
+            _run_forked(pairs(), jobs, settings, progress.hits, on_outcome)
         else:
-            hits = [pe for pe in pairs() if _worth_parsing(*pe)]
-            results = (process_file(p, settings, e) for p, e in hits)
-        with _progress(len(hits), show_progress and not quiet) as advance:
-            for o in results:
-                if o is not None:
-                    outcomes.append(o)
-                advance()
-    finally:
-        if pool is not None:
-            pool.shutdown()
+            _run_executor(pairs(), jobs, settings, progress.hits, on_outcome)
     if verbose:
-        for o in outcomes:
+        for o in sorted(outcomes, key=lambda o: o.path):
             print(f"processed {o.path}", file=sys.stderr)
     outcomes.sort(key=lambda o: o.path)
     return outcomes, scanned
-

@@ -1,5 +1,6 @@
 """CI ergonomics: configuration, --since, -j, --quiet/--verbose, --verify through the CLI."""
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -169,14 +170,87 @@ def test_default_target_follows_installed_tilelang(tmp_path):
     assert json.loads(r.stdout)["target"]["reason"].startswith("no TileLang installed")
 
 
-def test_prefilter_finds_the_name_across_read_blocks(tmp_path, monkeypatch):
+@pytest.mark.parametrize("use_mmap", [True, False])
+def test_prefilter_finds_the_name_across_read_blocks(tmp_path, monkeypatch, use_mmap):
     from cpasync_migrate import runner
 
     monkeypatch.setattr(runner, "_BLOCK", 8)
+    monkeypatch.setattr(runner, "_MMAP", use_mmap)
     f = tmp_path / "k.py"
-    for pad in range(12):
+    for pad in range(40):
         f.write_text("x" * pad + "ptx_cp_async(")
-        assert runner._worth_parsing(str(f), False)
-    f.write_text("x" * 40 + "ptx_cp_asyn" + "c" * 0)
-    assert not runner._worth_parsing(str(f), False)
+        assert runner._worth_parsing(str(f), False), pad
+    for size in range(30):
+        f.write_text("x" * size + "ptx_cp_asyn" + "y" * size)
+        assert not runner._worth_parsing(str(f), False)
     assert runner._worth_parsing(str(tmp_path / "missing.py"), False), "unreadable files go on to the reader"
+
+
+@pytest.mark.parametrize("use_mmap", [True, False])
+def test_prefilter_on_files_larger_than_a_block(tmp_path, monkeypatch, use_mmap):
+    from cpasync_migrate import runner
+
+    monkeypatch.setattr(runner, "_MMAP", use_mmap)
+    block = runner._BLOCK
+    f = tmp_path / "big.h"
+    name = b"ptx_cp_async"
+    for at in (block - 5, block, 3 * block - 1, 3 * block + 100):
+        f.write_bytes(b"x" * at + name + b"y" * 50)
+        assert runner._worth_parsing(str(f), False), at
+    f.write_bytes(b"x" * (3 * block) + name[:-1])
+    assert not runner._worth_parsing(str(f), False)
+
+
+def _pool_tree(tmp_path: Path) -> Path:
+    """Fixture inputs (every C++ one, every third Python one) plus files without the name, in one tree."""
+    tree = tmp_path / "tree"
+    for lang, step in (("python", 3), ("cpp", 1)):
+        for f in sorted((FIXTURES / lang).glob("*.in.*"))[::step]:
+            dest = tree / lang / f.name.replace(".in.", ".")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(f.read_bytes())
+    for i in range(300):  # enough files for several prefilter chunks
+        write(tree / "other" / f"m{i % 7}" / f"f{i}.py", f"x = {i}\n")
+    return tree
+
+
+def _summary(outcomes):
+    return [(o.path, o.error, [(f.line, f.column, f.code, f.status, f.message) for f in o.findings])
+            for o in outcomes]
+
+
+def test_serial_forked_and_executor_runs_agree(tmp_path, monkeypatch):
+    from cpasync_migrate import runner
+    from cpasync_migrate.engine import RunSettings
+
+    monkeypatch.setattr(runner, "CHUNK", 16)
+    tree = _pool_tree(tmp_path)
+    settings = RunSettings(mode="check")
+    serial, n1 = runner.run_files([str(tree)], settings, jobs=1)
+    forked, n2 = runner.run_files([str(tree)], settings, jobs=3, pool="fork")
+    pooled, n3 = runner.run_files([str(tree)], settings, jobs=2, pool="executor")
+    assert n1 == n2 == n3 > 300
+    assert len(serial) > 20 and any(o.findings for o in serial)
+    assert _summary(serial) == _summary(forked) == _summary(pooled)
+
+
+def test_a_worker_that_dies_loses_no_other_file(tmp_path, monkeypatch):
+    from cpasync_migrate import runner
+    from cpasync_migrate.engine import RunSettings, process_file
+
+    tree = _pool_tree(tmp_path)
+    settings = RunSettings(mode="check")
+    expected, _ = runner.run_files([str(tree)], settings, jobs=1)
+    victim = next(o.path for o in expected if o.path.endswith(".py") and o.findings)
+
+    def process(pe):
+        if pe[0] == victim:
+            os._exit(3)  # the worker process ends in the middle of a file
+        return process_file(pe[0], runner._SETTINGS, pe[1])
+
+    monkeypatch.setattr(runner, "_process", process)
+    got, _ = runner.run_files([str(tree)], settings, jobs=2, pool="fork")
+    lost = [o for o in got if o.path == victim]
+    assert len(lost) == 1 and "worker process ended" in lost[0].error
+    assert [f.code for f in lost[0].findings] == ["CPA900"]
+    assert _summary([o for o in got if o.path != victim]) == _summary([o for o in expected if o.path != victim])

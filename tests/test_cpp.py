@@ -317,7 +317,7 @@ Stmt F(const Buffer& s, const Buffer& g) {
 
 # -- the relevance gate --------------------------------------------------------
 # The analyzer skips if statements and calls that cannot hold an Op node (see
-# CppAnalyzer._relevance).  The gate must never change a result: each case is
+# CppAnalyzer._hot_ranges).  The gate must never change a result: each case is
 # analysed with the gate and without it, and the two must agree exactly.
 
 GATE_CASES = {

@@ -49,6 +49,33 @@ EXTRA = [
         from tvm.script import tir as T
         T.ptx_cp_async(T.tvm_access_ptr(T.type_annotation("float16"), a, 0, 8, 2), b, 16)
         '''),
+    # a definition named like the intrinsic; calls in a decorator and in a decorated class's body
+    textwrap.dedent('''\
+        from tvm.script import tir as T
+
+        def ptx_cp_async(*args):
+            return T.ptx_cp_async("float16", 1, 2, 3, 4, 16)
+
+        @register(T.ptx_cp_async("float16", 1, 2, 3, 4, 16))
+        class C:
+            @staticmethod
+            async def  ptx_cp_async(x):
+                pass
+            y = T.ptx_cp_async("float16", 1, 2, 3, 4, 16)
+        '''),
+    # names bound by match patterns rebind T
+    textwrap.dedent('''\
+        from tvm.script import tir as T
+        match x:
+            case [*T]:
+                T.ptx_cp_async("float16", 1, 2, 3, 4, 16)
+        '''),
+    textwrap.dedent('''\
+        from tvm.script import tir as T
+        match x:
+            case {**T}:
+                T.ptx_cp_async("float16", 1, 2, 3, 4, 16)
+        '''),
 ]
 
 
@@ -70,3 +97,25 @@ def test_nested_import_is_left_to_libcst():
     text = "def f(a):\n    from tvm.script import tir as T\n    T.ptx_cp_async('float16', a, 0, a, 0, 16)\n"
     assert pyfe._fast(text, "x.py", OPTS) is None
     assert [f.code for f in pyfe.analyze(text, "x.py", OPTS).findings] == ["CPA003"]
+
+
+@pytest.mark.parametrize("text, may_call", [
+    ("def ptx_cp_async(a):\n    return 1\n", False),
+    ("async def \\\n  ptx_cp_async (a): pass\n", False),
+    ("class K:\n    def ptx_cp_async(self): ...\n", False),
+    ("s = 'tir.ptx_cp_async'\n", False),
+    ("x = undef ptx_cp_async(1)\n", True),  # not the keyword
+    ("obj.def ptx_cp_async(1)\n", True),
+    ("def f():\n    return ptx_cp_async(1)\n", True),
+    ("def ptx_cp_async(a): pass\nT.ptx_cp_async(1)\n", True),
+    ("from tilelang.language import ptx_cp_async as cp\n", True),
+])
+def test_call_text_gate(text, may_call):
+    """Files without call-shaped text are decided without parsing; a definition's header is no call."""
+    assert pyfe._may_call(text) is may_call
+
+
+def test_enclosing_names_come_from_definitions_around_the_call():
+    quick = pyfe._fast(EXTRA[5], "x.py", OPTS)
+    assert quick is not None
+    assert [(f.line, f.function) for f in quick.findings] == [(4, "ptx_cp_async"), (6, "C"), (11, "C")]

@@ -53,7 +53,7 @@ class _Site:
 
 
 class CppAnalyzer:
-    gate = True  # skip nodes that cannot be sites (see _relevance); tests compare both settings
+    gate = True  # look for consumers and constructions only in _hot_ranges; tests compare both settings
 
     def __init__(self, text: str, path: str, options: FrontEndOptions):
         self.text = text
@@ -127,9 +127,13 @@ class CppAnalyzer:
         if key not in self._op_vars:
             found = {}
             body = fn.child_by_field_name("body")
-            for n in walk(body) if body is not None else ():
-                if n.type != "declaration":
-                    continue
+            lo, hi = (body.start_byte, body.end_byte) if body is not None else (0, 0)
+            # An Op variable's initialiser names the op: a body without the name declares none.
+            name_in_body = body is not None and self.src.data.find(self.r.op_name.encode(), lo, hi) != -1
+            decls = nodes_of_types(body, ("declaration",), [(lo, hi)]) if name_in_body else []
+            for n in decls:
+                if n.start_byte < lo or n.end_byte > hi:
+                    continue  # around the body, not in it
                 ty = n.child_by_field_name("type")
                 quals = "".join(self.t(c) for c in n.children if c.type == "type_qualifier")
                 for d in n.children_by_field_name("declarator"):
@@ -184,27 +188,25 @@ class CppAnalyzer:
         err = self._whole_file_error()
         if err is not None:
             return err
-        ifs, calls, fdecls, macros = [], [], [], []
-        for n in nodes_of_types(self.src.root, ("if_statement", "call_expression", "function_declarator",
-                                                "preproc_function_def", "preproc_def", "function_definition")):
+        fdecls, macros = [], []
+        for n in nodes_of_types(self.src.root, ("function_definition", "function_declarator",
+                                                "preproc_function_def", "preproc_def")):
             t = n.type
             if t == "function_definition":
                 self._fns.append(n)
                 self._fn_starts.append(n.start_byte)
-            elif t == "if_statement":
-                ifs.append(n)
-            elif t == "call_expression":
-                calls.append(n)
             elif t == "function_declarator":
                 fdecls.append(n)
             else:
                 macros.append(n)
-        relevant = self._relevance() if self.gate else (lambda node: True)
+        ifs, calls = [], []
+        for n in nodes_of_types(self.src.root, ("if_statement", "call_expression"),
+                                self._hot_ranges() if self.gate else None):
+            (ifs if n.type == "if_statement" else calls).append(n)
         for s in ifs:
-            if relevant(s):
-                self._consumer(s)
+            self._consumer(s)
         for c in calls:
-            if relevant(c) and not self.in_dead(c):
+            if not self.in_dead(c):
                 self._construction(c)
         for f in fdecls:
             self._helper(f)
@@ -212,12 +214,13 @@ class CppAnalyzer:
             self._macro(m)
         return Analysis(findings=self._finish())
 
-    def _relevance(self):
-        """A test that is true of every if statement and call that can be a consumer or a construction.
+    def _hot_ranges(self) -> list[tuple[int, int]]:
+        """Byte ranges outside which no if statement or call can be a consumer or a construction.
 
         Both need an Op node: a call spelled with the op's name inside the node itself, or a
-        local Op variable of the enclosing function, whose initialiser names the op. So a node
-        can matter only when it contains the name or lies in a top-level function that does.
+        local Op variable of the enclosing function, whose initialiser names the op.  So a node
+        can matter only when it contains the name or lies in a top-level function that does:
+        the ranges are those functions, and each occurrence of the name outside every function.
         (Only the outermost function is known to hold the name; the analysis itself decides.)
         """
         data, name = self.src.data, self.r.op_name.encode()
@@ -226,7 +229,7 @@ class CppAnalyzer:
         while i != -1:
             occ.append(i)
             i = data.find(name, i + 1)
-        hot_starts, hot_ends = [], []
+        ranges = []
         end = -1
         for f in self._fns:  # document order: a nested definition starts inside its outer one
             if f.start_byte < end:
@@ -234,19 +237,13 @@ class CppAnalyzer:
             end = f.end_byte
             j = bisect.bisect_left(occ, f.start_byte)
             if j < len(occ) and occ[j] + len(name) <= end:
-                hot_starts.append(f.start_byte)
-                hot_ends.append(end)
-        n = len(name)
-
-        def relevant(node) -> bool:
-            lo, hi = node.start_byte, node.end_byte
-            k = bisect.bisect_right(hot_starts, lo) - 1
-            if k >= 0 and hi <= hot_ends[k]:
-                return True
-            j = bisect.bisect_left(occ, lo)
-            return j < len(occ) and occ[j] + n <= hi
-
-        return relevant
+                ranges.append((f.start_byte, end))
+        loose = []
+        for o in occ:
+            k = bisect.bisect_right(ranges, (o, len(data) + 1)) - 1
+            if k < 0 or not (ranges[k][0] <= o and o + len(name) <= ranges[k][1]):
+                loose.append((o, o + len(name)))
+        return sorted(ranges + loose)
 
     def _whole_file_error(self) -> Optional[Analysis]:
         if "\x00" in self.text:

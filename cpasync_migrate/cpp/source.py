@@ -7,19 +7,52 @@ converts between them.
 from __future__ import annotations
 
 import bisect
+import os
 from collections import OrderedDict
 from functools import lru_cache
 from typing import Iterator, Optional
 
 import tree_sitter
-import tree_sitter_cpp
 
 from ..findings import line_starts, offset_to_linecol
 
 
 @lru_cache(maxsize=1)
 def _language() -> tree_sitter.Language:
-    return tree_sitter.Language(tree_sitter_cpp.language())
+    return tree_sitter.Language(_cpp_language_pointer())
+
+
+def _cpp_language_pointer():
+    """``tree_sitter_cpp.language()``.
+
+    The package's ``__init__`` imports ``importlib.resources`` (and through it ``tempfile``,
+    ``shutil``, ``zipfile`` ...) only to serve its bundled query files, which this tool does
+    not use: a third of the front end's start-up in every worker.  So the compiled binding is
+    loaded from the package's folder directly; anything unusual falls back to the import.
+    """
+    import sys
+
+    mod = sys.modules.get("tree_sitter_cpp")
+    if mod is None:
+        try:
+            import importlib.machinery
+            import importlib.util
+
+            spec = importlib.util.find_spec("tree_sitter_cpp")
+            for folder in (spec.submodule_search_locations or []) if spec else []:
+                for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+                    path = os.path.join(folder, "_binding" + suffix)
+                    if os.path.isfile(path):
+                        loader = importlib.machinery.ExtensionFileLoader("tree_sitter_cpp._binding", path)
+                        binding = importlib.util.module_from_spec(
+                            importlib.util.spec_from_file_location("tree_sitter_cpp._binding", path, loader=loader))
+                        loader.exec_module(binding)
+                        return binding.language()
+        except Exception:  # noqa: BLE001 - any surprise: the plain import below
+            pass
+    import tree_sitter_cpp
+
+    return tree_sitter_cpp.language()
 
 
 def parser() -> tree_sitter.Parser:
@@ -94,16 +127,29 @@ class Source:
         return "".join(ch if ch == "\t" else " " for ch in prefix)
 
 
-_KIND_QUERY = None
+_KIND_QUERIES: dict = {}
 
 
-def nodes_of_types(root, types: tuple[str, ...]) -> list:
-    """Nodes of the given types below ``root``, in document order (a tree-sitter query: the walk runs in C)."""
-    global _KIND_QUERY
-    if _KIND_QUERY is None or _KIND_QUERY[0] != types:
-        src = " ".join(f"({t}) @n" for t in types)
-        _KIND_QUERY = (types, tree_sitter.Query(_language(), src))
-    found = tree_sitter.QueryCursor(_KIND_QUERY[1]).captures(root).get("n", [])
+def nodes_of_types(root, types: tuple[str, ...], ranges: Optional[list[tuple[int, int]]] = None) -> list:
+    """Nodes of the given types below ``root``, in document order (a tree-sitter query: the walk runs in C).
+
+    With ``ranges`` (byte ranges), only the nodes that overlap one of them: those inside it
+    and those around it.
+    """
+    query = _KIND_QUERIES.get(types)
+    if query is None:
+        src = "[" + " ".join(f"({t})" for t in types) + "] @n"  # one pattern: compiles faster than several
+        query = _KIND_QUERIES[types] = tree_sitter.Query(_language(), src)
+    if ranges is None:
+        found = tree_sitter.QueryCursor(query).captures(root).get("n", [])
+    else:
+        seen: dict = {}
+        for lo, hi in ranges:
+            cursor = tree_sitter.QueryCursor(query)
+            cursor.set_byte_range(lo, hi)
+            for n in cursor.captures(root).get("n", []):
+                seen[n.id] = n
+        found = list(seen.values())
     return sorted(found, key=lambda n: (n.start_byte, -n.end_byte))
 
 

@@ -57,16 +57,48 @@ class _Undecided(Exception):
     """The ast pass cannot answer exactly; libcst decides."""
 
 
-def _bindings(tree: ast.Module):
-    """Module-level import bindings, and every name bound anywhere else (nested imports included)."""
+_TYPE_PARAMS = tuple(getattr(ast, n) for n in ("TypeVar", "ParamSpec", "TypeVarTuple") if hasattr(ast, n))
+
+
+def _scan(tree: ast.Module):
+    """One walk over the tree: the candidate calls, the definitions, and the bindings.
+
+    Returns (calls, defs, imports, other, nested): calls whose callee is ``<expr>.ptx_cp_async``
+    or a name ``ptx_cp_async`` is bound to by ``from ... import ptx_cp_async as NAME``;
+    function and class definitions; module-level import bindings; every name bound anywhere
+    else; names bound by imports below module level.
+    """
     imports: dict[str, list[str]] = {}
     other: set[str] = set()
     nested: set[str] = set()
+    alias_names = {INTRINSIC}
+    calls, defs = [], []
     top = set(id(s) for s in tree.body)
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
+    AST, Call, Attribute, Name, Store, Del = ast.AST, ast.Call, ast.Attribute, ast.Name, ast.Store, ast.Del
+    Import, ImportFrom, Defs = ast.Import, ast.ImportFrom, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    stack = [tree]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node = pop()
+        for field in node._fields:
+            v = getattr(node, field, None)
+            if isinstance(v, list):
+                for x in v:
+                    if isinstance(x, AST):
+                        push(x)
+            elif isinstance(v, AST):
+                push(v)
+        t = type(node)
+        if t is Call:
+            calls.append(node)
+        elif t is Name:
+            if isinstance(node.ctx, (Store, Del)):
+                other.add(node.id)
+        elif t is Attribute:
+            pass
+        elif t is Import or t is ImportFrom:
             names = []
-            if isinstance(node, ast.Import):
+            if t is Import:
                 for a in node.names:
                     if a.asname:
                         names.append((a.asname, a.name))
@@ -74,34 +106,44 @@ def _bindings(tree: ast.Module):
                         head = a.name.split(".")[0]
                         names.append((head, head))
             else:
+                for a in node.names:
+                    if a.name == INTRINSIC and a.asname:
+                        alias_names.add(a.asname)
                 if node.level or node.module is None:
                     for a in node.names:
                         other.add(a.asname or a.name)
                     continue
                 for a in node.names:
                     if a.name == "*":
-                        raise _Undecided
+                        names.append(("*", "*"))
+                        continue
                     names.append((a.asname or a.name, f"{node.module}.{a.name}"))
             for bound, target in names:
                 if id(node) in top:
                     imports.setdefault(bound, []).append(target)
                 else:
                     nested.add(bound)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            other.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        elif t in Defs:
             other.add(node.name)
-        elif isinstance(node, ast.arg):
+            defs.append(node)
+        elif t is ast.arg:
             other.add(node.arg)
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+        elif t is ast.Global or t is ast.Nonlocal:
             other.update(node.names)
-        elif isinstance(node, ast.alias):
-            pass
-        elif isinstance(node, ast.ExceptHandler) and node.name:
+        elif t is ast.ExceptHandler:
+            if node.name:
+                other.add(node.name)
+        elif t is ast.MatchAs or t is ast.MatchStar:
+            if node.name:
+                other.add(node.name)
+        elif t is ast.MatchMapping:
+            if node.rest:
+                other.add(node.rest)
+        elif t in _TYPE_PARAMS:
             other.add(node.name)
-        elif isinstance(node, ast.MatchAs) and node.name:
-            other.add(node.name)
-    return imports, other, nested
+    calls = [c for c in calls if (isinstance(c.func, Attribute) and c.func.attr == INTRINSIC) or (
+        isinstance(c.func, Name) and c.func.id in alias_names)]
+    return calls, defs, imports, other, nested
 
 
 def _qualify(func: ast.expr, imports, other, nested) -> Optional[str]:
@@ -121,49 +163,54 @@ def _qualify(func: ast.expr, imports, other, nested) -> Optional[str]:
     return ".".join([imports[root][0]] + list(reversed(parts)))
 
 
-def _enclosing(parents: dict, node) -> Optional[str]:
-    names = []
-    cur = parents.get(id(node))
-    while cur is not None:
-        if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.append(cur.name)
-        cur = parents.get(id(cur))
-    return ".".join(reversed(names)) or None
+def _enclosing(defs: list, node) -> Optional[str]:
+    """Dotted names of the function and class definitions around ``node`` (its ancestors in the tree).
+
+    A definition's extent starts at its first decorator; extents of AST nodes nest, so the
+    definitions whose extent holds the node's are exactly its ancestors.
+    """
+    pos, end = (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
+    around = []
+    for d in defs:
+        start = min([(d.lineno, d.col_offset)] + [(x.lineno, x.col_offset) for x in d.decorator_list])
+        if start <= pos and end <= (d.end_lineno, d.end_col_offset):
+            around.append((start, d.name))
+    return ".".join(name for _, name in sorted(around)) or None
 
 
 # A call of the intrinsic needs its name followed by "(" (whitespace, comments and line
 # continuations may sit between), or a name imported "as" an alias.  Without either, no call
-# can resolve to it: the file has no findings, decided without parsing.
+# can resolve to it: the file has no findings, decided without parsing.  A name followed by
+# "(" right after the keyword "def" is a definition's header, never a call.
 _CALL_TEXT = re.compile(r"ptx_cp_async(?:\s|\\|#[^\n]*)*\(|ptx_cp_async(?:\s|\\)+as(?:\s|\\)")
+_DEF_BEFORE = re.compile(r"(?:^|[^\w.])def(?:\s|\\)+$")
+
+
+def _may_call(text: str) -> bool:
+    for m in _CALL_TEXT.finditer(text):
+        if m.group().endswith("(") and _DEF_BEFORE.search(text, max(0, m.start() - 64), m.start()):
+            continue
+        return True
+    return False
 
 
 def _fast(text: str, path: str, options: FrontEndOptions) -> Optional[Analysis]:
     """Findings from the ast pass, or None when libcst must decide."""
-    if not _CALL_TEXT.search(text):
+    if not _may_call(text):
         return Analysis([])
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
-    alias_names = {INTRINSIC}
-    calls = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            for a in node.names:
-                if a.name == INTRINSIC and a.asname:
-                    alias_names.add(a.asname)
-        elif isinstance(node, ast.Call):
-            f = node.func
-            if (isinstance(f, ast.Attribute) and f.attr == INTRINSIC) or (
-                    isinstance(f, ast.Name) and f.id in alias_names):
-                calls.append(node)
+    calls, defs, imports, other, nested = _scan(tree)
     if not calls:
         return Analysis([])
     rules = options.rules
     tl = set(rules.tilelang_modules)
     tvm = set(rules.tvm_modules)
+    if "*" in imports or "*" in nested:
+        return None  # a star import may bind any name: libcst decides
     try:
-        imports, other, nested = _bindings(tree)
         picked = []
         for c in calls:
             q = _qualify(c.func, imports, other, nested)
@@ -184,10 +231,6 @@ def _fast(text: str, path: str, options: FrontEndOptions) -> Optional[Analysis]:
             picked.append(c)
     except _Undecided:
         return None
-    parents = {}
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            parents[id(child)] = node
     lines = text.splitlines(True)
     out = []
     for c in picked:
@@ -196,7 +239,7 @@ def _fast(text: str, path: str, options: FrontEndOptions) -> Optional[Analysis]:
         col = len(first.encode("utf-8")[: c.col_offset].decode("utf-8", "replace")) + 1
         end_col = len(last.encode("utf-8")[: c.end_col_offset].decode("utf-8", "replace")) + 1
         f = Finding(path=path, line=c.lineno, column=col, end_line=c.end_lineno, end_column=end_col,
-                    code="CPA003", message=TVM_MESSAGE, function=_enclosing(parents, c))
+                    code="CPA003", message=TVM_MESSAGE, function=_enclosing(defs, c))
         if SUPPRESS_RE.search(first):
             f.status = Status.SUPPRESSED
         out.append(f)
