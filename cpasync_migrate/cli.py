@@ -61,6 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-gitignore", action="store_true", help="do not honour .gitignore files")
     p.add_argument("--since", metavar="REV", help="only files changed since git revision REV")
     p.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: all cores)")
+    p.add_argument("--no-cache", dest="cache", action="store_false", default=None,
+                   help="do not read or write the results cache")
+    p.add_argument("--cache-dir", metavar="DIR", help="results cache folder (default: $CPASYNC_MIGRATE_CACHE_DIR, "
+                   "else ~/.cache/cpasync-migrate/results)")
     p.add_argument("--config", metavar="PYPROJECT", help="read [tool.cpasync-migrate] from this file")
     p.add_argument("--isolated", action="store_true", help="ignore configuration files")
     p.add_argument("--verify", action="store_true", help="prove each rewritten kernel equivalent to the original")
@@ -223,11 +227,20 @@ def run(args) -> int:
     device = args.device
     if args.verify and device == "auto":
         device = "gpu" if _gpu_available() else "cpu"
+    cache_dir = None
+    if (args.cache if args.cache is not None else cfg.get("cache", True)):
+        from .cache import default_dir
+
+        cache_dir = args.cache_dir or cfg.get("cache-dir") or default_dir()
     settings = RunSettings(
         mode=mode, unsafe_fixes=unsafe, target=target_info["generation"], source=src_gen.name, style=style,
         migrate_tvm=migrate_tvm, verify=args.verify, device=device, require_proof=args.require_proof,
-        binds=binds, emit_cuda=args.emit_cuda,
+        binds=binds, emit_cuda=args.emit_cuda, cache_dir=cache_dir,
     )
+    if cache_dir:
+        from .cache import prepare
+
+        prepare(settings)
     from .runner import run_files
 
     outcomes, scanned = run_files(args.paths, settings, excludes=excludes, jobs=jobs,

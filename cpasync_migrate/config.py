@@ -14,6 +14,8 @@ KEYS = {
     "unsafe-fixes": bool,
     "jobs": int,
     "migrate-tvm": bool,
+    "cache": bool,
+    "cache-dir": str,
 }
 
 

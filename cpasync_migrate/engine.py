@@ -32,6 +32,7 @@ class RunSettings:
     require_proof: bool = False
     binds: dict = field(default_factory=dict)
     emit_cuda: Optional[str] = None
+    cache_dir: Optional[str] = None  # where analyses are remembered (None: no cache)
 
 
 def language_of(path: str) -> Optional[str]:
@@ -99,7 +100,16 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False) -> Op
         return _error_outcome(path, language, e.message, e.line)
     text = src.text
     fe = front_end(language)
-    analysis = fe.analyze(text, path, front_end_options(settings))
+    analysis = ck = None
+    if settings.cache_dir:
+        from . import cache
+
+        ck = cache.key(settings, path, language, raw)
+        analysis = cache.load_analysis(settings.cache_dir, ck, path)
+    if analysis is None:
+        analysis = fe.analyze(text, path, front_end_options(settings))
+        if ck is not None:
+            cache.store_analysis(settings.cache_dir, ck, analysis)
     if analysis.error:
         return _error_outcome(path, language, analysis.error, analysis.error_line, text, analysis.error_column)
     outcome = FileOutcome(path=path, language=language, findings=analysis.findings, old_text=text)
@@ -123,7 +133,7 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False) -> Op
             new_text = apply_edits(text, chosen)
         except ValueError as e:
             return _error_outcome(path, language, f"internal error: {e}; file left unchanged")
-        problem = fe.reparse_problem(text, new_text)
+        problem = _reparse_problem(fe, settings, path, language, raw, text, new_text)
         if problem:
             for f in outcome.findings:
                 if f.status is Status.REWRITTEN:
@@ -152,6 +162,22 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False) -> Op
                     f.status = Status.MANUAL
                     f.message += f" [not written: {outcome.error}]"
     return outcome
+
+
+def _reparse_problem(fe, settings: RunSettings, path, language, raw: bytes, text: str, new_text: str):
+    """The front end's re-parse check of a rewrite; remembered in the cache except in write mode,
+    where the text about to be written is always parsed."""
+    if not settings.cache_dir or settings.mode == "write":
+        return fe.reparse_problem(text, new_text)
+    from . import cache
+
+    new_raw = new_text.encode("utf-8", "surrogatepass")
+    k = cache.key(settings, path, language, len(raw).to_bytes(8, "little") + raw + new_raw, kind="reparse")
+    found, problem = cache.load_text(settings.cache_dir, k)
+    if not found:
+        problem = fe.reparse_problem(text, new_text)
+        cache.store_text(settings.cache_dir, k, problem)
+    return problem
 
 
 def _describe_fix(text: str, f: Finding, starts: list[int]) -> None:

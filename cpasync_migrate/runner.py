@@ -187,6 +187,7 @@ def _chunks(pairs, size: int):
 
 
 CHUNK = 128  # paths per prefilter task
+DEPTH = 8  # prefilter tasks outstanding per worker: a worker never waits for the parent to be scheduled
 
 
 def _crash_outcome(path: str, why: str) -> FileOutcome:
@@ -387,7 +388,7 @@ def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome) ->
 
     try:
         while True:
-            if walking and len(chunks) < len(pool.workers):
+            if walking and len(chunks) < DEPTH * len(pool.workers):
                 nxt = next(walk, None)
                 if nxt is None:
                     walking = False
@@ -400,7 +401,7 @@ def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome) ->
                     on_outcome(process_file(pe[0], settings, pe[1]))
                 return
             for w in pool.workers:
-                while len(w.tasks) < 2 and chunks:
+                while len(w.tasks) < DEPTH and chunks:
                     pool.send(w, ("pre", chunks.pop(0)))
             for w in pool.workers:
                 if not w.tasks and hits:
@@ -410,7 +411,7 @@ def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome) ->
                     return
                 continue
             # while walking, only pick up answers that are already there
-            got = pool.wait(0 if walking and len(chunks) < len(pool.workers) else None)
+            got = pool.wait(0 if walking and len(chunks) < DEPTH * len(pool.workers) else None)
             if got is not None:
                 answered(*got)
     finally:

@@ -10,6 +10,13 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 
 
+@pytest.fixture(autouse=True)
+def _own_results_cache(tmp_path_factory, monkeypatch):
+    """Each test's runs of the tool (in-process or not) share a results cache no other test sees:
+    a test that patches a front end must not be answered from another test's entries."""
+    monkeypatch.setenv("CPASYNC_MIGRATE_CACHE_DIR", str(tmp_path_factory.mktemp("results-cache")))
+
+
 def run_cli(*args, cwd=None, env=None, input=None, text=True):
     """Run the tool the way a user does: a separate process, never in-process."""
     e = dict(os.environ)

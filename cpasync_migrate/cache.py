@@ -1,0 +1,174 @@
+"""Results cache: one file's analysis, remembered under a key of everything it depends on.
+
+A file that contains the intrinsic's name is parsed and analysed; that is most of the cost of
+a run over a large tree.  The analysis is a pure function of the file's bytes, its path, its
+language, the front-end options (target, source generation, style, --migrate-tvm), the rules
+and the tool's own code, so the key is a SHA-256 over all of them: the code and rules are
+hashed file by file (a changed rule or an upgraded tool never reads an old entry), and a
+file's modification time plays no part (a fresh CI checkout with a restored cache hits).
+
+Entries are JSON (never pickle: a cache directory restored in CI must not be able to run
+code), written atomically; an entry that cannot be read or does not have the expected shape
+is a miss.  The cache only ever saves work: the engine still chooses the fixes, applies them
+and, in write mode, re-parses the rewritten text before writing.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Optional
+
+from .findings import Analysis, Applicability, Edit, Finding, Fix, Status
+
+FORMAT = 1
+ENV = "CPASYNC_MIGRATE_CACHE_DIR"
+
+
+def default_dir() -> str:
+    """``$CPASYNC_MIGRATE_CACHE_DIR``, else ``$XDG_CACHE_HOME/cpasync-migrate/results``, else ``~/.cache/...``."""
+    env = os.environ.get(ENV)
+    if env:
+        return env
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "cpasync-migrate", "results")
+
+
+_SALT: dict = {}
+
+
+def _salt(rules_dir: Optional[str]) -> bytes:
+    """Digest of the tool's code, the parsers it uses and the rules in use (once per process).
+
+    The rules are hashed by content; the tool's and the parsers' files by name, size and
+    modification time (as Python itself validates cached bytecode): reinstalling or editing
+    any of them changes the salt, and no file of a large package has to be read.
+    """
+    import hashlib
+    import importlib.util
+    import sys
+
+    from .rules import rules_dir as default_rules
+
+    folder = rules_dir or str(default_rules())
+    if folder not in _SALT:
+        h = hashlib.sha256(f"cpasync-migrate cache {FORMAT}\0{sys.version}\0".encode())
+        package = os.path.dirname(os.path.abspath(__file__))
+        places = [("cpasync_migrate", package, True)]
+        for dep in ("libcst", "tree_sitter", "tree_sitter_cpp"):
+            spec = importlib.util.find_spec(dep)
+            places += [(dep, loc, False) for loc in ((spec.submodule_search_locations or []) if spec else [])]
+        for label, base, deep in places:
+            for root, dirs, names in os.walk(base):
+                dirs[:] = sorted(d for d in dirs if d != "__pycache__") if deep else []
+                for name in sorted(names):
+                    st = os.stat(os.path.join(root, name))
+                    rel = os.path.relpath(os.path.join(root, name), base)
+                    h.update(f"{label}/{rel}:{st.st_size}:{st.st_mtime_ns}\0".encode())
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".toml"):
+                with open(os.path.join(folder, name), "rb") as fh:
+                    data = fh.read()
+                h.update(f"rules/{name}:{len(data)}\0".encode() + data)
+        _SALT[folder] = h.digest()
+    return _SALT[folder]
+
+
+def prepare(settings) -> None:
+    """Compute the salt now (before worker processes are forked, so they inherit it)."""
+    if settings.cache_dir:
+        _salt(settings.rules_dir)
+
+
+def key(settings, path: str, language: str, raw: bytes, kind: str = "analysis") -> str:
+    import hashlib
+
+    h = hashlib.sha256(_salt(settings.rules_dir))
+    opts = (kind, path, language, settings.target, settings.source, settings.style, settings.migrate_tvm)
+    h.update(json.dumps(opts).encode() + b"\0")
+    h.update(raw)
+    return h.hexdigest()
+
+
+def _file(directory: str, k: str) -> str:
+    return os.path.join(directory, k[:2], k[2:] + ".json")
+
+
+def _read(directory: str, k: str):
+    try:
+        with open(_file(directory, k), "rb") as fh:
+            return json.loads(fh.read())
+    except (OSError, ValueError):
+        return None
+
+
+def _write(directory: str, k: str, obj) -> None:
+    """Best effort: a cache that cannot be written only costs time."""
+    target = _file(directory, k)
+    tmp = f"{target}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(obj, fh, separators=(",", ":"))
+        os.replace(tmp, target)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+# ------------------------------------------------------------------ analyses
+
+
+def _finding_dict(f: Finding) -> dict:
+    fix = None
+    if f.fix is not None:
+        fix = {"edits": [[e.start, e.end, e.replacement] for e in f.fix.edits],
+               "applicability": f.fix.applicability.value, "assumptions": list(f.fix.assumptions),
+               "steps": list(f.fix.steps)}
+    return {"line": f.line, "column": f.column, "end_line": f.end_line, "end_column": f.end_column,
+            "code": f.code, "message": f.message, "function": f.function,
+            "status": f.status.value if f.status is not None else None, "legacy_site": f.legacy_site,
+            "severity": f.severity, "fix": fix}
+
+
+def _finding(d: dict, path: str) -> Finding:
+    fx = d["fix"]
+    fix = None
+    if fx is not None:
+        fix = Fix(edits=[Edit(int(a), int(b), str(r)) for a, b, r in fx["edits"]],
+                  applicability=Applicability(fx["applicability"]),
+                  assumptions=[str(a) for a in fx["assumptions"]], steps=[str(s) for s in fx["steps"]])
+    return Finding(path=path, line=int(d["line"]), column=int(d["column"]), end_line=int(d["end_line"]),
+                   end_column=int(d["end_column"]), code=str(d["code"]), message=str(d["message"]), fix=fix,
+                   function=d["function"], status=Status(d["status"]) if d["status"] is not None else None,
+                   legacy_site=bool(d["legacy_site"]), severity=d["severity"])
+
+
+def load_analysis(directory: str, k: str, path: str) -> Optional[Analysis]:
+    d = _read(directory, k)
+    try:
+        if not isinstance(d, dict) or d.get("format") != FORMAT:
+            return None
+        return Analysis(findings=[_finding(f, path) for f in d["findings"]], error=d["error"],
+                        error_line=d["error_line"], error_column=d["error_column"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def store_analysis(directory: str, k: str, a: Analysis) -> None:
+    _write(directory, k, {"format": FORMAT, "findings": [_finding_dict(f) for f in a.findings],
+                          "error": a.error, "error_line": a.error_line, "error_column": a.error_column})
+
+
+def load_text(directory: str, k: str) -> tuple[bool, Optional[str]]:
+    """(found, value) for a remembered string-or-None (the re-parse check of a rewrite)."""
+    d = _read(directory, k)
+    if isinstance(d, dict) and d.get("format") == FORMAT and "value" in d and (
+            d["value"] is None or isinstance(d["value"], str)):
+        return True, d["value"]
+    return False, None
+
+
+def store_text(directory: str, k: str, value: Optional[str]) -> None:
+    _write(directory, k, {"format": FORMAT, "value": value})

@@ -1,0 +1,123 @@
+"""The results cache: a hit gives exactly what the analysis gives, and nothing stale is ever read."""
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, ROOT, run_cli, run_inproc
+
+CASES = ["alias_t_positional", "async_inject", "codegen_branches"]
+
+
+@pytest.fixture
+def tree(tmp_path):
+    t = tmp_path / "tree"
+    for lang in ("python", "cpp"):
+        for f in sorted((FIXTURES / lang).glob("*.in.*")):
+            if f.name.split(".in.")[0] in CASES or lang == "cpp" and len(list(t.glob("cpp/*"))) < 3:
+                dest = t / lang / f.name.replace(".in.", ".")
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_bytes(f.read_bytes())
+    (t / "python" / "plain.py").write_text("x = 1\n")
+    return t
+
+
+def _report(tree, cache_dir, *extra):
+    r = run_inproc("--check", "--format", "json", "-j", "1", "--cache-dir", cache_dir, *extra, ".", cwd=tree)
+    assert r.returncode in (0, 1), r.stderr
+    return json.loads(r.stdout)
+
+
+def _count_analyses(monkeypatch) -> list:
+    """Patch both front ends to record each analysis they are asked for."""
+    from cpasync_migrate import cpp, python
+
+    calls = []
+    for mod in (cpp, python):
+        real = mod.analyze
+
+        def counted(text, path, options, *a, _real=real, **k):
+            calls.append(path)
+            return _real(text, path, options, *a, **k)
+
+        monkeypatch.setattr(mod, "analyze", counted)
+    return calls
+
+
+def test_a_second_run_reads_everything_from_the_cache(tree, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    calls = _count_analyses(monkeypatch)
+    first = _report(tree, cache)
+    analysed = len(calls)
+    assert analysed >= 4 and first["summary"]  # the fixtures have sites
+    entries = list(cache.rglob("*.json"))
+    assert len(entries) >= analysed
+    for e in entries:  # JSON, never pickle
+        assert isinstance(json.loads(e.read_text(encoding="utf-8")), dict)
+    second = _report(tree, cache)
+    assert len(calls) == analysed, "the second run parsed files again"
+    assert second == first
+
+
+def test_a_changed_file_is_analysed_again(tree, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    calls = _count_analyses(monkeypatch)
+    _report(tree, cache)
+    n = len(calls)
+    victim = next((tree / "python").glob("alias_t*.py"))
+    victim.write_text(victim.read_text(encoding="utf-8").replace("T.ptx_cp_async(", "T.ptx_cp_async( "),
+                      encoding="utf-8")
+    again = _report(tree, cache)
+    assert [c.removeprefix("./") for c in calls[n:]] == [str(victim.relative_to(tree))]
+    fresh = _report(tree, tmp_path / "other-cache")
+    assert again == fresh
+
+
+def test_damaged_entries_are_misses(tree, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    first = _report(tree, cache)
+    for e in cache.rglob("*.json"):
+        e.write_text('{"format": 1, "findings": [{"line": "x"}]' if len(e.name) % 2 else "garbage")
+    calls = _count_analyses(monkeypatch)
+    assert _report(tree, cache) == first
+    assert calls, "damaged entries must not be used"
+
+
+def test_other_rules_or_options_do_not_share_entries(tree, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    calls = _count_analyses(monkeypatch)
+    _report(tree, cache)
+    n = len(calls)
+    _report(tree, cache, "--target", "0.1.9")
+    assert len(calls) == 2 * n, "another target reused entries"
+    rules = tmp_path / "rules"
+    shutil.copytree(ROOT / "rules", rules)
+    (rules / "legacy.toml").write_text((rules / "legacy.toml").read_text() + "\n# edited\n")
+    monkeypatch.setenv("CPASYNC_MIGRATE_RULES", str(rules))
+    _report(tree, cache)
+    assert len(calls) == 3 * n, "edited rules reused entries"
+
+
+def test_no_cache_writes_nothing(tree, tmp_path):
+    cache = tmp_path / "cache"
+    r = run_cli("--check", "--no-cache", "--cache-dir", cache, ".", cwd=tree)
+    assert r.returncode == 1
+    assert not cache.exists()
+
+
+def test_write_mode_after_a_cached_check_writes_the_expected_text(tmp_path):
+    t = tmp_path / "w"
+    t.mkdir()
+    for name in ("alias_t_positional.in.py", "async_inject.in.cc"):
+        lang = "python" if name.endswith(".py") else "cpp"
+        (t / name.replace(".in.", ".")).write_bytes((FIXTURES / lang / name).read_bytes())
+    cache = tmp_path / "cache"
+    args = ("--target", "0.1.8", "--unsafe-fixes", "--cache-dir", cache, ".")  # what both fixtures ask for
+    assert run_cli("--check", *args, cwd=t).returncode == 1
+    assert list(cache.rglob("*.json"))
+    r = run_cli(*args, cwd=t)
+    assert r.returncode in (0, 1), r.stderr
+    for name in ("alias_t_positional.out.py", "async_inject.out.cc"):
+        lang = "python" if name.endswith(".py") else "cpp"
+        assert (t / name.replace(".out.", ".")).read_bytes() == (FIXTURES / lang / name).read_bytes()
