@@ -121,3 +121,14 @@ def test_write_mode_after_a_cached_check_writes_the_expected_text(tmp_path):
     for name in ("alias_t_positional.out.py", "async_inject.out.cc"):
         lang = "python" if name.endswith(".py") else "cpp"
         assert (t / name.replace(".out.", ".")).read_bytes() == (FIXTURES / lang / name).read_bytes()
+
+
+def test_configured_cache_folder_and_switch(tree, tmp_path):
+    (tree / "pyproject.toml").write_text('[tool.cpasync-migrate]\ncache-dir = ".lint-cache"\n')
+    sub = tree / "python"
+    assert run_cli("--check", ".", cwd=sub).returncode == 1
+    assert list((tree / ".lint-cache").rglob("*.json")), "relative to the pyproject.toml"
+    shutil.rmtree(tree / ".lint-cache")
+    (tree / "pyproject.toml").write_text('[tool.cpasync-migrate]\ncache = false\ncache-dir = ".lint-cache"\n')
+    assert run_cli("--check", ".", cwd=sub).returncode == 1
+    assert not (tree / ".lint-cache").exists()
