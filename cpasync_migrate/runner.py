@@ -448,10 +448,11 @@ class _Progress:
     def hits(self, n: int) -> None:
         self.total += n
         if self.bar is None and self.enabled and self.total >= PROGRESS_MIN_FILES:
+            from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
             self.bar = Progress(TextColumn("cpasync-migrate"), BarColumn(), MofNCompleteColumn(),
-                                TimeElapsedColumn(), transient=True)
+                                TimeElapsedColumn(), transient=True, console=Console(stderr=True))
             self.bar.start()
             self.task = self.bar.add_task("files", total=self.total, completed=self.done)
         elif self.bar is not None:

@@ -87,6 +87,35 @@ def test_no_progress_bar_when_not_a_terminal(tmp_path):
     assert "\x1b[" not in r.stderr and "cpasync-migrate ━" not in r.stderr
 
 
+def test_progress_bar_on_a_terminal(tmp_path):
+    """stderr a terminal (a pseudo-terminal here): the bar counts the files parsed; stdout stays clean."""
+    import pty
+    import sys
+
+    for i in range(10):
+        write(tmp_path / f"k{i}.py", LEGACY)
+    leader, follower = pty.openpty()
+    env = dict(os.environ, NO_COLOR="1", COLUMNS="100", TERM="xterm")
+    p = subprocess.Popen([sys.executable, "-m", "cpasync_migrate", "--check", "-j", "2", "."], cwd=tmp_path,
+                         stdout=subprocess.PIPE, stderr=follower, env=env)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the child closed its end
+            break
+        if not chunk:
+            break
+        seen += chunk
+    out = p.stdout.read().decode()
+    assert p.wait() == 1
+    os.close(leader)
+    text = seen.decode(errors="replace")
+    assert "cpasync-migrate" in text and "/10" in text, text[-500:]
+    assert out.count("CPA001") == 10 and "\x1b[" not in out
+
+
 def test_pre_commit_hooks_file():
     import yaml
 
