@@ -304,7 +304,7 @@ def bench_check(args, tool, rg, sg, tree) -> dict:
     say("| command | runs | median s | min s | ratio vs rg -l | ast-grep scan / this | pipeline / this | peak MB (largest process) |")
     say("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for n in names:
-        say(f"| `{n}` | {len(ser.values(n))} | {ser.median(n):.3f} | {min(ser.values(n)):.3f} | "
+        say(f"| `{n.replace('|', chr(92) + '|')}` | {len(ser.values(n))} | {ser.median(n):.3f} | {min(ser.values(n)):.3f} | "
             f"{fmt(ser.paired(n, B), '.2f')}x | {fmt(ser.paired(C, n), '.1f')}x | {fmt(ser.paired(D, n), '.2f')}x | "
             f"{ser.maxrss[n]:.0f} |")
     for n in (A, W):
