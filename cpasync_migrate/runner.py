@@ -213,26 +213,34 @@ class _ForkPool:
     the parent never blocks writing while a worker blocks writing a large answer.
     """
 
-    def __init__(self, n: int, settings: RunSettings):
+    def __init__(self, limit: int, settings: RunSettings):
         _init_worker(settings)
+        self.limit = limit  # workers to start at most (a dead one is not replaced)
+        self.started = 0
+        self.workers: list[_Worker] = []
+
+    def grow(self) -> bool:
+        """Start one more worker, unless ``limit`` were started already."""
+        if self.started >= self.limit:
+            return False
         sys.stdout.flush()
         sys.stderr.flush()
-        self.workers: list[_Worker] = []
-        for _ in range(n):
-            t_r, t_w = os.pipe()
-            r_r, r_w = os.pipe()
-            pid = os.fork()
-            if pid == 0:  # pragma: no cover - runs in the child (its coverage is not collected)
-                for w in self.workers:
-                    os.close(w.task_fd)
-                    os.close(w.result_fd)
-                os.close(t_w)
-                os.close(r_r)
-                _worker_loop(t_r, r_w)
-            os.close(t_r)
-            os.close(r_w)
-            os.set_blocking(t_w, False)
-            self.workers.append(_Worker(pid, t_w, r_r))
+        t_r, t_w = os.pipe()
+        r_r, r_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child (its coverage is not collected)
+            for w in self.workers:
+                os.close(w.task_fd)
+                os.close(w.result_fd)
+            os.close(t_w)
+            os.close(r_r)
+            _worker_loop(t_r, r_w)
+        os.close(t_r)
+        os.close(r_w)
+        os.set_blocking(t_w, False)
+        self.workers.append(_Worker(pid, t_w, r_r))
+        self.started += 1
+        return True
 
     def send(self, w: _Worker, task) -> None:
         import pickle
@@ -355,9 +363,10 @@ def _worker_loop(t_r: int, r_w: int) -> None:  # pragma: no cover - runs in the 
 def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome) -> None:
     """Prefilter and process with forked workers.
 
-    Prefilter chunks go out as the walk produces them (at most two outstanding per
+    Prefilter chunks go out as the walk produces them (at most ``DEPTH`` outstanding per
     worker); a worker with nothing outstanding and no chunk waiting gets the largest
-    hit found so far.  A worker that dies loses nothing: its chunks go to the others (or
+    hit found so far.  Workers are forked as work appears, up to ``jobs``: a run over a
+    handful of files starts a handful.  A worker that dies loses nothing: its chunks go to the others (or
     are read here), and a file it was parsing is reported as an internal error.
     """
     pool = _ForkPool(jobs, settings)
@@ -388,13 +397,15 @@ def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome) ->
 
     try:
         while True:
-            if walking and len(chunks) < DEPTH * len(pool.workers):
+            if walking and len(chunks) < DEPTH * max(1, len(pool.workers)):
                 nxt = next(walk, None)
                 if nxt is None:
                     walking = False
                 else:
                     chunks.append(nxt)
-            if not pool.workers:  # every worker died: finish in this process
+            if (chunks or hits) and all(w.tasks for w in pool.workers):
+                pool.grow()  # workers start as work appears: a run over a few files forks a few
+            if not pool.workers:  # every worker died (or none could start): finish in this process
                 for c in [*chunks, *walk]:
                     found(_prefilter(c))
                 for _, pe in reversed(hits):

@@ -283,3 +283,29 @@ def test_a_worker_that_dies_loses_no_other_file(tmp_path, monkeypatch):
     assert len(lost) == 1 and "worker process ended" in lost[0].error
     assert [f.code for f in lost[0].findings] == ["CPA900"]
     assert _summary([o for o in got if o.path != victim]) == _summary([o for o in expected if o.path != victim])
+
+
+def test_workers_start_as_work_appears(tmp_path, monkeypatch):
+    from cpasync_migrate import runner
+    from cpasync_migrate.engine import RunSettings
+
+    made = []
+
+    class Pool(runner._ForkPool):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            made.append(self)
+
+    monkeypatch.setattr(runner, "_ForkPool", Pool)
+    monkeypatch.setattr(runner, "CHUNK", 16)
+    settings = RunSettings(mode="check")
+    f = write(tmp_path / "one" / "k.py", LEGACY)
+    outs, _ = runner.run_files([str(f)], settings, jobs=4, pool="fork")
+    assert made[-1].started == 1 and [o.path for o in outs] == [str(f)]
+    (tmp_path / "empty").mkdir()
+    assert runner.run_files([str(tmp_path / "empty")], settings, jobs=4, pool="fork") == ([], 0)
+    assert made[-1].started == 0
+    for i in range(200):
+        write(tmp_path / "many" / f"f{i}.py", LEGACY if i % 50 == 0 else f"x = {i}\n")
+    outs, n = runner.run_files([str(tmp_path / "many")], settings, jobs=4, pool="fork")
+    assert made[-1].started == 4 and n == 200 and len(outs) == 4
