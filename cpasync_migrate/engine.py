@@ -106,13 +106,15 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False) -> Op
 
         ck = cache.key(settings, path, language, raw)
         analysis = cache.load_analysis(settings.cache_dir, ck, path)
-    if analysis is None:
+    fresh = analysis is None
+    if fresh:
         analysis = fe.analyze(text, path, front_end_options(settings))
         if ck is not None:
             cache.store_analysis(settings.cache_dir, ck, analysis)
     if analysis.error:
         return _error_outcome(path, language, analysis.error, analysis.error_line, text, analysis.error_column)
-    outcome = FileOutcome(path=path, language=language, findings=analysis.findings, old_text=text)
+    outcome = FileOutcome(path=path, language=language, findings=analysis.findings, old_text=text,
+                          cached=ck is not None and not fresh)
     chosen: list[Edit] = []
     starts = line_starts(text) if any(f.fix is not None for f in outcome.findings) else []
     for f in outcome.findings:

@@ -93,6 +93,7 @@ class FileOutcome:
     error_line: Optional[int] = None
     # Verification verdicts, when --verify ran (list of dicts, see verify/).
     verdicts: list = field(default_factory=list)
+    cached: bool = False  # the analysis came from the results cache
 
     @property
     def changed(self) -> bool:

@@ -523,6 +523,6 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
             _run_executor(pairs(), jobs, settings, progress.hits, on_outcome)
     if verbose:
         for o in sorted(outcomes, key=lambda o: o.path):
-            print(f"processed {o.path}", file=sys.stderr)
+            print(f"processed {o.path}" + (" (analysis from the results cache)" if o.cached else ""), file=sys.stderr)
     outcomes.sort(key=lambda o: o.path)
     return outcomes, scanned

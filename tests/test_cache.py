@@ -132,3 +132,13 @@ def test_configured_cache_folder_and_switch(tree, tmp_path):
     (tree / "pyproject.toml").write_text('[tool.cpasync-migrate]\ncache = false\ncache-dir = ".lint-cache"\n')
     assert run_cli("--check", ".", cwd=sub).returncode == 1
     assert not (tree / ".lint-cache").exists()
+
+
+def test_verbose_says_which_analyses_came_from_the_cache(tree, tmp_path):
+    cache = tmp_path / "cache"
+    first = run_cli("--check", "-v", "--cache-dir", cache, ".", cwd=tree)
+    second = run_cli("--check", "-v", "--cache-dir", cache, ".", cwd=tree)
+    processed = [ln for ln in first.stderr.splitlines() if ln.startswith("processed ")]
+    assert processed and not any("results cache" in ln for ln in processed)
+    again = [ln for ln in second.stderr.splitlines() if ln.startswith("processed ")]
+    assert again == [ln + " (analysis from the results cache)" for ln in processed]
