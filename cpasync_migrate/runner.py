@@ -283,33 +283,31 @@ class _ForkPool:
 
     def _drop(self, w: _Worker) -> None:
         self.workers.remove(w)
-        for fd in (w.task_fd, w.result_fd):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        try:
-            os.waitpid(w.pid, 0)
-        except ChildProcessError:
-            pass
+        _close(w.task_fd)
+        _close(w.result_fd)
+        _reap(w.pid)
 
     def close(self) -> None:
-        for w in list(self.workers):
-            try:
-                os.set_blocking(w.task_fd, True)
-                os.close(w.task_fd)  # EOF: the worker exits after its current task
-            except OSError:
-                pass
-        for w in list(self.workers):
-            try:
-                os.close(w.result_fd)
-            except OSError:
-                pass
-            try:
-                os.waitpid(w.pid, 0)
-            except ChildProcessError:
-                pass
+        for w in self.workers:
+            _close(w.task_fd)  # EOF: each worker exits after its current task
+        for w in self.workers:
+            _close(w.result_fd)
+            _reap(w.pid)
         self.workers = []
+
+
+def _close(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
 
 
 def _read_exact(fd: int, n: int) -> Optional[bytes]:
