@@ -239,6 +239,7 @@ def run(args) -> int:
         mode=mode, unsafe_fixes=unsafe, target=target_info["generation"], source=src_gen.name, style=style,
         migrate_tvm=migrate_tvm, verify=args.verify, device=device, require_proof=args.require_proof,
         binds=binds, emit_cuda=args.emit_cuda, cache_dir=cache_dir,
+        keep_texts=mode != "check" or bool(args.emit_bundle),
     )
     if cache_dir:
         from .cache import prepare

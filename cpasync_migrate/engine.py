@@ -33,6 +33,7 @@ class RunSettings:
     binds: dict = field(default_factory=dict)
     emit_cuda: Optional[str] = None
     cache_dir: Optional[str] = None  # where analyses are remembered (None: no cache)
+    keep_texts: bool = True  # False: outcomes drop the file's texts (a --check run reports findings only)
 
 
 def language_of(path: str) -> Optional[str]:
@@ -163,6 +164,8 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False) -> Op
                 if f.status is Status.REWRITTEN:
                     f.status = Status.MANUAL
                     f.message += f" [not written: {outcome.error}]"
+    if not settings.keep_texts:
+        outcome.drop_texts()  # memory and the workers' answers grow with findings, not with file sizes
     return outcome
 
 

@@ -94,10 +94,19 @@ class FileOutcome:
     # Verification verdicts, when --verify ran (list of dicts, see verify/).
     verdicts: list = field(default_factory=list)
     cached: bool = False  # the analysis came from the results cache
+    # Set when the texts were dropped (a --check run keeps only what it reports).
+    changed_flag: Optional[bool] = None
 
     @property
     def changed(self) -> bool:
+        if self.changed_flag is not None:
+            return self.changed_flag
         return self.new_text is not None and self.new_text != self.old_text
+
+    def drop_texts(self) -> None:
+        """Forget the file's old and new text, keeping whether they differ."""
+        self.changed_flag = self.changed
+        self.old_text = self.new_text = None
 
 
 @dataclass

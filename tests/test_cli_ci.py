@@ -309,3 +309,16 @@ def test_workers_start_as_work_appears(tmp_path, monkeypatch):
         write(tmp_path / "many" / f"f{i}.py", LEGACY if i % 50 == 0 else f"x = {i}\n")
     outs, n = runner.run_files([str(tmp_path / "many")], settings, jobs=4, pool="fork")
     assert made[-1].started == 4 and n == 200 and len(outs) == 4
+
+
+def test_check_outcomes_keep_findings_not_texts(tmp_path):
+    from cpasync_migrate import runner
+    from cpasync_migrate.engine import RunSettings
+
+    write(tmp_path / "k.py", LEGACY)
+    outs, _ = runner.run_files([str(tmp_path)], RunSettings(mode="check", keep_texts=False), jobs=1)
+    assert outs[0].old_text is None and outs[0].new_text is None
+    assert outs[0].changed and outs[0].findings
+    counts = [json.loads(run_cli(mode, "--format", "json", ".", cwd=tmp_path).stdout)["summary"]["files_changed"]
+              for mode in ("--check", "--diff")]
+    assert counts == [1, 1]
