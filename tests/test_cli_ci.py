@@ -322,3 +322,27 @@ def test_check_outcomes_keep_findings_not_texts(tmp_path):
     counts = [json.loads(run_cli(mode, "--format", "json", ".", cwd=tmp_path).stdout)["summary"]["files_changed"]
               for mode in ("--check", "--diff")]
     assert counts == [1, 1]
+
+
+def test_a_check_that_rewrites_nothing_keeps_libcst_and_rich_off_its_path(tmp_path):
+    """Start-up counts: neither the main process nor a worker imports libcst or rich unless a fix needs it."""
+    import sys
+
+    (tmp_path / "cpp").mkdir()
+    for f in sorted((FIXTURES / "cpp").glob("*.in.*"))[:3]:
+        (tmp_path / "cpp" / f.name.replace(".in.", ".")).write_bytes(f.read_bytes())
+    write(tmp_path / "tvm_only.py", "from tvm.tir import op\nop.ptx_cp_async('float16', a, 0, b, 0, 16)\n")
+    write(tmp_path / "comment.py", "# ptx_cp_async is deprecated upstream\nx = 1\n")
+    write(tmp_path / "plain.py", "y = 2\n")
+
+    def imported(*extra):
+        r = subprocess.run([sys.executable, "-X", "importtime", "-m", "cpasync_migrate", "--check", "--no-cache",
+                            "-j", "2", *extra, "."], cwd=tmp_path, capture_output=True, text=True)
+        assert r.returncode == 1, r.stderr[-500:]
+        return {ln.rsplit("|", 1)[-1].strip() for ln in r.stderr.splitlines() if ln.startswith("import time:")}
+
+    mods = imported()
+    assert "tree_sitter" in mods  # the C++ files were parsed (by a worker)
+    assert not {m for m in mods if m.split(".")[0] in ("libcst", "rich")}
+    write(tmp_path / "kernel.py", LEGACY)  # a TileLang legacy call: its fix needs libcst
+    assert "libcst" in imported()
