@@ -257,12 +257,23 @@ def run(args) -> int:
     return emit(outcomes, scanned, mode, args, target_info, rules)
 
 
-def _gpu_available() -> bool:
-    try:
-        import cupy  # noqa: F401
+_GPU_PROBE = "import cupy, sys; sys.exit(0 if cupy.cuda.runtime.getDeviceCount() > 0 else 1)"
 
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # noqa: BLE001
+
+def _gpu_available() -> bool:
+    """Whether cupy sees a GPU, asked in a child process.
+
+    Asking here would initialise CUDA in this process, and CUDA does not survive ``fork``:
+    the worker processes that run --verify would then fail on the device.
+    """
+    import importlib.util
+    import subprocess
+
+    if importlib.util.find_spec("cupy") is None:
+        return False
+    try:
+        return subprocess.run([sys.executable, "-c", _GPU_PROBE], capture_output=True, timeout=120).returncode == 0
+    except (OSError, subprocess.SubprocessError):
         return False
 
 

@@ -346,3 +346,25 @@ def test_a_check_that_rewrites_nothing_keeps_libcst_and_rich_off_its_path(tmp_pa
     assert not {m for m in mods if m.split(".")[0] in ("libcst", "rich")}
     write(tmp_path / "kernel.py", LEGACY)  # a TileLang legacy call: its fix needs libcst
     assert "libcst" in imported()
+
+
+def test_gpu_probe_leaves_cuda_out_of_this_process(monkeypatch):
+    """--device auto asks a child process: CUDA initialised here would not survive the fork of the workers."""
+    import sys
+
+    from cpasync_migrate import cli
+
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    seen = []
+    real_run = subprocess.run
+
+    def spy(argv, *a, **k):
+        seen.append(argv)
+        return real_run([sys.executable, "-c", "raise SystemExit(1)"], *a, **k)
+
+    monkeypatch.setattr(subprocess, "run", spy)
+    import importlib.util
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "cupy" else None)
+    assert cli._gpu_available() is False
+    assert seen and seen[0][-1] == cli._GPU_PROBE and "cupy" not in sys.modules
