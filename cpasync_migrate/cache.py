@@ -93,12 +93,22 @@ def _file(directory: str, k: str) -> str:
     return os.path.join(directory, k[:2], k[2:] + ".json")
 
 
+MAX_AGE_DAYS = 30  # an entry not read or written for this long is deleted
+PRUNE_EVERY_S = 24 * 3600  # how often a run looks for such entries
+
+
 def _read(directory: str, k: str):
+    path = _file(directory, k)
     try:
-        with open(_file(directory, k), "rb") as fh:
-            return json.loads(fh.read())
+        with open(path, "rb") as fh:
+            data = json.loads(fh.read())
     except (OSError, ValueError):
         return None
+    try:
+        os.utime(path)  # in use: not pruned
+    except OSError:
+        pass
+    return data
 
 
 def _write(directory: str, k: str, obj) -> None:
@@ -115,6 +125,33 @@ def _write(directory: str, k: str, obj) -> None:
             os.unlink(tmp)
         except OSError:
             pass
+        return
+    _prune(directory)
+
+
+def _prune(directory: str, now: Optional[float] = None) -> None:
+    """At most once a day: delete the entries nobody read or wrote for ``MAX_AGE_DAYS``."""
+    import time
+
+    now = time.time() if now is None else now
+    marker = os.path.join(directory, "last-pruned")
+    try:
+        if now - os.stat(marker).st_mtime < PRUNE_EVERY_S:
+            return
+    except OSError:
+        pass
+    try:
+        with open(marker, "w", encoding="utf-8") as fh:
+            fh.write("the results cache of cpasync-migrate; entries unused for %d days are deleted\n" % MAX_AGE_DAYS)
+        os.utime(marker, (now, now))
+        for sub in os.scandir(directory):
+            if not sub.is_dir(follow_symlinks=False) or len(sub.name) != 2:
+                continue
+            for e in os.scandir(sub.path):
+                if e.name.endswith(".json") and now - e.stat().st_mtime > MAX_AGE_DAYS * 86400:
+                    os.unlink(e.path)
+    except OSError:
+        pass
 
 
 # ------------------------------------------------------------------ analyses

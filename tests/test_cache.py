@@ -142,3 +142,28 @@ def test_verbose_says_which_analyses_came_from_the_cache(tree, tmp_path):
     assert processed and not any("results cache" in ln for ln in processed)
     again = [ln for ln in second.stderr.splitlines() if ln.startswith("processed ")]
     assert again == [ln + " (analysis from the results cache)" for ln in processed]
+
+
+def test_entries_unused_for_a_month_are_pruned_once_a_day(tree, tmp_path):
+    import os
+    import time
+
+    from cpasync_migrate import cache as c
+
+    cache = tmp_path / "cache"
+    _report(tree, cache)
+    entries = sorted(cache.rglob("*.json"))
+    assert len(entries) >= 3
+    old = time.time() - (c.MAX_AGE_DAYS + 5) * 86400
+    for e in entries:
+        os.utime(e, (old, old))
+    marker = cache / "last-pruned"
+    assert marker.is_file()
+    c._write(str(cache), "ab" + "0" * 62, {"format": c.FORMAT, "value": None})
+    assert all(e.exists() for e in entries), "pruned again within a day"
+    os.utime(marker, (old, old))
+    keep = entries[0]
+    assert c._read(str(cache), keep.parent.name + keep.name[: -len(".json")]) is not None  # read: in use again
+    c._write(str(cache), "cd" + "0" * 62, {"format": c.FORMAT, "value": None})
+    assert [e for e in entries if e.exists()] == [keep]
+    assert (cache / "ab" / ("0" * 62 + ".json")).exists() and (cache / "cd" / ("0" * 62 + ".json")).exists()
