@@ -2,10 +2,12 @@
 
 A file that contains the intrinsic's name is parsed and analysed; that is most of the cost of
 a run over a large tree.  The analysis is a pure function of the file's bytes, its path, its
-language, the front-end options (target, source generation, style, --migrate-tvm), the rules
-and the tool's own code, so the key is a SHA-256 over all of them: the code and rules are
-hashed file by file (a changed rule or an upgraded tool never reads an old entry), and a
-file's modification time plays no part (a fresh CI checkout with a restored cache hits).
+language, the front-end options (target, source generation, style, --migrate-tvm), the rules,
+the Python version and the code of the tool and of its parsers (libcst, tree-sitter and its C++
+grammar), so the key is a SHA-256 over all of them: the rules by content, the code files by
+name, size and modification time (an edited rule, an upgraded parser or a reinstalled tool
+never reads an old entry).  The checked file's own modification time plays no part: a fresh CI
+checkout with a restored cache hits.
 
 Entries are JSON (never pickle: a cache directory restored in CI must not be able to run
 code), written atomically; an entry that cannot be read or does not have the expected shape
