@@ -26,12 +26,18 @@ FORMAT = 1
 ENV = "CPASYNC_MIGRATE_CACHE_DIR"
 
 
-def default_dir() -> str:
-    """``$CPASYNC_MIGRATE_CACHE_DIR``, else ``$XDG_CACHE_HOME/cpasync-migrate/results``, else ``~/.cache/...``."""
+def default_dir() -> Optional[str]:
+    """``$CPASYNC_MIGRATE_CACHE_DIR``, else ``$XDG_CACHE_HOME/cpasync-migrate/results``, else ``~/.cache/...``;
+    None (no cache) when there is no home folder to put it in."""
     env = os.environ.get(ENV)
     if env:
         return env
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        home = os.path.expanduser("~")
+        if home.startswith("~"):
+            return None  # never a folder named "~" in the current directory
+        base = os.path.join(home, ".cache")
     return os.path.join(base, "cpasync-migrate", "results")
 
 

@@ -167,3 +167,18 @@ def test_entries_unused_for_a_month_are_pruned_once_a_day(tree, tmp_path):
     c._write(str(cache), "cd" + "0" * 62, {"format": c.FORMAT, "value": None})
     assert [e for e in entries if e.exists()] == [keep]
     assert (cache / "ab" / ("0" * 62 + ".json")).exists() and (cache / "cd" / ("0" * 62 + ".json")).exists()
+
+
+def test_default_folder(monkeypatch, tmp_path):
+    import os
+
+    from cpasync_migrate import cache as c
+
+    monkeypatch.delenv(c.ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert c.default_dir() == os.path.join(str(tmp_path / "xdg"), "cpasync-migrate", "results")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setattr(os.path, "expanduser", lambda p: p)  # no home folder known
+    assert c.default_dir() is None
+    monkeypatch.setenv(c.ENV, str(tmp_path / "mine"))
+    assert c.default_dir() == str(tmp_path / "mine")
