@@ -495,6 +495,8 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
     ``pool`` picks how ``jobs > 1`` runs: "fork" or "executor" (default: fork where it exists).
     """
     since_set = changed_since(since, paths) if since else None
+    if not any(os.path.isdir(p) for p in paths):
+        jobs = min(jobs, len(paths))  # named files only: one worker each at most (one file: no worker at all)
     outcomes: list[FileOutcome] = []
     scanned = 0
 

@@ -301,7 +301,9 @@ def test_workers_start_as_work_appears(tmp_path, monkeypatch):
     settings = RunSettings(mode="check")
     f = write(tmp_path / "one" / "k.py", LEGACY)
     outs, _ = runner.run_files([str(f)], settings, jobs=4, pool="fork")
-    assert made[-1].started == 1 and [o.path for o in outs] == [str(f)]
+    assert made == [] and [o.path for o in outs] == [str(f)], "one named file: no worker"
+    outs, _ = runner.run_files([str(tmp_path / "one")], settings, jobs=4, pool="fork")
+    assert made[-1].started == 1 and [o.path for o in outs] == [str(f)], "a folder with one file: one worker"
     (tmp_path / "empty").mkdir()
     assert runner.run_files([str(tmp_path / "empty")], settings, jobs=4, pool="fork") == ([], 0)
     assert made[-1].started == 0
