@@ -953,14 +953,7 @@ class KernelBuilder:
     def expr(self, node, scope: Scope) -> Expr:
         line = getattr(node, "lineno", None)
         if isinstance(node, ast.Constant):
-            v = node.value
-            if isinstance(v, bool):
-                return Const(v, "bool")
-            if isinstance(v, int):
-                return Const(v, "int32")
-            if isinstance(v, float):
-                return Const(v, "float32")
-            raise Unsupported(f"constant {v!r} used as a value", line)
+            return const_expr(node.value, line, f"constant {node.value!r} used as a value")
         if isinstance(node, ast.Name):
             b = scope.lookup(node.id)
             if b is _MISSING:
@@ -1014,7 +1007,7 @@ class KernelBuilder:
             return Select(self.expr(node.test, scope), self.expr(node.body, scope), self.expr(node.orelse, scope))
         if isinstance(node, ast.Subscript):
             if isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
-                return const_expr(self.cval(node, scope) if False else self.shape_dim(node, scope), line)
+                return const_expr(self.shape_dim(node, scope), line)
             buf, idx = self.subscript(node, scope)
             return Load(buf, idx)
         if isinstance(node, ast.Call):
@@ -1085,14 +1078,15 @@ CPP_RESERVED = {"int", "float", "double", "char", "long", "short", "unsigned", "
                 "protected", "friend", "virtual", "true", "false", "nullptr", "asm", "typedef", "uint", "min", "max"}
 
 
-def const_expr(v, line=None) -> Expr:
+def const_expr(v, line=None, message: Optional[str] = None) -> Expr:
+    """A Python constant as an IR constant (bool, int32 or float32); anything else is unsupported."""
     if isinstance(v, bool):
         return Const(v, "bool")
     if isinstance(v, int):
         return Const(v, "int32")
     if isinstance(v, float):
         return Const(v, "float32")
-    raise Unsupported(f"value {v!r} used as a number", line)
+    raise Unsupported(message or f"value {v!r} used as a number", line)
 
 
 def fold(e: Expr) -> Expr:

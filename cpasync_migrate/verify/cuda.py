@@ -23,7 +23,7 @@ from typing import Optional
 
 from .ir import (
     Assign, Barrier, Bin, Buffer, Cast, Cmp, Commit, Const, CopyRegion, CpAsync, Evaluate, Fill, For, If, Kernel,
-    Load, Logic, Math, Opaque, Parallel, Select, Store, Unary, Unsupported, Var, Wait, flat_index,
+    Load, Logic, Math, Opaque, Parallel, Select, Store, Unary, Unsupported, Var, Wait, flat_index, resolve_extents,
 )
 
 CTYPES = {
@@ -410,22 +410,6 @@ class Lowering:
         return out
 
 
-def resolve_extents(se, de):
-    known_s = [e for e in se if e is not None and e != 1]
-    known_d = [e for e in de if e is not None and e != 1]
-
-    def fill_from(ext, other):
-        out, rest = list(ext), list(other)
-        for i in range(len(out) - 1, -1, -1):
-            if out[i] is None:
-                out[i] = rest.pop() if rest else 1
-            elif out[i] != 1 and rest:
-                rest.pop()
-        return out
-
-    se = fill_from(se, known_d) if any(e is None for e in se) else list(se)
-    de = fill_from(de, known_s) if any(e is None for e in de) else list(de)
-    return se, de
 
 
 def const_int(e) -> Optional[int]:

@@ -6,7 +6,7 @@ from typing import Optional
 
 import numpy as np
 
-from .interp import Interpreter, KernelError, random_bytes, storage_dtype
+from .interp import Interpreter, KernelError, fmt_value, random_bytes
 from .ir import CopyRegion, Fill, Kernel, Store, walk_stmts
 
 SENTINELS = (0xA5, 0xFF)  # two byte patterns for outputs and on-chip memory
@@ -35,19 +35,6 @@ def written_params(k: Kernel) -> set:
 
 def signature(k: Kernel):
     return [(b.name, b.shape, b.dtype) for b in k.params]
-
-
-def fmt_value(raw: bytes, dtype: str) -> str:
-    sd = storage_dtype(dtype)
-    bits = int.from_bytes(raw, "little")
-    hexs = f"0x{bits:0{2 * len(raw)}x}"
-    if dtype == "bfloat16":
-        v = np.array([bits << 16], dtype=np.uint32).view(np.float32)[0]
-        return f"{v!r} ({hexs})"
-    if dtype.startswith("float8"):
-        return hexs
-    v = np.frombuffer(raw, dtype=sd)[0]
-    return f"{v.item()!r} ({hexs})"
 
 
 def first_difference(k: Kernel, a: dict, b: dict) -> Optional[dict]:

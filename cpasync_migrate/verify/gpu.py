@@ -41,6 +41,8 @@ from typing import Optional
 
 import numpy as np
 
+from .interp import fmt_value  # the CPU verifier's format, so that both report values alike
+
 FORMAT = "cpasync-migrate-gpu-bundle"
 SENTINELS = (0xA5, 0xFF)
 GUARD = 4096  # bytes around every parameter in the arena
@@ -193,26 +195,6 @@ def arena_layout(params: list) -> tuple[list, int]:
         offs.append(pos)
         pos += int(p["bytes"]) + GUARD
     return offs, -(-pos // ALIGN) * ALIGN
-
-
-def _storage(dtype: str, itemsize: int):
-    table = {"float16": np.float16, "float32": np.float32, "float64": np.float64, "int8": np.int8,
-             "uint8": np.uint8, "int16": np.int16, "uint16": np.uint16, "int32": np.int32, "uint32": np.uint32,
-             "int64": np.int64, "uint64": np.uint64, "bool": np.bool_}
-    return np.dtype(table.get(dtype, {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[itemsize]))
-
-
-def fmt_value(raw: bytes, dtype: str) -> str:
-    """``value (0xbits)`` of one element, as the CPU verifier prints it."""
-    bits = int.from_bytes(raw, "little")
-    hexs = f"0x{bits:0{2 * len(raw)}x}"
-    if dtype == "bfloat16":
-        v = np.array([bits << 16], dtype=np.uint32).view(np.float32)[0]
-        return f"{float(v)!r} ({hexs})"
-    if dtype.startswith("float8"):
-        return hexs
-    v = np.frombuffer(raw, dtype=_storage(dtype, len(raw)))[0]
-    return f"{v.item()!r} ({hexs})"
 
 
 def itemsize_of(p: dict) -> int:

@@ -33,7 +33,7 @@ import numpy as np
 
 from .ir import (
     Assign, Barrier, Bin, Buffer, Cast, Cmp, Commit, Const, CopyRegion, CpAsync, Evaluate, Fill, For, If, Kernel,
-    Load, Logic, Math, Parallel, Select, Store, Unary, Var, Wait,
+    Load, Logic, Math, Parallel, Select, Store, Unary, Var, Wait, resolve_extents,
 )
 
 MAX_LANES = 1 << 15
@@ -62,6 +62,24 @@ def storage_dtype(dtype: str):
     if dtype == "bfloat16":
         return np.dtype(np.uint16)
     return np.dtype(np.uint8)  # float8 variants: raw bytes
+
+
+def fmt_value(raw: bytes, dtype: str) -> str:
+    """``value (0xbits)`` of one element: bfloat16 widened to float32, float8 as its bits only."""
+    bits = int.from_bytes(raw, "little")
+    hexs = f"0x{bits:0{2 * len(raw)}x}"
+    if dtype == "bfloat16":
+        v = np.array([bits << 16], dtype=np.uint32).view(np.float32)[0]
+        return f"{float(v)!r} ({hexs})"
+    if dtype.startswith("float8"):
+        return hexs
+    v = np.frombuffer(raw, dtype=storage_dtype(dtype))[0]
+    return f"{v.item()!r} ({hexs})"
+
+
+# Binary operators that are one numpy function (the others need care with integer division).
+_ELEMENTWISE = {"min": np.minimum, "max": np.maximum, "shl": np.left_shift, "shr": np.right_shift,
+                "band": np.bitwise_and, "bor": np.bitwise_or, "bxor": np.bitwise_xor}
 
 
 def to_value(raw: np.ndarray, dtype: str):
@@ -430,23 +448,7 @@ class Interpreter:
         se, de = list(src.extents), list(dst.extents)
         if all(e is None for e in se) and all(e is None for e in de):
             raise KernelError("T.copy without an extent on either side", st.line)
-        known_s = [e for e in se if e is not None and e != 1]
-        known_d = [e for e in de if e is not None and e != 1]
-
-        def fill_from(ext, other_known):
-            out = list(ext)
-            rest = list(other_known)
-            for i in range(len(out) - 1, -1, -1):
-                if out[i] is None:
-                    out[i] = rest.pop() if rest else 1
-                elif out[i] != 1 and rest:
-                    rest.pop()
-            return out
-
-        if any(e is None for e in se):
-            se = fill_from(se, known_d)
-        if any(e is None for e in de):
-            de = fill_from(de, known_s)
+        se, de = resolve_extents(se, de)
         shape_s = [e for e in se if e != 1]
         shape_d = [e for e in de if e != 1]
         if shape_s != shape_d:
@@ -684,21 +686,10 @@ class Interpreter:
             return np.floor(np.true_divide(a, b))
         if op == "fmod":
             return np.subtract(a, np.multiply(np.floor(np.true_divide(a, b)), b))
-        if op == "min":
-            return np.minimum(a, b)
-        if op == "max":
-            return np.maximum(a, b)
-        if op == "shl":
-            return np.left_shift(a, b)
-        if op == "shr":
-            return np.right_shift(a, b)
-        if op == "band":
-            return np.bitwise_and(a, b)
-        if op == "bor":
-            return np.bitwise_or(a, b)
-        if op == "bxor":
-            return np.bitwise_xor(a, b)
-        raise KernelError(f"operator {op}", line)
+        fn = _ELEMENTWISE.get(op)
+        if fn is None:
+            raise KernelError(f"operator {op}", line)
+        return fn(a, b)
 
     def load(self, e: Load, env, mask, line):
         buf = e.buf

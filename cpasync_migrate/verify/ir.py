@@ -391,3 +391,27 @@ def show(e, prec: int = 0) -> str:
     if isinstance(e, Math):
         return f"T.{e.fn}({', '.join(show(a) for a in e.args)})"
     return repr(e)
+
+
+def resolve_extents(se, de):
+    """The extents of both sides of a ``T.copy``, with unknown (None) ones filled from the other side.
+
+    Dimensions pair from the innermost; extents of 1 are broadcast dimensions and pair with
+    nothing; an unknown extent takes the other side's next extent greater than 1, or 1 when
+    none is left.
+    """
+    known_s = [e for e in se if e is not None and e != 1]
+    known_d = [e for e in de if e is not None and e != 1]
+
+    def fill_from(ext, other):
+        out, rest = list(ext), list(other)
+        for i in range(len(out) - 1, -1, -1):
+            if out[i] is None:
+                out[i] = rest.pop() if rest else 1
+            elif out[i] != 1 and rest:
+                rest.pop()
+        return out
+
+    se = fill_from(se, known_d) if any(e is None for e in se) else list(se)
+    de = fill_from(de, known_s) if any(e is None for e in de) else list(de)
+    return se, de
