@@ -231,10 +231,7 @@ def run(args) -> int:
     if (args.cache if args.cache is not None else cfg.get("cache", True)):
         from .cache import default_dir
 
-        configured = cfg.get("cache-dir")
-        if configured and not os.path.isabs(configured):  # relative to the pyproject.toml that names it
-            configured = os.path.join(os.path.dirname(os.path.abspath(cfg["__file__"])), configured)
-        cache_dir = args.cache_dir or configured or default_dir()
+        cache_dir = args.cache_dir or cfg.get("cache-dir") or default_dir()
     settings = RunSettings(
         mode=mode, unsafe_fixes=unsafe, target=target_info["generation"], source=src_gen.name, style=style,
         migrate_tvm=migrate_tvm, verify=args.verify, device=device, require_proof=args.require_proof,

@@ -55,5 +55,7 @@ def load(path: Path, required: bool = False) -> dict:
         if not isinstance(v, KEYS[k]):
             raise ConfigError(f"{path}: [tool.cpasync-migrate] {k} must be a {KEYS[k].__name__}")
         out[k] = v
+    if "cache-dir" in out:  # a folder named in the file is relative to the file
+        out["cache-dir"] = str(path.resolve().parent / out["cache-dir"])
     out["__file__"] = str(path)
     return out
