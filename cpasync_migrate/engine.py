@@ -100,7 +100,6 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False) -> Op
     except files.FileError as e:
         return _error_outcome(path, language, e.message, e.line)
     text = src.text
-    fe = front_end(language)
     analysis = ck = None
     if settings.cache_dir:
         from . import cache
@@ -109,7 +108,7 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False) -> Op
         analysis = cache.load_analysis(settings.cache_dir, ck, path)
     fresh = analysis is None
     if fresh:
-        analysis = fe.analyze(text, path, front_end_options(settings))
+        analysis = front_end(language).analyze(text, path, front_end_options(settings))
         if ck is not None:
             cache.store_analysis(settings.cache_dir, ck, analysis)
     if analysis.error:
@@ -136,7 +135,7 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False) -> Op
             new_text = apply_edits(text, chosen)
         except ValueError as e:
             return _error_outcome(path, language, f"internal error: {e}; file left unchanged")
-        problem = _reparse_problem(fe, settings, path, language, raw, text, new_text)
+        problem = _reparse_problem(settings, path, language, raw, text, new_text)
         if problem:
             for f in outcome.findings:
                 if f.status is Status.REWRITTEN:
@@ -169,18 +168,19 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False) -> Op
     return outcome
 
 
-def _reparse_problem(fe, settings: RunSettings, path, language, raw: bytes, text: str, new_text: str):
+def _reparse_problem(settings: RunSettings, path, language, raw: bytes, text: str, new_text: str):
     """The front end's re-parse check of a rewrite; remembered in the cache except in write mode,
-    where the text about to be written is always parsed."""
+    where the text about to be written is always parsed.  (A front end is imported only when it
+    has work to do: an answer from the cache needs no parser.)"""
     if not settings.cache_dir or settings.mode == "write":
-        return fe.reparse_problem(text, new_text)
+        return front_end(language).reparse_problem(text, new_text)
     from . import cache
 
     new_raw = new_text.encode("utf-8", "surrogatepass")
     k = cache.key(settings, path, language, len(raw).to_bytes(8, "little") + raw + new_raw, kind="reparse")
     found, problem = cache.load_text(settings.cache_dir, k)
     if not found:
-        problem = fe.reparse_problem(text, new_text)
+        problem = front_end(language).reparse_problem(text, new_text)
         cache.store_text(settings.cache_dir, k, problem)
     return problem
 

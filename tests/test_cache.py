@@ -182,3 +182,19 @@ def test_default_folder(monkeypatch, tmp_path):
     assert c.default_dir() is None
     monkeypatch.setenv(c.ENV, str(tmp_path / "mine"))
     assert c.default_dir() == str(tmp_path / "mine")
+
+
+def test_a_warm_check_imports_no_parser(tree, tmp_path):
+    """Every answer from the cache: neither tree-sitter nor libcst is imported, in any process."""
+    import subprocess
+    import sys
+
+    def imported():
+        r = subprocess.run([sys.executable, "-X", "importtime", "-m", "cpasync_migrate", "--check", "--cache-dir",
+                            str(tmp_path / "cache"), "."], cwd=tree, capture_output=True, text=True)
+        assert r.returncode == 1, r.stderr[-500:]
+        return {ln.rsplit("|", 1)[-1].strip().split(".")[0] for ln in r.stderr.splitlines()
+                if ln.startswith("import time:")}
+
+    assert {"tree_sitter", "libcst"} <= imported()  # cold: C++ files and a fixable kernel
+    assert not {"tree_sitter", "libcst"} & imported()
