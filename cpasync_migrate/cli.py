@@ -108,25 +108,19 @@ def installed_tilelang() -> Optional[str]:
 
 def choose_target(spec: Optional[str], rules, origin: str) -> dict:
     """Resolve --target into a generation, with the reason shown in every summary."""
-    from .rules import RulesError
+    from .rules import RulesError, version_spec
 
     def info(gen, reason):
         return {"generation": gen.name, "title": gen.title, "reason": reason, "size_meaning": gen.size_meaning}
 
     if spec:
-        s = spec.strip()
-        if s.lower().startswith("tilelang"):
-            s = s[len("tilelang"):].lstrip("=<>~! ")
+        s = version_spec(spec)
         if s == "latest":
             return info(rules.generations[-1], f"--target latest {origin}")
-        names = [g.name for g in rules.generations]
-        if s in names:
-            gen = rules.generation(s)
-        else:
-            try:
-                gen = rules.generation_for_version(s)
-            except RulesError as e:
-                raise UsageError(f"--target {spec}: {e}") from None
+        try:
+            gen = rules.resolve(s)
+        except RulesError as e:
+            raise UsageError(f"--target {spec}: {e}") from None
         if gen.form != "access_ptr":
             raise UsageError(f"--target {spec}: that is the legacy API itself; choose 0.1.8 or later")
         return info(gen, f"--target {spec} {origin}")
@@ -174,7 +168,7 @@ def main(argv: Optional[list[str]] = None) -> int:
 def run(args) -> int:
     from . import config as cfgmod
     from .engine import RunSettings
-    from .rules import RulesError, load_rules
+    from .rules import RulesError, load_rules, version_spec
 
     if not args.paths:
         raise UsageError("no paths given (try: cpasync-migrate --diff path/)")
@@ -197,12 +191,9 @@ def run(args) -> int:
     mode = "check" if args.check else "diff" if args.diff else "write"
     origin = "(command line)" if args.target else f"({cfg['__file__']})" if "target" in cfg else ""
     target_info = choose_target(args.target or cfg.get("target"), rules, origin.strip())
-    source = args.source or cfg.get("from") or "legacy"
-    if source.lower().startswith("tilelang"):
-        source = source[len("tilelang"):].lstrip("=<>~! ")
+    source = version_spec(args.source or cfg.get("from") or "legacy")
     try:
-        src_gen = rules.generation(source) if source in [g.name for g in rules.generations] \
-            else rules.generation_for_version(source)
+        src_gen = rules.resolve(source)
         rules.chain(src_gen.name, target_info["generation"])
     except RulesError as e:
         raise UsageError(f"--from {source}: {e}") from None
@@ -229,9 +220,9 @@ def run(args) -> int:
         device = "gpu" if _gpu_available() else "cpu"
     cache_dir = None
     if (args.cache if args.cache is not None else cfg.get("cache", True)):
-        from .cache import default_dir
+        from . import cache
 
-        cache_dir = args.cache_dir or cfg.get("cache-dir") or default_dir()
+        cache_dir = args.cache_dir or cfg.get("cache-dir") or cache.default_dir()
     settings = RunSettings(
         mode=mode, unsafe_fixes=unsafe, target=target_info["generation"], source=src_gen.name, style=style,
         migrate_tvm=migrate_tvm, verify=args.verify, device=device, require_proof=args.require_proof,
@@ -239,9 +230,7 @@ def run(args) -> int:
         keep_texts=mode != "check" or bool(args.emit_bundle),
     )
     if cache_dir:
-        from .cache import prepare
-
-        prepare(settings)
+        cache.prepare(settings)
     from .runner import run_files
 
     outcomes, scanned = run_files(args.paths, settings, excludes=excludes, jobs=jobs,

@@ -105,6 +105,12 @@ class Rules:
     def canonical_dtype(self, name: str) -> str:
         return self.dtype_aliases.get(name, name)
 
+    def resolve(self, spec: str) -> Generation:
+        """The generation named ``spec``, else the one that covers TileLang version ``spec``."""
+        if any(g.name == spec for g in self.generations):
+            return self.generation(spec)
+        return self.generation_for_version(spec)
+
     def generation_for_version(self, version: str) -> Generation:
         v = parse_version(version)
         for g in reversed(self.generations):
@@ -113,6 +119,14 @@ class Rules:
             if v >= lo and (hi is None or v <= hi):
                 return g
         raise RulesError(f"no API generation covers TileLang {version}")
+
+
+def version_spec(text: str) -> str:
+    """A --target/--from value without its package name: "tilelang==0.1.13" -> "0.1.13"."""
+    s = text.strip()
+    if s.lower().startswith("tilelang"):
+        s = s[len("tilelang"):].lstrip("=<>~! ")
+    return s
 
 
 _VERSION_RE = re.compile(r"^\s*v?(\d+(?:\.\d+)*)((?:a|b|rc)\d+)?(?:\.?post(\d+))?(?:\.?dev(\d+))?(?:\+.*)?\s*$")
