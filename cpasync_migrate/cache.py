@@ -4,10 +4,9 @@ A file that contains the intrinsic's name is parsed and analysed; that is most o
 a run over a large tree.  The analysis is a pure function of the file's bytes, its path, its
 language, the front-end options (target, source generation, style, --migrate-tvm), the rules,
 the Python version and the code of the tool and of its parsers (libcst, tree-sitter and its C++
-grammar), so the key is a SHA-256 over all of them: the rules by content, the code files by
-name, size and modification time (an edited rule, an upgraded parser or a reinstalled tool
-never reads an old entry).  The checked file's own modification time plays no part: a fresh CI
-checkout with a restored cache hits.
+grammar), so the key is a SHA-256 over all of them, each by content (an edited rule, an edited
+tool or another build of a parser never reads an old entry).  No modification time plays a
+part: a fresh CI checkout and a fresh install of the same tool with a restored cache hit.
 
 Entries are JSON (never pickle: a cache directory restored in CI must not be able to run
 code), written atomically; an entry that cannot be read or does not have the expected shape
@@ -47,9 +46,12 @@ _SALT: dict = {}
 def _salt(rules_dir: Optional[str]) -> bytes:
     """Digest of the tool's code, the parsers it uses and the rules in use (once per process).
 
-    The rules are hashed by content; the tool's and the parsers' files by name, size and
-    modification time (as Python itself validates cached bytecode): reinstalling or editing
-    any of them changes the salt, and no file of a large package has to be read.
+    Every part is identified by what it holds, not by when it was written, so a fresh install of
+    the same versions (a CI job that installs the tool on every run and restores the cache) reads
+    the entries an earlier install wrote: the tool's own files and the rules are hashed by
+    content; a parser package by the file hashes its installed ``RECORD`` lists (pip writes them
+    from the wheel).  A parser package with no such list (an editable checkout) falls back to the
+    name, size and modification time of its files.
     """
     import hashlib
     import importlib.util
@@ -60,18 +62,11 @@ def _salt(rules_dir: Optional[str]) -> bytes:
     folder = rules_dir or str(default_rules())
     if folder not in _SALT:
         h = hashlib.sha256(f"cpasync-migrate cache {FORMAT}\0{sys.version}\0".encode())
-        package = os.path.dirname(os.path.abspath(__file__))
-        places = [("cpasync_migrate", package, True)]
+        h.update(package_digest("cpasync_migrate", os.path.dirname(os.path.abspath(__file__)), own=True))
         for dep in ("libcst", "tree_sitter", "tree_sitter_cpp"):
             spec = importlib.util.find_spec(dep)
-            places += [(dep, loc, False) for loc in ((spec.submodule_search_locations or []) if spec else [])]
-        for label, base, deep in places:
-            for root, dirs, names in os.walk(base):
-                dirs[:] = sorted(d for d in dirs if d != "__pycache__") if deep else []
-                for name in sorted(names):
-                    st = os.stat(os.path.join(root, name))
-                    rel = os.path.relpath(os.path.join(root, name), base)
-                    h.update(f"{label}/{rel}:{st.st_size}:{st.st_mtime_ns}\0".encode())
+            for loc in (spec.submodule_search_locations or []) if spec else []:
+                h.update(package_digest(dep, loc, own=False))
         for name in sorted(os.listdir(folder)):
             if name.endswith(".toml"):
                 with open(os.path.join(folder, name), "rb") as fh:
@@ -79,6 +74,61 @@ def _salt(rules_dir: Optional[str]) -> bytes:
                 h.update(f"rules/{name}:{len(data)}\0".encode() + data)
         _SALT[folder] = h.digest()
     return _SALT[folder]
+
+
+def package_digest(label: str, location: str, own: bool) -> bytes:
+    """What identifies one package's code in the salt (a line of text, ending in a NUL byte).
+
+    ``own``: every file below ``location`` (bytecode caches left out), hashed by content.  Otherwise
+    the hashed file list of the distribution that installed it, when one covers the package;
+    failing that, the name, size and modification time of each file at its top level.
+    """
+    import hashlib
+
+    if own:
+        h = hashlib.sha256()
+        for root, dirs, names in os.walk(location):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(names):
+                full = os.path.join(root, name)
+                with open(full, "rb") as fh:
+                    data = fh.read()
+                h.update(f"{os.path.relpath(full, location)}:{len(data)}\0".encode() + data)
+        return f"{label}:content:{h.hexdigest()}\0".encode()
+    listed = _record_lines(location)
+    if listed:
+        return f"{label}:record:".encode() + hashlib.sha256("\n".join(listed).encode()).hexdigest().encode() + b"\0"
+    parts = [f"{label}:stat"]
+    for name in sorted(os.listdir(location)):
+        full = os.path.join(location, name)
+        if os.path.isfile(full):
+            st = os.stat(full)
+            parts.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
+    return "\0".join(parts).encode() + b"\0"
+
+
+def _record_lines(location: str) -> list[str]:
+    """The ``RECORD`` lines (path, hash, size) of the package at ``location`` that carry a hash.
+
+    The distribution is the ``<name>-<version>.dist-info`` folder beside the package.  Empty when
+    there is none or its list does not name the package's files (an editable install lists only
+    its path hook), so that the caller falls back to file metadata.
+    """
+    base, pkg = os.path.split(os.path.normpath(location))
+    try:
+        infos = sorted(n for n in os.listdir(base) if n.endswith(".dist-info") and n.startswith(pkg + "-"))
+    except OSError:
+        return []
+    for info in infos:
+        try:
+            with open(os.path.join(base, info, "RECORD"), encoding="utf-8") as fh:
+                rows = fh.read().splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        listed = sorted(r for r in rows if r.startswith(pkg + "/") and ",sha256=" in r)
+        if listed:
+            return listed
+    return []
 
 
 def prepare(settings) -> None:

@@ -198,3 +198,102 @@ def test_a_warm_check_imports_no_parser(tree, tmp_path):
 
     assert {"tree_sitter", "libcst"} <= imported()  # cold: C++ files and a fixable kernel
     assert not {"tree_sitter", "libcst"} & imported()
+
+
+def _fake_package(site: Path, record_names_files: bool) -> Path:
+    """A package ``pkg`` in a folder laid out like site-packages, with the RECORD pip would write."""
+    import base64
+    import hashlib
+
+    pkg = site / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from ._binding import *\n")
+    (pkg / "_binding.so").write_bytes(b"\x7fELF not really")
+    info = site / "pkg-1.0.dist-info"
+    info.mkdir()
+    rows = []
+    if record_names_files:
+        for f in sorted(pkg.iterdir()):
+            digest = base64.urlsafe_b64encode(hashlib.sha256(f.read_bytes()).digest()).rstrip(b"=").decode()
+            rows.append(f"pkg/{f.name},sha256={digest},{f.stat().st_size}")
+        rows.append("pkg/__pycache__/__init__.cpython-311.pyc,,")
+    else:  # an editable install lists only its path hook
+        rows.append("__editable__.pkg-1.0.pth,sha256=abc,12")
+    rows += ["pkg-1.0.dist-info/INSTALLER,sha256=zuu,4", "pkg-1.0.dist-info/RECORD,,"]
+    (info / "RECORD").write_text("\n".join(rows) + "\n")
+    return pkg
+
+
+def _retouch(folder: Path, when: float) -> None:
+    import os
+
+    for f in folder.rglob("*"):
+        os.utime(f, (when, when))
+
+
+def test_a_reinstalled_parser_package_keeps_its_salt(tmp_path):
+    """pip gives installed files the time of the install: a CI job that installs the tool on every run
+    must still read the cache it restores, so an installed package is known by its RECORD."""
+    from cpasync_migrate.cache import package_digest
+
+    pkg = _fake_package(tmp_path / "site", record_names_files=True)
+    before = package_digest("pkg", str(pkg), own=False)
+    _retouch(pkg.parent, 1_000_000_000)
+    assert package_digest("pkg", str(pkg), own=False) == before
+    record = pkg.parent / "pkg-1.0.dist-info" / "RECORD"
+    record.write_text(record.read_text().replace("sha256=", "sha256=X", 1))  # another build of the package
+    assert package_digest("pkg", str(pkg), own=False) != before
+
+
+def test_a_package_without_a_file_list_is_known_by_its_files_metadata(tmp_path):
+    from cpasync_migrate.cache import package_digest
+
+    pkg = _fake_package(tmp_path / "site", record_names_files=False)
+    before = package_digest("pkg", str(pkg), own=False)
+    assert b":stat" in before
+    _retouch(pkg, 1_000_000_000)
+    assert package_digest("pkg", str(pkg), own=False) != before
+
+
+def test_the_tools_own_code_is_known_by_content(tmp_path):
+    from cpasync_migrate.cache import package_digest
+
+    pkg = tmp_path / "tool"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "a.py").write_text("A = 1\n")
+    (pkg / "sub" / "b.py").write_text("B = 2\n")
+    (pkg / "__pycache__").mkdir()
+    (pkg / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"compiled")
+    before = package_digest("tool", str(pkg), own=True)
+    _retouch(pkg, 1_000_000_000)
+    (pkg / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"compiled again")
+    assert package_digest("tool", str(pkg), own=True) == before
+    (pkg / "sub" / "b.py").write_text("B = 3\n")
+    assert package_digest("tool", str(pkg), own=True) != before
+
+
+def test_a_fresh_copy_of_the_tool_reads_the_cache_an_earlier_copy_wrote(tree, tmp_path):
+    """Two installs of the same code (new modification times) share entries: the CI case."""
+    import os
+    import subprocess
+    import sys
+
+    cache = tmp_path / "cache"
+    runs = []
+    for n, when in (("one", 1_000_000_000), ("two", 1_500_000_000)):
+        home = tmp_path / n
+        shutil.copytree(ROOT / "cpasync_migrate", home / "cpasync_migrate",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(ROOT / "rules", home / "rules")
+        _retouch(home, when)
+        env = {"PYTHONPATH": str(home) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        where = subprocess.run([sys.executable, "-c", "import cpasync_migrate; print(cpasync_migrate.__file__)"],
+                               cwd=tree, env={**os.environ, **env}, capture_output=True, text=True).stdout
+        assert where.startswith(str(home)), where  # the copy runs, not the checkout
+        runs.append(run_cli("--check", "-v", "-j", "1", "--cache-dir", cache, ".", cwd=tree, env=env))
+    for r in runs:
+        assert r.returncode == 1, r.stderr[-800:]
+    processed = [ln for ln in runs[1].stderr.splitlines() if ln.startswith("processed ")]
+    assert len(processed) >= 4
+    assert all(ln.endswith("(analysis from the results cache)") for ln in processed), processed
+    assert runs[0].stdout == runs[1].stdout
