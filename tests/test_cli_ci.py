@@ -370,3 +370,39 @@ def test_gpu_probe_leaves_cuda_out_of_this_process(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "cupy" else None)
     assert cli._gpu_available() is False
     assert seen and seen[0][-1] == cli._GPU_PROBE and "cupy" not in sys.modules
+
+
+def test_readme_github_actions_example(monkeypatch):
+    """The README's workflow: valid YAML, every tool command parses, and the cache survives a failing lint."""
+    import re
+    import shlex
+
+    import yaml
+
+    from cpasync_migrate import cache
+    from cpasync_migrate.cli import build_parser
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## In CI", 1)[1]
+    block = re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
+    steps = yaml.safe_load(block)["jobs"]["cpasync"]["steps"]
+    uses = [s.get("uses", "") for s in steps]
+    commands = [s["run"] for s in steps if "cpasync-migrate --" in s.get("run", "")]
+    assert len(commands) == 2
+    for cmd in commands:
+        argv = shlex.split(cmd.split(">")[0].replace("${{ github.base_ref || 'main' }}", "main"))
+        assert argv[0] == "cpasync-migrate"
+        args = build_parser().parse_args(argv[1:])
+        assert args.check and args.paths == ["."]
+    assert "--format github" in commands[0] and "--since" in commands[0]
+    restore = uses.index("actions/cache/restore@v4")
+    save = uses.index("actions/cache/save@v4")
+    lint = next(i for i, s in enumerate(steps) if s.get("run", "").startswith("cpasync-migrate --check --format github"))
+    assert restore < lint < save
+    assert steps[save].get("if") == "always()", "actions/cache saves only after success; the lint fails"
+    monkeypatch.delenv(cache.ENV, raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", "/home/runner")  # a GitHub-hosted runner: the tool's default cache folder
+    path = steps[restore]["with"]["path"]
+    assert path == steps[save]["with"]["path"] and path.replace("~", "/home/runner", 1) == cache.default_dir()
+    assert steps[restore]["with"]["key"] == steps[save]["with"]["key"]
