@@ -1,7 +1,7 @@
 """Find legacy ``ptx_cp_async`` calls in TileLang scripts and compute their rewrite.
 
 Pure: takes text, returns findings whose fixes are character-offset edits.
-Name resolution uses libcst's QualifiedNameProvider and ScopeProvider, so
+Name resolution uses libcst's ScopeProvider (the qualified names its scopes give), so
 aliases, ``from`` imports and local shadowing are handled as Python does.
 """
 from __future__ import annotations
@@ -15,7 +15,6 @@ from libcst.metadata import (
     MetadataWrapper,
     ParentNodeProvider,
     PositionProvider,
-    QualifiedNameProvider,
     ScopeProvider,
 )
 
@@ -94,15 +93,38 @@ def _int_value(node: cst.BaseExpression) -> Optional[int]:
     return None
 
 
-class _Analyzer(cst.BatchableCSTVisitor):
-    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ScopeProvider, ParentNodeProvider)
+# What the analysis reads about nodes: positions and scopes from libcst's providers.  Qualified
+# names come from the scopes on demand (QualifiedNameProvider would compute them for every node of
+# the module in a traversal of its own; the analysis asks for a handful), and parents from the one
+# traversal below (ParentNodeProvider would make another).
+_PROVIDERS = (PositionProvider, ScopeProvider)
 
-    def __init__(self, ctx: "_Context"):
+
+class _Collector(cst.CSTVisitor):
+    """One traversal of the module: every node's parent, and the calls in document order."""
+
+    def __init__(self):
         super().__init__()
-        self.ctx = ctx
+        self.parents: dict = {}
+        self.calls: list = []
+        self._stack: list = []
 
-    def visit_Call(self, node: cst.Call) -> None:
-        self.ctx.visit_call(node, self)
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self._stack:
+            self.parents[node] = self._stack[-1]
+        self._stack.append(node)
+        if isinstance(node, cst.Call):
+            self.calls.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self._stack.pop()
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        pass
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        pass
 
 
 class _Context:
@@ -117,7 +139,8 @@ class _Context:
         self.starts = line_starts(text)
         self.lines = text.splitlines(True)
         self.findings: list[Finding] = []
-        self.visitor: Optional[_Analyzer] = None
+        self.metadata: dict = {}  # provider -> {node: value}
+        self.parents: dict = {}  # node -> parent node
         self.tl_modules = set(self.rules.tilelang_modules)
         self.tvm_modules = set(self.rules.tvm_modules)
         self.newline = "\r\n" if "\r\n" in text else "\n"
@@ -127,7 +150,9 @@ class _Context:
     # ---------------------------------------------------------------- metadata helpers
 
     def md(self, provider, node, default=None):
-        return self.visitor.get_metadata(provider, node, default)
+        if provider is ParentNodeProvider:
+            return self.parents.get(node, default)
+        return self.metadata[provider].get(node, default)
 
     def pos(self, node):
         return self.md(PositionProvider, node)
@@ -154,9 +179,14 @@ class _Context:
         s, e = self.vspan(node)
         return self.text[s:e]
 
+    def qualified_names(self, node) -> set:
+        """What QualifiedNameProvider gives ``node``: the names its scope resolves it to."""
+        scope = self.md(ScopeProvider, node)
+        return scope.get_qualified_names_for(node) if scope is not None else set()
+
     def qnames(self, node) -> set[str]:
         try:
-            return {q.name for q in self.md(QualifiedNameProvider, node, set())}
+            return {q.name for q in self.qualified_names(node)}
         except Exception:  # noqa: BLE001
             return set()
 
@@ -188,8 +218,7 @@ class _Context:
                 return "tvm"
         return None
 
-    def visit_call(self, node: cst.Call, visitor: _Analyzer) -> None:
-        self.visitor = visitor
+    def visit_call(self, node: cst.Call) -> None:
         api = self.which_api(node.func)
         if api is None:
             return
@@ -401,7 +430,7 @@ class _Context:
                 raise NoFix(f"unknown element type {s!r}")
             return DType(text, name, size)
         if isinstance(expr, cst.Attribute):
-            mods = {q.name.rpartition(".")[0] for q in self.md(QualifiedNameProvider, expr, set())}
+            mods = {q.name.rpartition(".")[0] for q in self.qualified_names(expr)}
             attr = expr.attr.value
             if mods & (self.tl_modules | self.tvm_modules) and self.rules.dtype_size(attr) is not None:
                 name = self.rules.canonical_dtype(attr)
@@ -1055,9 +1084,13 @@ def analyze(text: str, path: str, options: FrontEndOptions) -> Analysis:
         return Analysis([], error=f"cannot parse: {e.message}", error_line=e.raw_line, error_column=e.raw_column + 1)
     except Exception as e:  # noqa: BLE001 - libcst raises a few other types on odd input
         return Analysis([], error=f"cannot parse: {e}")
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     ctx = _Context(text, path, module, options)
-    wrapper.visit_batched([_Analyzer(ctx)])
+    ctx.metadata = MetadataWrapper(module, unsafe_skip_copy=True).resolve_many(_PROVIDERS)
+    seen = _Collector()
+    module.visit(seen)
+    ctx.parents = seen.parents
+    for call in seen.calls:
+        ctx.visit_call(call)
     return Analysis(ctx.findings)
 
 
