@@ -415,6 +415,8 @@ def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome) ->
             for w in pool.workers:
                 if not w.tasks and hits:
                     pool.send(w, ("file", hits.pop()[1]))
+            while hits and pool.grow():  # every worker is busy and files are waiting: one more worker
+                pool.send(pool.workers[-1], ("file", hits.pop()[1]))
             if not any(w.tasks for w in pool.workers):
                 if not walking and not chunks and not hits:
                     return

@@ -311,6 +311,11 @@ def test_workers_start_as_work_appears(tmp_path, monkeypatch):
         write(tmp_path / "many" / f"f{i}.py", LEGACY if i % 50 == 0 else f"x = {i}\n")
     outs, n = runner.run_files([str(tmp_path / "many")], settings, jobs=4, pool="fork")
     assert made[-1].started == 4 and n == 200 and len(outs) == 4
+    for i in range(12):  # fewer files than one prefilter chunk, every one to parse: all workers still start
+        write(tmp_path / "few" / f"k{i}.py", LEGACY)
+    monkeypatch.setattr(runner, "CHUNK", 128)
+    outs, n = runner.run_files([str(tmp_path / "few")], settings, jobs=4, pool="fork")
+    assert made[-1].started == 4 and n == 12 and len(outs) == 12
 
 
 def test_check_outcomes_keep_findings_not_texts(tmp_path):
