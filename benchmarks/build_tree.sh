@@ -17,7 +17,7 @@
 #     files that contain `ptx_cp_async`, and writes them to $CACHE/tree-stats.json;
 #   - builds a second tree, $CACHE/tree-tl-tvm, of hard links to the same files
 #     less the vendored CUTLASS and composable_kernel folders: TileLang's and
-#     TVM's own sources, the composition issue 7 measured (about 4,800 files
+#     TVM's own sources, the composition the speed targets were set on (about 4,800 files
 #     and 1.6 million lines there).
 #
 # The last line of output is the (full) tree's path.

@@ -54,7 +54,7 @@ NEEDLE = b"ptx_cp_async"
 CACHE = Path(os.environ.get("CPASYNC_BENCH_CACHE", Path.home() / ".cache" / "cpasync-migrate" / "bench-tree"))
 LEGACY_PART = "tilelang-0.1.7.post1"
 
-# Targets of issue 7 (checked on paired ratios of medians; never as timed tests).
+# The speed targets (checked on paired ratios of medians; never as timed tests).
 MAX_X_RG = 6.0
 MIN_X_ASTGREP = 15.0
 MIN_X_PIPELINE = 1.0
