@@ -457,6 +457,50 @@ def bench_write_scaling(args, tool, tree, work) -> dict:
     return {"series": ser.times, "per_file_s": per_file, "verdict": ok}
 
 
+N_MANY = 100  # the kernels-only section: a repository of TileLang kernels, every one legacy
+
+
+def bench_kernels(args, tool, work) -> dict:
+    """A tree of nothing but legacy kernels: every file needs libcst, and the work is all parsing."""
+    say(f"\n## {N_MANY} legacy kernels alone (a repository of TileLang kernels); baseline: --check -j 1")
+    kdir = work / "kernels"
+    legacy = [kernel_text(i) for i in range(N_MANY)]
+    names = [f"k{i:03d}.py" for i in range(N_MANY)]
+
+    def reset():
+        if kdir.exists():
+            shutil.rmtree(kdir)
+        kdir.mkdir(parents=True)
+        for n, t in zip(names, legacy):
+            (kdir / n).write_text(t)
+
+    jobs = os.cpu_count() or 1
+    rows = [
+        ("--check -j 1", ["--check", "--no-cache", "-j", "1"]),
+        (f"--check (default -j {jobs})", ["--check", "--no-cache"]),
+        (f"write mode (default -j {jobs})", ["--no-cache"]),
+    ]
+    ser = Series([r[0] for r in rows])
+    for r in range(args.write_reps):
+        ser.add_round()
+        for label, opts in rows:
+            reset()  # outside the clock: every run starts from the legacy files
+            ser.record(label, run([tool, *opts, str(kdir)], expect=(0, 1) if "--check" not in opts else (1,)))
+            if "--check" not in opts:
+                left = sum((kdir / n).read_text() == t for n, t in zip(names, legacy))
+                if left:
+                    raise RunError(f"{label}: {left} kernel file(s) left unrewritten")
+        say(f"round {r + 1}: " + ", ".join(f"{ser.times[n][-1]:.3f}" for n in ser.names))
+    shutil.rmtree(kdir)
+    base = ser.names[0]
+    say("| command | runs | median s | min s | ratio vs --check -j 1 | per kernel ms |")
+    say("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for n in ser.names:
+        say(f"| {n} | {len(ser.values(n))} | {ser.median(n):.3f} | {min(ser.values(n)):.3f} | "
+            f"{ser.paired(n, base):.2f}x | {ser.median(n) / N_MANY * 1000:.0f} |")
+    return {"series": ser.times}
+
+
 # ---------------------------------------------------------------- profile
 
 # Run by the tool's own interpreter: where one -j 1 --check run spends its time
@@ -527,6 +571,8 @@ def main(argv=None) -> int:
                     help="cpasync-migrate console script (default: next to this interpreter)")
     ap.add_argument("--ast-grep", default=None, help="ast-grep binary (default: build_tree.sh's tools venv, then PATH)")
     ap.add_argument("--skip-write", action="store_true", help="skip the write-mode sections")
+    ap.add_argument("--only-kernels", action="store_true",
+                    help=f"only the section of {N_MANY} legacy kernels alone (no large tree needed)")
     ap.add_argument("--profile", action="store_true", help="also print where one --check run spends its time")
     ap.add_argument("--profile-only", action="store_true", help="only print that profile")
     ap.add_argument("--save", type=Path, help="also write the raw timings as JSON to this file")
@@ -569,6 +615,10 @@ def main(argv=None) -> int:
     if args.profile_only:
         profile_tool(tool, tree)
         return 0
+    if args.only_kernels:
+        args.work.mkdir(parents=True, exist_ok=True)
+        bench_kernels(args, tool, args.work)
+        return 0
     result = {"tree": st}
     result["check"] = bench_check(args, tool, rg, sg, tree)
     result["sites"] = compare_sites(tool, rg, sg, tree)
@@ -576,6 +626,7 @@ def main(argv=None) -> int:
         args.work.mkdir(parents=True, exist_ok=True)
         result["write_legacy"] = bench_write_legacy(args, tool, tree, args.work)
         result["write_scaling"] = bench_write_scaling(args, tool, tree, args.work)
+        result["kernels"] = bench_kernels(args, tool, args.work)
     if args.profile:
         profile_tool(tool, tree)
     end_commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
