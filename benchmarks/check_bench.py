@@ -557,6 +557,20 @@ def profile_tool(tool, tree) -> None:
 # ---------------------------------------------------------------- main
 
 
+def say_machine(tool: str) -> None:
+    """The lines every output starts with: when, where, which Python and which tool."""
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    say(f"date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}")
+    say(f"machine: {platform.platform()}, nproc {os.cpu_count()}, load average at start "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    say(f"python: {platform.python_version()} ({sys.executable})")
+    say(f"cpasync-migrate: {capture([tool, '--version']).strip()} at commit {commit}"
+        f"{' (with uncommitted changes)' if dirty else ''} ({tool})")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tree", type=Path, default=CACHE / "tree", help="tree built by benchmarks/build_tree.sh")
@@ -580,10 +594,20 @@ def main(argv=None) -> int:
     args.write_reps = args.write_reps or args.reps
 
     tree = args.tree.resolve()
+    tool = args.tool if os.path.exists(args.tool) else shutil.which("cpasync-migrate")
+    if args.only_kernels:
+        if not tool:
+            print("missing: cpasync-migrate", file=sys.stderr)
+            return 2
+        say("# cpasync-migrate benchmark: legacy kernels alone")
+        say_machine(tool)
+        say(f"rounds: {args.write_reps}; commands run with PYTHONDONTWRITEBYTECODE unset")
+        args.work.mkdir(parents=True, exist_ok=True)
+        bench_kernels(args, tool, args.work)
+        return 0
     if not (tree / LEGACY_PART).is_dir():
         print(f"no benchmark tree at {tree}: run benchmarks/build_tree.sh first", file=sys.stderr)
         return 2
-    tool = args.tool if os.path.exists(args.tool) else shutil.which("cpasync-migrate")
     rg = shutil.which("rg")
     sg = args.ast_grep or next((str(p) for p in [CACHE / "tools-venv" / "bin" / "ast-grep"] if p.exists()),
                                shutil.which("ast-grep"))
@@ -593,17 +617,8 @@ def main(argv=None) -> int:
         return 2
 
     st = tree_stats(tree)
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.strip()
     say("# cpasync-migrate large-tree benchmark")
-    say(f"date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}")
-    say(f"machine: {platform.platform()}, nproc {os.cpu_count()}, load average at start "
-        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    say(f"python: {platform.python_version()} ({sys.executable})")
-    say(f"cpasync-migrate: {capture([tool, '--version']).strip()} at commit {commit}"
-        f"{' (with uncommitted changes)' if dirty else ''} ({tool})")
+    say_machine(tool)
     say(f"rg: {capture([rg, '--version']).splitlines()[0]}")
     say(f"ast-grep: {capture([sg, '--version']).strip()} ({sg})")
     say(f"tree: {tree}: {st['files']} files ({st['python_files']} Python, {st['cpp_files']} C++), "
@@ -614,10 +629,6 @@ def main(argv=None) -> int:
 
     if args.profile_only:
         profile_tool(tool, tree)
-        return 0
-    if args.only_kernels:
-        args.work.mkdir(parents=True, exist_ok=True)
-        bench_kernels(args, tool, args.work)
         return 0
     result = {"tree": st}
     result["check"] = bench_check(args, tool, rg, sg, tree)
