@@ -52,10 +52,38 @@ def changed_since(rev: str, paths: Iterable[str]) -> set[str]:
 def _discovered(paths, excludes, respect_gitignore, since_set):
     """Yield (path, explicit) for every source file in scope (no reading)."""
     explicit = {p for p in paths if not os.path.isdir(p)}
+    changed = None if since_set is None else _since_filter(paths, since_set)
     for path in files.discover(paths, SUFFIXES, excludes, respect_gitignore):
-        if since_set is not None and os.path.realpath(path) not in since_set:
+        if changed is not None and not changed(path):
             continue
         yield path, path in explicit
+
+
+def _since_filter(paths, since_set: set[str]):
+    """Whether a discovered path is in ``since_set`` (real paths), without resolving every path.
+
+    The walk does not enter symbolically linked folders, so below a folder argument the real path
+    of a file that is not itself a link is the folder's real path plus the rest of the path.  Only
+    links and files named on the command line are resolved (``os.path.realpath`` costs about 0.1 ms,
+    1.4 s over a 15,000-file tree).
+    """
+    roots = []
+    for p in paths:
+        if os.path.isdir(p):
+            roots.append((p if p.endswith(os.sep) else p + os.sep, os.path.join(os.path.realpath(p), "")))
+    roots.sort(key=lambda r: -len(r[0]))  # the innermost folder argument first (it may be reached through a link)
+
+    def changed(path: str) -> bool:
+        for prefix, real in roots:
+            if path.startswith(prefix):
+                if real + path[len(prefix):] in since_set:
+                    return True
+                if not os.path.islink(path):
+                    return False
+                break
+        return os.path.realpath(path) in since_set
+
+    return changed
 
 
 # ---------------------------------------------------------------- byte prefilter

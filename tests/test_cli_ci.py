@@ -411,3 +411,28 @@ def test_readme_github_actions_example(monkeypatch):
     path = steps[restore]["with"]["path"]
     assert path == steps[save]["with"]["path"] and path.replace("~", "/home/runner", 1) == cache.default_dir()
     assert steps[restore]["with"]["key"] == steps[save]["with"]["key"]
+
+
+def test_since_filter_agrees_with_resolving_every_path(tmp_path, monkeypatch):
+    """--since compares real paths; the filter resolves only links and named files, with the same answers."""
+    import os
+
+    from cpasync_migrate import runner
+
+    for name in ("src/a.py", "src/b.py", "src/deep/c.cc", "other/d.py", "other/e.h", "top.py"):
+        write(tmp_path / name, "x = 1\n")
+    os.symlink(tmp_path / "other" / "d.py", tmp_path / "src" / "d_link.py")  # a linked file
+    os.symlink(tmp_path / "other", tmp_path / "src" / "other_dir")  # a linked folder (the walk does not enter it)
+    os.symlink(tmp_path / "src", tmp_path / "src_link")  # a folder argument reached through a link
+    changed = {os.path.realpath(tmp_path / n) for n in ("src/a.py", "src/deep/c.cc", "other/d.py", "other/e.h")}
+    monkeypatch.chdir(tmp_path)
+    argsets = [["."], ["src"], ["src/"], ["src_link"], [".", "src/other_dir"], ["src_link", "other"],
+               [str(tmp_path)], ["src/a.py", "top.py", "src_link/b.py"], ["./src", "src/deep"],
+               ["src", "src/other_dir"]]
+    for args in argsets:
+        everything = list(runner._discovered(args, (), True, None))
+        expected = [pe for pe in everything if os.path.realpath(pe[0]) in changed]
+        got = list(runner._discovered(args, (), True, changed))
+        assert got == expected, args
+        assert expected, args  # every set of arguments reaches a changed file
+    assert ("src/d_link.py", False) in list(runner._discovered(["src"], (), True, changed))
