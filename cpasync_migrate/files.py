@@ -49,7 +49,7 @@ class FileError(Exception):
 
 
 class _Pattern:
-    __slots__ = ("negate", "dir_only", "regex", "base")
+    __slots__ = ("negate", "dir_only", "regex", "base", "name_only")
 
     def __init__(self, line: str, base: str):
         self.base = base  # directory (relative to the walk root, "" for root) holding the .gitignore
@@ -64,6 +64,9 @@ class _Pattern:
         line = line.lstrip("/")
         rx = _glob_to_regex(line)
         self.regex = re.compile(("^" if anchored else "^(?:.*/)?") + rx + "$")
+        # Without a slash, "**" or a bracket (whose negation would match "/"), the pattern can only
+        # match a whole last path component: then matching the name alone gives the same answer.
+        self.name_only = None if anchored or "**" in line or "[" in line else rx
 
     def matches(self, rel: str, is_dir: bool) -> bool:
         if self.dir_only and not is_dir:
@@ -137,6 +140,52 @@ def _excluded(rel: str, name: str, excludes: tuple[str, ...]) -> bool:
     return False
 
 
+class _Filter:
+    """The ``.gitignore`` patterns and ``--exclude`` globs in force in one folder, compiled for the walk.
+
+    The walk asks about every folder and every source file, so instead of one regular expression
+    (or three ``fnmatch`` calls) per pattern and entry it asks one alternation per group of
+    patterns.  When none matches, the entry is kept, as the ordered evaluation would keep it.  When
+    one does, the answer is "ignored" unless some pattern negates; then :func:`_ignored` decides,
+    pattern by pattern in order.  Same answers as :func:`_ignored` and :func:`_excluded` (tested).
+    """
+
+    __slots__ = ("patterns", "negations", "groups", "rel_rx", "name_rx")
+
+    def __init__(self, patterns: list, excludes: tuple[str, ...]):
+        self.patterns = patterns
+        self.negations = any(p.negate for p in patterns)
+        grouped: dict = {}
+        for p in patterns:
+            on_name = p.name_only is not None
+            grouped.setdefault((p.base, p.dir_only, on_name), []).append(p.name_only if on_name else p.regex.pattern)
+        self.groups = []  # (folder prefix, dir_only, matched against the name, alternation)
+        for (base, dir_only, on_name), rxs in grouped.items():
+            alt = "|".join(f"(?:{x})" for x in rxs)
+            self.groups.append((base + "/" if base else "", dir_only, on_name, re.compile(f"(?:{alt})$" if on_name else alt)))
+        norm = os.path.normcase
+        self.rel_rx = self.name_rx = None
+        if excludes:
+            rel = [fnmatch.translate(norm(g)) for g in excludes]
+            rel += [fnmatch.translate(norm(g.rstrip("/") + "/*")) for g in excludes]
+            self.rel_rx = re.compile("|".join(f"(?:{x})" for x in rel))
+            self.name_rx = re.compile("|".join(f"(?:{fnmatch.translate(norm(g))})" for g in excludes))
+
+    def skip(self, rel: str, name: str, is_dir: bool) -> bool:
+        if self.rel_rx is not None:
+            norm = os.path.normcase
+            if self.rel_rx.match(norm(rel)) or self.name_rx.match(norm(name)):
+                return True
+        for base, dir_only, on_name, rx in self.groups:
+            if dir_only and not is_dir or base and not rel.startswith(base):
+                continue
+            if rx.match(name) if on_name else rx.match(rel[len(base):]):
+                break
+        else:
+            return False
+        return True if not self.negations else _ignored(self.patterns, rel, is_dir)
+
+
 def _git_root_patterns(start: Path) -> tuple[Optional[Path], list[_Pattern]]:
     """.gitignore files of the enclosing repository above ``start`` (outermost first)."""
     chain = []
@@ -195,6 +244,7 @@ def _walk(top: str, outer: list[_Pattern], suffixes, excludes, respect_gitignore
     pattern or an exclude needs them.
     """
     stack = [("", outer)]
+    filters: dict = {}  # id of a pattern list -> its compiled filter (sibling folders share one list)
     while stack:
         rel_dir, pats = stack.pop()
         full_dir = os.path.join(top, rel_dir) if rel_dir else top
@@ -210,7 +260,11 @@ def _walk(top: str, outer: list[_Pattern], suffixes, excludes, respect_gitignore
             own = _read_gitignore(full_dir, rel_dir)
             if own:
                 pats = pats + own
-        filtering = bool(pats or excludes)
+        filt = None
+        if pats or excludes:
+            filt = filters.get(id(pats))
+            if filt is None or filt.patterns is not pats:
+                filt = filters[id(pats)] = _Filter(pats, excludes)
         for e in entries:
             name = e.name
             try:
@@ -221,14 +275,12 @@ def _walk(top: str, outer: list[_Pattern], suffixes, excludes, respect_gitignore
                 if name in SKIP_DIRS or name.endswith(".egg-info"):
                     continue
                 rel = f"{rel_dir}/{name}" if rel_dir else name
-                if filtering and (excludes and _excluded(rel, name, excludes) or pats and _ignored(pats, rel, True)):
+                if filt is not None and filt.skip(rel, name, True):
                     continue
                 stack.append((rel, pats))
             elif name.endswith(suffixes):
-                if filtering:
-                    rel = f"{rel_dir}/{name}" if rel_dir else name
-                    if excludes and _excluded(rel, name, excludes) or pats and _ignored(pats, rel, False):
-                        continue
+                if filt is not None and filt.skip(f"{rel_dir}/{name}" if rel_dir else name, name, False):
+                    continue
                 yield e.path
 
 
