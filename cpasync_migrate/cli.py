@@ -60,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip paths matching GLOB, in addition to the configured list")
     p.add_argument("--no-gitignore", action="store_true", help="do not honour .gitignore files")
     p.add_argument("--since", metavar="REV", help="only files changed since git revision REV")
-    p.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: all cores)")
+    p.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: the CPUs this process may use)")
     p.add_argument("--no-cache", dest="cache", action="store_false", default=None,
                    help="do not read or write the results cache")
     p.add_argument("--cache-dir", metavar="DIR", help="results cache folder (default: $CPASYNC_MIGRATE_CACHE_DIR, "
@@ -206,7 +206,12 @@ def run(args) -> int:
     migrate_tvm = args.migrate_tvm if args.migrate_tvm is not None else bool(cfg.get("migrate-tvm", False))
     excludes = tuple(args.exclude if args.exclude is not None else cfg.get("exclude", []))
     excludes += tuple(cfg.get("extend-exclude", [])) + tuple(args.extend_exclude or [])
-    jobs = args.jobs if args.jobs is not None else cfg.get("jobs") or (os.cpu_count() or 1)
+    if args.jobs is not None or cfg.get("jobs"):
+        jobs = args.jobs if args.jobs is not None else cfg["jobs"]
+    else:
+        from .runner import default_jobs
+
+        jobs = default_jobs()
     if jobs < 1:
         raise UsageError("--jobs must be at least 1")
     binds = {}

@@ -436,3 +436,29 @@ def test_since_filter_agrees_with_resolving_every_path(tmp_path, monkeypatch):
         assert got == expected, args
         assert expected, args  # every set of arguments reaches a changed file
     assert ("src/d_link.py", False) in list(runner._discovered(["src"], (), True, changed))
+
+
+def test_default_jobs_respect_a_container_cpu_quota(tmp_path):
+    """-j defaults to the CPUs the process may use: a cgroup quota caps the affinity mask."""
+    import os
+
+    from cpasync_migrate import runner
+
+    cores = len(os.sched_getaffinity(0))
+
+    def case(proc: str, files: dict):
+        fs = tmp_path / f"fs{len(list(tmp_path.iterdir()))}"
+        for rel, text in files.items():
+            write(fs / rel, text)
+        write(fs / "proc-cgroup", proc)
+        return runner._cgroup_cpu_limit(str(fs / "proc-cgroup"), str(fs)), runner.default_jobs(str(fs / "proc-cgroup"), str(fs))
+
+    assert case("0::/\n", {"cpu.max": "100000 100000\n"}) == ((100000, 100000), 1)  # cgroup v2, one CPU
+    assert case("0::/ci/job\n", {"ci/job/cpu.max": "150000 100000\n"})[0] == (150000, 100000)
+    assert case("0::/ci/job\n", {"ci/job/cpu.max": "150000 100000\n"})[1] == min(cores, 2)  # 1.5 CPUs: 2 workers
+    assert case("0::/\n", {"cpu.max": "max 100000\n"}) == (None, cores)  # no limit
+    v1 = {"cpu,cpuacct/docker/x/cpu.cfs_quota_us": "50000\n", "cpu,cpuacct/docker/x/cpu.cfs_period_us": "100000\n"}
+    assert case("12:memory:/docker/x\n5:cpu,cpuacct:/docker/x\n", v1) == ((50000, 100000), 1)  # cgroup v1
+    unlimited = {"cpu,cpuacct/cpu.cfs_quota_us": "-1\n", "cpu,cpuacct/cpu.cfs_period_us": "100000\n"}
+    assert case("5:cpu,cpuacct:/\n", unlimited) == (None, cores)
+    assert runner._cgroup_cpu_limit(str(tmp_path / "missing"), str(tmp_path)) is None
