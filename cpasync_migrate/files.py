@@ -218,8 +218,12 @@ def discover(
     suffixes: tuple[str, ...],
     excludes: tuple[str, ...] = (),
     respect_gitignore: bool = True,
+    errors: Optional[list] = None,
 ) -> Iterator[str]:
-    """Yield candidate files (explicit files first in argument order; a folder's files in no set order)."""
+    """Yield candidate files (explicit files first in argument order; a folder's files in no set order).
+
+    A folder that cannot be listed is appended to ``errors`` as (path, reason), when given.
+    """
     seen: set[str] = set()
     for arg in paths:
         p = Path(arg)
@@ -230,13 +234,14 @@ def discover(
                 yield arg
             continue
         outer = _git_root_patterns(p)[1] if respect_gitignore else []
-        for f in _walk(str(p), outer, suffixes, excludes, respect_gitignore):
+        for f in _walk(str(p), outer, suffixes, excludes, respect_gitignore, errors):
             if f not in seen:
                 seen.add(f)
                 yield f
 
 
-def _walk(top: str, outer: list[_Pattern], suffixes, excludes, respect_gitignore) -> Iterator[str]:
+def _walk(top: str, outer: list[_Pattern], suffixes, excludes, respect_gitignore,
+          errors: Optional[list] = None) -> Iterator[str]:
     """Files under ``top`` in scope, in no particular order (callers sort what they report).
 
     One ``scandir`` per folder and no other system call: a folder's own ``.gitignore`` and
@@ -251,7 +256,9 @@ def _walk(top: str, outer: list[_Pattern], suffixes, excludes, respect_gitignore
         try:
             with os.scandir(full_dir) as it:
                 entries = list(it)
-        except OSError:
+        except OSError as e:
+            if errors is not None:
+                errors.append((full_dir, e.strerror or str(e)))
             continue
         names = [e.name for e in entries]
         if rel_dir and "pyvenv.cfg" in names:

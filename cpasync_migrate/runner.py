@@ -97,11 +97,11 @@ def _cgroup_cpu_limit(proc_cgroup: str, fs: str) -> Optional[tuple[int, int]]:
     return None
 
 
-def _discovered(paths, excludes, respect_gitignore, since_set):
-    """Yield (path, explicit) for every source file in scope (no reading)."""
+def _discovered(paths, excludes, respect_gitignore, since_set, errors=None):
+    """Yield (path, explicit) for every source file in scope (no reading); unlistable folders go to ``errors``."""
     explicit = {p for p in paths if not os.path.isdir(p)}
     changed = None if since_set is None else _since_filter(paths, since_set)
-    for path in files.discover(paths, SUFFIXES, excludes, respect_gitignore):
+    for path in files.discover(paths, SUFFIXES, excludes, respect_gitignore, errors):
         if changed is not None and not changed(path):
             continue
         yield path, path in explicit
@@ -577,10 +577,11 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
         jobs = min(jobs, len(paths))  # named files only: one worker each at most (one file: no worker at all)
     outcomes: list[FileOutcome] = []
     scanned = 0
+    unlisted: list = []  # folders the walk could not list: their files were not checked
 
     def pairs():
         nonlocal scanned
-        for pe in _discovered(paths, excludes, respect_gitignore, since_set):
+        for pe in _discovered(paths, excludes, respect_gitignore, since_set, unlisted):
             scanned += 1
             yield pe
 
@@ -599,6 +600,12 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
             _run_forked(pairs(), jobs, settings, progress.hits, on_outcome)
         else:
             _run_executor(pairs(), jobs, settings, progress.hits, on_outcome)
+    if unlisted:
+        from .engine import _error_outcome
+
+        for folder, why in unlisted:
+            outcomes.append(_error_outcome(folder, "folder", f"cannot list this folder ({why}); the files in it "
+                                           "were not checked"))
     if verbose:
         for o in sorted(outcomes, key=lambda o: o.path):
             print(f"processed {o.path}" + (" (analysis from the results cache)" if o.cached else ""), file=sys.stderr)

@@ -462,3 +462,28 @@ def test_default_jobs_respect_a_container_cpu_quota(tmp_path):
     unlimited = {"cpu,cpuacct/cpu.cfs_quota_us": "-1\n", "cpu,cpuacct/cpu.cfs_period_us": "100000\n"}
     assert case("5:cpu,cpuacct:/\n", unlimited) == (None, cores)
     assert runner._cgroup_cpu_limit(str(tmp_path / "missing"), str(tmp_path)) is None
+
+
+def test_a_folder_that_cannot_be_listed_is_an_error_not_a_silent_gap(tmp_path, monkeypatch):
+    """A CI lint must not pass because part of the tree could not be read."""
+    import os
+
+    from cpasync_migrate import files, report, runner
+    from cpasync_migrate.engine import RunSettings
+
+    write(tmp_path / "ok" / "k.py", "x = 1\n")
+    write(tmp_path / "locked" / "k.py", LEGACY)
+    real = os.scandir
+
+    def scandir(path):
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied")
+        return real(path)
+
+    monkeypatch.setattr(files.os, "scandir", scandir)
+    for jobs in (1, 2):
+        outs, scanned = runner.run_files([str(tmp_path)], RunSettings(mode="check"), jobs=jobs)
+        (o,) = outs
+        assert o.path == str(tmp_path / "locked") and "cannot list this folder (Permission denied)" in o.error
+        assert [f.code for f in o.findings] == ["CPA900"] and scanned == 1
+        assert report.exit_code(outs, "check") == 2
