@@ -488,19 +488,22 @@ class ItemRunner:
         checked = 0
         a_old, a_old2, a_new = self.alloc(), self.alloc(), self.alloc()
         runs = 0
+
+        def fire(mem, form: str, phase: str) -> None:
+            """One launch of ``form`` on a fresh copy of this seed's and sentinel's inputs in ``mem``."""
+            nonlocal runs
+            self.copy(mem, tpl)
+            self.log(phase, seed, sentinel)
+            self.launch(form, mem, sentinel)
+            runs += 1
+
         for seed in range(self.seeds):
             for si, sentinel in enumerate(SENTINELS):
                 ctx = {"seed": seed, "sentinel": f"0x{sentinel:02x}"}
                 tpl = self.template(seed, sentinel)
-                self.copy(a_old, tpl)
-                self.log("old", seed, sentinel)
-                self.launch("old", a_old, sentinel)
-                runs += 1
+                fire(a_old, "old", "old")
                 if si == 0:
-                    self.copy(a_old2, tpl)
-                    self.log("old2", seed, sentinel)
-                    self.launch("old", a_old2, sentinel)
-                    runs += 1
+                    fire(a_old2, "old", "old2")
                     if self.differ(a_old, a_old2):
                         d = self.first_difference(a_old, a_old2)
                         d.update(ctx)
@@ -515,10 +518,7 @@ class ItemRunner:
                                            f"{bad['interpreter']} (seed {seed}, sentinel {bad['sentinel']})"}
                     elif bad is None and any(k.startswith(f"s{seed}_x{sentinel:02x}_") for k in expected):
                         checked += 1
-                self.copy(a_new, tpl)
-                self.log("new", seed, sentinel)
-                self.launch("new", a_new, sentinel)
-                runs += 1
+                fire(a_new, "new", "new")
                 if self.differ(a_old, a_new):
                     d = self.first_difference(a_old, a_new)
                     d.update(ctx)
