@@ -202,6 +202,15 @@ class Series:
         r = [a / b for a, b in zip(self.times[num], self.times[den]) if a is not None and b is not None]
         return statistics.median(r) if r else float("nan")
 
+    def say_table(self, ratio_label: str, extra=None) -> None:
+        """A markdown table: runs, median, minimum and the paired ratio to the first command; ``extra``
+        is (column title, function of the median) for one more column."""
+        say("| command | runs | median s | min s | " + ratio_label + (f" | {extra[0]}" if extra else "") + " |")
+        say("| --- | ---: | ---: | ---: | ---: |" + (" ---: |" if extra else ""))
+        for n in self.names:
+            say(f"| {n} | {len(self.values(n))} | {self.median(n):.3f} | {min(self.values(n)):.3f} | "
+                f"{self.paired(n, self.names[0]):.2f}x |" + (f" {extra[1](self.median(n))} |" if extra else ""))
+
 
 def say(*a):
     print(*a, flush=True)
@@ -379,11 +388,7 @@ def bench_write_legacy(args, tool, tree, work) -> dict:
             f"write {ser.times['write mode (legacy copy)'][-1]:.3f}")
     shutil.rmtree(dst)
     say(f"files rewritten by write mode: {len(written)} ({', '.join(os.path.relpath(w, src) for w in written)})")
-    say("| command | runs | median s | min s | ratio vs --check on the same copy |")
-    say("| --- | ---: | ---: | ---: | ---: |")
-    for n in ser.names:
-        say(f"| {n} | {len(ser.values(n))} | {ser.median(n):.3f} | {min(ser.values(n)):.3f} | "
-            f"{ser.paired(n, ser.names[0]):.2f}x |")
+    ser.say_table("ratio vs --check on the same copy")
     return {"series": ser.times, "files_rewritten": len(written)}
 
 
@@ -438,11 +443,7 @@ def bench_write_scaling(args, tool, tree, work) -> dict:
             parts.append(f"{res['s']:.3f}")
         say(f"round {r + 1}: " + ", ".join(parts))
     base = ser.names[0]
-    say("| command | runs | median s | min s | ratio vs --check on the same tree |")
-    say("| --- | ---: | ---: | ---: | ---: |")
-    for n in ser.names:
-        say(f"| {n} | {len(ser.values(n))} | {ser.median(n):.3f} | {min(ser.values(n)):.3f} | "
-            f"{ser.paired(n, base):.2f}x |")
+    ser.say_table("ratio vs --check on the same tree")
     w0, w1, w10 = (ser.median(n) for n in ser.names[1:4])
     wsmall = ser.median(ser.names[4])
     per_file = (w10 - w1) / (N_KERNELS - 1)
@@ -492,12 +493,7 @@ def bench_kernels(args, tool, work) -> dict:
                     raise RunError(f"{label}: {left} kernel file(s) left unrewritten")
         say(f"round {r + 1}: " + ", ".join(f"{ser.times[n][-1]:.3f}" for n in ser.names))
     shutil.rmtree(kdir)
-    base = ser.names[0]
-    say("| command | runs | median s | min s | ratio vs --check -j 1 | per kernel ms |")
-    say("| --- | ---: | ---: | ---: | ---: | ---: |")
-    for n in ser.names:
-        say(f"| {n} | {len(ser.values(n))} | {ser.median(n):.3f} | {min(ser.values(n)):.3f} | "
-            f"{ser.paired(n, base):.2f}x | {ser.median(n) / N_MANY * 1000:.0f} |")
+    ser.say_table("ratio vs --check -j 1", ("per kernel ms", lambda m: f"{m / N_MANY * 1000:.0f}"))
     return {"series": ser.times}
 
 
