@@ -133,13 +133,6 @@ def _ignored(patterns: list[_Pattern], rel: str, is_dir: bool) -> bool:
     return ignored
 
 
-def _excluded(rel: str, name: str, excludes: tuple[str, ...]) -> bool:
-    for g in excludes:
-        if fnmatch.fnmatch(rel, g) or fnmatch.fnmatch(name, g) or fnmatch.fnmatch(rel, g.rstrip("/") + "/*"):
-            return True
-    return False
-
-
 class _Filter:
     """The ``.gitignore`` patterns and ``--exclude`` globs in force in one folder, compiled for the walk.
 
@@ -147,7 +140,9 @@ class _Filter:
     (or three ``fnmatch`` calls) per pattern and entry it asks one alternation per group of
     patterns.  When none matches, the entry is kept, as the ordered evaluation would keep it.  When
     one does, the answer is "ignored" unless some pattern negates; then :func:`_ignored` decides,
-    pattern by pattern in order.  Same answers as :func:`_ignored` and :func:`_excluded` (tested).
+    pattern by pattern in order.  An ``--exclude`` glob excludes a path that ``fnmatch`` matches it
+    with, whose name it matches, or that lies below a folder it names.  Same answers as asking
+    each pattern and glob in turn (tested).
     """
 
     __slots__ = ("patterns", "negations", "groups", "rel_rx", "name_rx")
