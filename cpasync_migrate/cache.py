@@ -224,7 +224,7 @@ def _finding_dict(f: Finding) -> dict:
     return {"line": f.line, "column": f.column, "end_line": f.end_line, "end_column": f.end_column,
             "code": f.code, "message": f.message, "function": f.function,
             "status": f.status.value if f.status is not None else None, "legacy_site": f.legacy_site,
-            "severity": f.severity, "fix": fix}
+            "severity": f.severity, "op": f.op, "role": f.role, "fix": fix}
 
 
 def _finding(d: dict, path: str) -> Finding:
@@ -237,7 +237,8 @@ def _finding(d: dict, path: str) -> Finding:
     return Finding(path=path, line=int(d["line"]), column=int(d["column"]), end_line=int(d["end_line"]),
                    end_column=int(d["end_column"]), code=str(d["code"]), message=str(d["message"]), fix=fix,
                    function=d["function"], status=Status(d["status"]) if d["status"] is not None else None,
-                   legacy_site=bool(d["legacy_site"]), severity=d["severity"])
+                   legacy_site=bool(d["legacy_site"]), severity=d["severity"],
+                   op=d.get("op"), role=d.get("role"))
 
 
 def load_analysis(directory: str, k: str, path: str) -> Optional[Analysis]:

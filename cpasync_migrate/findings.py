@@ -72,6 +72,14 @@ class Finding:
     legacy_site: bool = True
     # "error" | "warning" | "note"; None: derived from the status.
     severity: Optional[str] = None
+    # Which IR op the site builds, reads, defines or calls (see ``Coupling`` in ``sets.py``):
+    # "tir.ptx_cp_async" (TVM's builtin), "tl.ptx_cp_async" (TileLang's own op), or None when the
+    # site is a kernel's call of the Python intrinsic that the scanned tree does not define.
+    op: Optional[str] = None
+    # Its part in that op's change: "builder" | "reader" | "definition" | "caller"; None: no part.
+    role: Optional[str] = None
+    # Id of the coupled change set the engine put the site in (None: the site stands alone).
+    set_id: Optional[str] = None
 
     @property
     def fixable(self) -> bool:
