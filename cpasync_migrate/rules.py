@@ -71,6 +71,8 @@ class Rules:
     emit_alias: str
     declarations: dict  # func name -> {"position": int, "keyword": str}
     versions: dict = field(default_factory=dict)  # file name -> rules_version
+    # shared_memory.toml: how the legacy lowering placed a cp.async destination (merged or not)
+    shared_memory: dict = field(default_factory=dict)
 
     def generation(self, name: str) -> Generation:
         for g in self.generations:
@@ -190,6 +192,7 @@ def load_rules(directory: Optional[str] = None) -> Rules:
     gens: dict[str, Generation] = {}
     versions: dict[str, str] = {}
     dtypes = namespaces = None
+    shared_memory: dict = {}
     for f in sorted(d.glob("*.toml")):
         try:
             data = tomllib.loads(f.read_text(encoding="utf-8"))
@@ -200,6 +203,8 @@ def load_rules(directory: Optional[str] = None) -> Rules:
             dtypes = data
         elif f.name == "namespaces.toml":
             namespaces = data
+        elif f.name == "shared_memory.toml":
+            shared_memory = data
         elif "generation" in data:
             g = _gen_from(data, f.name)
             gens[g.name] = g
@@ -223,4 +228,5 @@ def load_rules(directory: Optional[str] = None) -> Rules:
         emit_alias=namespaces["tilelang"]["emit_alias"],
         declarations=dict(namespaces.get("declarations", {})),
         versions=versions,
+        shared_memory=shared_memory,
     )
