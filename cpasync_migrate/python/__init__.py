@@ -32,25 +32,35 @@ TVM_MESSAGE = (
 )
 
 
-def call_shape(rules, has_star: bool, total: int, keywords: list[str]) -> str:
-    """'legacy', 'new', or a description of what is wrong (shared by both passes)."""
+def call_shape(rules, has_star: bool, total: int, keywords: list[str]) -> Optional[str]:
+    """'legacy', 'new', None (not this API), or what is wrong (shared by both passes).
+
+    Legacy is exactly the legacy arity (six) with every keyword a legacy parameter after the
+    positional ones, or one fewer positional plus ``dtype=`` (TVMScript's dtype forwarding),
+    or any call naming a parameter only the legacy signature has.  New is three or four
+    arguments (``dtype=`` aside) whose keywords are new parameter names.  Any other shape,
+    such as a fork's own seven-argument form, is not this API: None, and no finding.
+    """
     if has_star:
         return "it uses *args or **kwargs"
     params = rules.legacy.python_params
-    legacy_only = set(params) - {"dtype", "bytes"}
+    dtype_kw = rules.legacy.python_params[0]
+    new_names = {p for g in rules.generations[1:] for p in g.python_params}
+    legacy_only = set(params) - new_names - {dtype_kw}
     if any(k in legacy_only for k in keywords):
         return "legacy"
-    new_names = set()
-    for g in rules.generations[1:]:
-        new_names.update(g.python_params)
-    if total == len(params):
-        return "legacy"
-    if 3 <= total <= 4 or (total - (1 if "dtype" in keywords else 0)) in (3, 4):
-        return "new"
-    if any(k in new_names for k in keywords):
-        return "new"
     npos = total - len(keywords)
-    return f"{total} arguments ({npos} positional)"
+    rest = [k for k in keywords if k != dtype_kw]
+    if total == len(params):
+        # positional first, then keywords for the parameters after them (dtype forwarded from the end)
+        skip = 1 if dtype_kw in keywords else 0
+        if set(rest) <= set(params[skip + npos:]):
+            return "legacy"
+    # the access-pointer forms: every parameter, or all but the optional predicate
+    new_arity = {n for g in rules.generations[1:] for n in (len(g.python_params) - 1, len(g.python_params))}
+    if len(rest) + npos in new_arity and set(rest) <= new_names:
+        return "new"
+    return None
 
 
 class _Undecided(Exception):
@@ -226,6 +236,8 @@ def _fast(text: str, path: str, options: FrontEndOptions) -> Optional[Analysis]:
             kind = call_shape(rules, any(isinstance(a, ast.Starred) for a in c.args) or
                               any(k.arg is None for k in c.keywords),
                               len(c.args) + len(c.keywords), [k.arg for k in c.keywords if k.arg])
+            if kind is None:
+                continue  # not this API's shape (a fork's own form): no finding
             if kind == "new" or (options.migrate_tvm and kind == "legacy"):
                 return None
             picked.append(c)

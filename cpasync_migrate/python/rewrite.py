@@ -236,6 +236,8 @@ class _Context:
             function=self.enclosing_function(node),
         )
         kind = self.call_shape(node)
+        if kind is None:
+            return  # not this API's shape (a fork's own form): no finding
         if kind == "new":
             if any(a.keyword is not None and a.keyword.value == self.legacy_dtype_kw() for a in node.args):
                 finding.code = CODE_DTYPE_KW
