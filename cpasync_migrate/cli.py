@@ -86,23 +86,55 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def installed_tilelang() -> Optional[str]:
-    """Version of the tilelang distribution on sys.path, from its metadata folder name.
+    """Version of the tilelang distribution on sys.path, from its metadata, never importing it.
 
-    Reads ``tilelang-X.dist-info`` (or ``.egg-info``) names on ``sys.path`` directly: never
-    imports TileLang, and costs a few directory listings instead of importlib.metadata's import.
+    A wheel or a regular install leaves ``tilelang-X.dist-info`` (or ``tilelang-X-py3.N.egg-info``);
+    an editable or setuptools install may leave ``tilelang.egg-info`` (or ``tilelang.dist-info``)
+    with no version in the name: then the ``Version:`` line of its ``PKG-INFO`` / ``METADATA``
+    says it.  The first ``sys.path`` entry holding one wins, as for an import; within one entry
+    (a stale folder left beside a new one) the highest version by PEP 440 (``0.1.9rc10`` after
+    ``0.1.9rc9``).  A few directory listings, not importlib.metadata's import.
     """
+    from .rules import RulesError, parse_version
+
     for entry in sys.path:
         try:
             names = os.listdir(entry or ".")
         except OSError:
             continue
+        found = []
         for name in names:
             low = name.lower()
-            if low.startswith("tilelang-") and low.endswith((".dist-info", ".egg-info")):
-                version = name[len("tilelang-"):].rsplit(".", 1)[0]
-                if version.endswith("-py3") or "-py" in version:
-                    version = version.split("-py", 1)[0]
-                return version
+            if not low.endswith((".dist-info", ".egg-info")):
+                continue
+            stem = name.rsplit(".", 1)[0]
+            dist, _, version = stem.partition("-")
+            if dist.lower().replace("-", "_") != "tilelang":
+                continue
+            version = version.split("-py", 1)[0] if version else _metadata_version(os.path.join(entry or ".", name))
+            if version:
+                try:
+                    found.append((parse_version(version), version))
+                except RulesError:
+                    continue
+        if found:
+            return max(found)[1]
+    return None
+
+
+def _metadata_version(folder: str) -> Optional[str]:
+    """The ``Version:`` header of a metadata folder's PKG-INFO (egg-info) or METADATA (dist-info)."""
+    for leaf in ("PKG-INFO", "METADATA"):
+        try:
+            with open(os.path.join(folder, leaf), encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    if not line.strip():
+                        break  # end of the headers
+                    key, _, value = line.partition(":")
+                    if key.strip().lower() == "version":
+                        return value.strip() or None
+        except OSError:
+            continue
     return None
 
 

@@ -57,6 +57,17 @@ class Generation:
     same_width: bool
     rules_version: str
     source: str
+    # C++: the size argument's meaning per IR op where it differs from ``size_meaning``
+    # (pairs, e.g. (("tl.ptx_cp_async", "num_elems"),)), the arities a registration declares
+    # (``set_num_inputs``) for this layout, and TileLang's BufferLoad access pointer.
+    cpp_size_meaning: tuple = ()
+    cpp_num_inputs: tuple[int, ...] = ()
+    tl_access_ptr: Optional[str] = None
+    tl_access_ptr_since: Optional[str] = None
+
+    def size_meaning_for(self, op: Optional[str]) -> str:
+        """What the size argument of ``op`` (an IR op name) counts in this generation."""
+        return dict(self.cpp_size_meaning).get(op, self.size_meaning)
 
 
 @dataclass(frozen=True)
@@ -71,6 +82,9 @@ class Rules:
     emit_alias: str
     declarations: dict  # func name -> {"position": int, "keyword": str}
     versions: dict = field(default_factory=dict)  # file name -> rules_version
+    # Module path -> the release it first appeared in (TileLang's, TVM's); documentation data.
+    tilelang_since: dict = field(default_factory=dict)
+    tvm_since: dict = field(default_factory=dict)
     # shared_memory.toml: how the legacy lowering placed a cp.async destination (merged or not)
     shared_memory: dict = field(default_factory=dict)
 
@@ -131,27 +145,58 @@ def version_spec(text: str) -> str:
     return s
 
 
-_VERSION_RE = re.compile(r"^\s*v?(\d+(?:\.\d+)*)((?:a|b|rc)\d+)?(?:\.?post(\d+))?(?:\.?dev(\d+))?(?:\+.*)?\s*$")
+# PEP 440 (the version specification packaging implements), every spelling it accepts:
+# epoch, release, pre (a/alpha, b/beta, rc/c/pre/preview), post (post/rev/r, or "-N"),
+# dev, local; separators ".", "-", "_" or none; case-insensitive.
+_VERSION_RE = re.compile(
+    r"""^\s*v?
+    (?:(?P<epoch>\d+)!)?
+    (?P<release>\d+(?:\.\d+)*)
+    (?:[-_.]?(?P<pre_l>alpha|a|beta|b|preview|pre|c|rc)[-_.]?(?P<pre_n>\d+)?)?
+    (?:-(?P<post_n1>\d+)|[-_.]?(?P<post_l>post|rev|r)[-_.]?(?P<post_n2>\d+)?)?
+    (?:[-_.]?(?P<dev_l>dev)[-_.]?(?P<dev_n>\d+)?)?
+    (?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?
+    \s*$""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_PRE = {"a": "a", "alpha": "a", "b": "b", "beta": "b", "c": "rc", "rc": "rc", "pre": "rc", "preview": "rc"}
+# Sentinels that sort below / above every value of a component: (0,) < (1, x) < (2,).
+_LOW, _HIGH = (0,), (2,)
 
 
 def parse_version(text: str) -> tuple:
-    """A sortable key for PEP 440 release strings such as ``0.1.7.post1``."""
+    """A sort key for a PEP 440 version that orders exactly as ``packaging.version.Version``.
+
+    ``0.1.9rc10`` sorts after ``0.1.9rc9`` (numbers compare as numbers); a dev release
+    sorts before its pre-releases, those before the release, and that before its post
+    releases; trailing zeros of the release do not count (``0.1.9 == 0.1.9.0``); a local
+    label sorts after the same version without one.
+    """
     m = _VERSION_RE.match(text)
     if not m:
         raise RulesError(f"not a version: {text!r}")
-    release = tuple(int(p) for p in m.group(1).split("."))
-    release = release + (0,) * (4 - len(release))
-    pre = m.group(2)
-    post = int(m.group(3)) if m.group(3) is not None else -1
-    dev = m.group(4)
-    # dev < pre < final < post
-    if dev is not None and pre is None and m.group(3) is None:
-        phase = (0, 0)
-    elif pre is not None:
-        phase = (1, pre)
+    epoch = int(m.group("epoch") or 0)
+    release = [int(p) for p in m.group("release").split(".")]
+    while len(release) > 1 and release[-1] == 0:
+        release.pop()
+    pre_l, post_l = m.group("pre_l"), m.group("post_l")
+    post_n = m.group("post_n1") or m.group("post_n2")
+    has_post = m.group("post_n1") is not None or post_l is not None
+    has_dev = m.group("dev_l") is not None
+    if pre_l is not None:
+        pre = (1, _PRE[pre_l.lower()], int(m.group("pre_n") or 0))
+    elif has_dev and not has_post:
+        pre = _LOW  # 1.0.dev0 sorts before 1.0a0
     else:
-        phase = (2, "")
-    return release + (phase, post)
+        pre = _HIGH
+    post = (1, int(post_n or 0)) if has_post else _LOW
+    dev = (1, int(m.group("dev_n") or 0)) if has_dev else _HIGH
+    if m.group("local"):
+        parts = re.split(r"[-_.]", m.group("local").lower())
+        local = (1,) + tuple((1, int(p), "") if p.isdigit() else (0, 0, p) for p in parts)
+    else:
+        local = _LOW
+    return (epoch, tuple(release), pre, post, dev, local)
 
 
 def _gen_from(data: dict, source: str) -> Generation:
@@ -183,7 +228,15 @@ def _gen_from(data: dict, source: str) -> Generation:
         same_width=bool(g.get("same_width", False)),
         rules_version=str(data.get("rules_version", "")),
         source=source,
+        cpp_size_meaning=tuple(sorted(cpp.get("size_meaning_per_op", {}).items())),
+        cpp_num_inputs=_ints(cpp.get("num_inputs", ())),
+        tl_access_ptr=cpp.get("tl_access_ptr"),
+        tl_access_ptr_since=cpp.get("tl_access_ptr_since"),
     )
+
+
+def _ints(v) -> tuple[int, ...]:
+    return (int(v),) if isinstance(v, int) else tuple(int(x) for x in v)
 
 
 @lru_cache(maxsize=4)
@@ -229,4 +282,6 @@ def load_rules(directory: Optional[str] = None) -> Rules:
         declarations=dict(namespaces.get("declarations", {})),
         versions=versions,
         shared_memory=shared_memory,
+        tilelang_since=dict(namespaces["tilelang"].get("since", {})),
+        tvm_since=dict(namespaces["tvm"].get("since", {})),
     )
