@@ -61,6 +61,9 @@ class Pointer:
     arg: cst.Arg
     buffer: Optional[str]
     dtype: DType
+    # the pointer type is the call's dtype rather than the buffer's (merged shared memory), and why
+    retyped: bool = False
+    why: str = ""
 
 
 def _is_atom(node: cst.BaseExpression) -> bool:
@@ -146,6 +149,7 @@ class _Context:
         self.newline = "\r\n" if "\r\n" in text else "\n"
         self._import_edit: Optional[Edit] = None
         self._emit_alias: Optional[str] = None
+        self._smem = None  # smem.SharedMemory, made on the first call whose dtypes differ
 
     # ---------------------------------------------------------------- metadata helpers
 
@@ -497,6 +501,49 @@ class _Context:
         ]
         return Pointer(arg, buf, dt)
 
+    def destination(self, ptr: Pointer, call: cst.Call, call_dtype: cst.Arg) -> Pointer:
+        """The destination's pointer type under the legacy lowering's own addressing.
+
+        A legacy destination offset counts elements of the buffer's type, except in merged dynamic
+        shared memory, where it counts elements of the call's dtype (``smem.py``).  The question
+        only arises when the two types differ.
+        """
+        found = self.declaration_of(call, ptr.buffer) if ptr.buffer else None
+        if found is None or ptr.dtype.assumptions:
+            return ptr  # no declaration: the call's dtype is already the pointer type (an assumption)
+        try:
+            cdt = self.dtype_of_expr(call_dtype.value, call)
+        except NoFix:
+            cdt = None
+        if cdt is not None and self._same_type(ptr.dtype, cdt, found[0], call_dtype.value, call):
+            return ptr
+        if self._smem is None:
+            from .smem import SharedMemory
+
+            self._smem = SharedMemory(self)
+        reading = self._smem.reading(call, found[1])
+        buf_t = ptr.dtype.name or ptr.dtype.text
+        call_t = self.node_text(call_dtype.value)
+        if reading.merged is None:
+            raise NoFix(
+                f"the destination's offset counts elements of the call's dtype {call_t} if TileLang 0.1.7.post1 "
+                f"merged this kernel's dynamic shared memory (two or more used shared.dyn buffers), and of "
+                f"`{ptr.buffer}`'s own type {buf_t} if not; the text does not decide it: {reading.why}")
+        if not reading.merged:
+            ptr.dtype.assumptions = ptr.dtype.assumptions + reading.assumptions
+            return ptr
+        if cdt is None:
+            raise NoFix(f"`{ptr.buffer}` sits in merged shared memory ({reading.why}), so its offset counts elements "
+                        f"of the call's dtype `{call_t}`, which is not a known dtype")
+        cdt.assumptions = cdt.assumptions + reading.assumptions
+        return Pointer(ptr.arg, ptr.buffer, cdt, retyped=True, why=reading.why)
+
+    def _same_type(self, a: DType, b: DType, a_at, b_expr, b_at) -> bool:
+        """Pointer arithmetic in ``a`` and in ``b`` moves by the same bytes, whatever their values."""
+        if a.size is not None and b.size is not None:
+            return a.size == b.size
+        return a.text == b.text and self.same_binding(a_at, b_at, b_expr)
+
     # ---------------------------------------------------------------- emitting
 
     def emit_alias(self) -> str:
@@ -632,6 +679,8 @@ class _Context:
                     "a flat offset is an index only of a one-dimensional buffer")
         if ptr.dtype.assumptions:
             return "its element type rests on an assumption"
+        if ptr.retyped:
+            return "its offset counts elements of the call's dtype, not of the buffer's"
         _, pe = self.vspan(parg.value)
         os_, _ = self.vspan(oarg.value)
         if "#" in self.text[pe:os_]:
@@ -783,7 +832,7 @@ class _Context:
         p = self.legacy.python_params
         k_dtype, k_dptr, k_doff, k_sptr, k_soff, k_bytes = p
         call_dtype = bound[k_dtype]
-        dst = self.pointer(bound[k_dptr], node, call_dtype)
+        dst = self.destination(self.pointer(bound[k_dptr], node, call_dtype), node, call_dtype)
         src = self.pointer(bound[k_sptr], node, call_dtype)
         size_arg = bound[k_bytes]
         nbytes = _int_value(size_arg.value)
@@ -823,7 +872,8 @@ class _Context:
                 else:
                     s_off_new = divided
                 widened = Pointer(narrow.arg, narrow.buffer, DType(wide.dtype.text, wide.dtype.name, wide.dtype.size,
-                                                                   list(narrow.dtype.assumptions)))
+                                                                   list(narrow.dtype.assumptions)),
+                                  retyped=narrow.retyped, why=narrow.why)
                 if narrow is dst:
                     dst = widened
                 else:
@@ -899,6 +949,9 @@ class _Context:
         note = ""
         if assumptions:
             note = f" (unsafe fix: rests on {len(assumptions)} assumption(s))"
+        if dst.retyped:
+            note += (f"; the destination's offset counts elements of the call's dtype "
+                     f"{self.node_text(call_dtype.value)} (merged shared memory: {dst.why})")
         note += note_extra
         return Fix(edits, applic, assumptions, steps), note
 
