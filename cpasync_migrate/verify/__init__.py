@@ -17,7 +17,8 @@ from typing import Optional
 from .build import BuiltKernel, build_kernels
 from .dynamic import run_pair
 from .ir import CpAsync, Kernel, Opaque
-from .sites import RANK, check_sites
+from . import smem, structure
+from .sites import check_sites
 
 __all__ = ["Verdict", "verify_source", "lower_cuda", "VERDICTS"]
 
@@ -112,8 +113,11 @@ def _verify_kernel(bo: BuiltKernel, bn: Optional[BuiltKernel], rules, target, so
         return Verdict(name, line, "mismatch", "the kernel is missing from the new text")
     if bo.fingerprint == bn.fingerprint and (source.size_meaning == target.size_meaning or not (
             _has_access_ptr_sites(bo.kernel) or bo.error is not None)):
-        return Verdict(name, line, "equivalent", "the kernel, the macros it can call and the constants it sees are "
-                       "unchanged", [], {"unchanged": True})
+        return Verdict(name, line, "equivalent", "the kernel and every definition it can reach (macros, helpers, "
+                       "constants, imports) are unchanged", [], {"unchanged": True})
+    if bn.foreign and not bo.foreign:
+        return Verdict(name, line, "mismatch", f"new form: {bn.foreign} (the new text would not build)", [],
+                       {"unsupported": bn.foreign})
     if bo.error is not None:
         return Verdict(name, line, "inconclusive", f"old form: {bo.error}", [],
                        {"unsupported": bo.error.construct, "unsupported_line": bo.error.line})
@@ -121,21 +125,60 @@ def _verify_kernel(bo: BuiltKernel, bn: Optional[BuiltKernel], rules, target, so
         return Verdict(name, line, "inconclusive", f"new form: {bn.error}", [],
                        {"unsupported": bn.error.construct, "unsupported_line": bn.error.line})
     ko, kn = bo.kernel, bn.kernel
-    sites = check_sites(ko, kn, rules, target, source.size_meaning)
     detail: dict = {"grid": list(ko.grid), "block": list(ko.block), "target": target.name}
+    match = structure.compare(ko, kn, rules.dtype_size)
+    detail["same_structure"] = match.same
+    if not match.same:
+        detail["structure_difference"] = structure.describe(match)
+    mp = smem.plan(ko, rules)
+    readings = smem.distinct_readings(ko, mp)
+    detail["shared_memory"] = mp.describe()
+    results = []
+    for r in readings:
+        smem.apply(ko, r)
+        results.append((r, _one_reading(ko, kn, rules, target, source, widths, seeds, match, detail)))
+    smem.apply(ko, smem.default_reading(mp))
+    if len(results) == 1:
+        verdict, reason, sites = results[0][1]
+    else:
+        detail["readings"] = {r.label: {"verdict": v, "reason": _one_line(why)} for r, (v, why, _) in results}
+        verdicts = {v for _, (v, _, _) in results}
+        sites = results[0][1][2]
+        if verdicts == {"equivalent"}:
+            verdict, reason = "equivalent", results[0][1][1] + f" (under every reading: {'; '.join(mp.open)})"
+        elif verdicts == {"mismatch"}:
+            verdict, reason = "mismatch", results[0][1][1] + " (under every reading of the shared-memory merge)"
+        else:
+            verdict = "inconclusive"
+            reason = ("the text does not decide the shared-memory merge (" + "; ".join(mp.open) + "): " +
+                      "; ".join(f"{r.label}: {v} ({_one_line(why)[:160]})" for r, (v, why, _) in results))
+    return Verdict(name, line, verdict, _one_line(reason), sites, detail)
+
+
+def _one_reading(ko, kn, rules, target, source, widths, seeds, match, detail):
+    sites = check_sites(ko, kn, rules, target, source.size_meaning, match)
+    if not match.same:
+        # site refutations rest on a pairing of the two kernels' variables that the structure did not confirm
+        for s in sites:
+            if s["verdict"] == "mismatch":
+                s["verdict"] = "inconclusive"
+                s["reason"] = "not confirmed (the kernels differ outside their cp.async calls): " + s["reason"]
     blockers = ko.unsupported or kn.unsupported
+    unknown = [s.line for s in ko.sites if isinstance(s, CpAsync) and s.form == "legacy" and s.dst.merged_unknown]
     if blockers:
         b = blockers[0]
         dyn_verdict, dyn_reason = "inconclusive", f"cannot run the kernel: {b.construct} (line {b.line})"
         detail["unsupported"] = b.construct
         detail["unsupported_line"] = b.line
+    elif unknown:
+        dyn_verdict, dyn_reason = "inconclusive", (f"cannot run the kernel: the legacy call at line {unknown[0]} "
+                                                   "writes merged shared memory with a dtype not known from the text")
     else:
         dyn = run_pair(ko, kn, rules, widths, seeds=seeds)
         dyn_verdict, dyn_reason = dyn.verdict, dyn.reason
         detail.update(dyn.detail)
         detail["runs"] = dyn.runs
         detail["simulated_bytes"] = dyn.bytes
-    site_worst = max((RANK[s["verdict"]] for s in sites), default=0)
     bad_site = next((s for s in sites if s["verdict"] == "mismatch"), None)
     unk_site = next((s for s in sites if s["verdict"] == "inconclusive"), None)
     detail["interpreter"] = {"verdict": dyn_verdict, "reason": dyn_reason}
@@ -147,11 +190,15 @@ def _verify_kernel(bo: BuiltKernel, bn: Optional[BuiltKernel], rules, target, so
         verdict, reason = "inconclusive", dyn_reason
     elif unk_site is not None:
         verdict, reason = "inconclusive", f"site at line {unk_site['line']}: {unk_site['reason']}"
+    elif not match.same:
+        verdict = "inconclusive"
+        reason = (f"the kernels differ outside their cp.async calls: {structure.describe(match)}; the interpreter "
+                  f"found no difference on random inputs ({dyn_reason}), which does not cover every input")
     else:
         verdict = "equivalent"
-        reason = f"{len(sites)} cp.async site(s) proven; {dyn_reason}"
-    del site_worst
-    return Verdict(name, line, verdict, _one_line(reason), sites, detail)
+        reason = (f"{len(sites)} cp.async site(s) proven; the rest of the kernel is the same program; "
+                  f"{dyn_reason}")
+    return verdict, reason, sites
 
 
 def lower_cuda(old_text: str, new_text: str, path: str, *, rules, target, binds: Optional[dict] = None,

@@ -60,6 +60,8 @@ class KernelSource:
     node: ast.FunctionDef
     env: dict  # compile-time constants visible to the prim_func
     macros: dict
+    factory: list = field(default_factory=list)  # enclosing function nodes, outermost first
+    int_params: dict = field(default_factory=dict)  # factory parameters with integer defaults (not bound)
 
 
 @dataclass
@@ -98,6 +100,15 @@ class ModuleInfo:
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 for a in node.names:
                     self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        self.functions: dict = {}
+        self._plain_functions = {}
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and not self.decorated(node, "prim_func") and \
+                    not self.decorated(node, "macro"):
+                self._plain_functions[node.name] = node
+        self.final_env: dict = {}
+        self.final_macros: dict = {}
+        self._scan_body(tree.body, dict(), prefix="", macros={}, final=True)
         self._scan_body(tree.body, dict(), prefix="", macros={})
 
     # names ----------------------------------------------------------------
@@ -134,37 +145,86 @@ class ModuleInfo:
         return False
 
     # scanning -------------------------------------------------------------
-    def _scan_body(self, body, env: dict, prefix: str, macros: dict):
+    def _scan_body(self, body, env: dict, prefix: str, macros: dict, factory=(), int_params=None, final=False):
+        """Record kernels, macros and constants.  Module-level names are read at their final binding
+        (a factory runs after the module is loaded); names bound under ``if``/``with``/``try`` are not
+        known from the text."""
         env = dict(env)
         macros = dict(macros)
+        int_params = dict(int_params or {})
+        top = not prefix
         for st in body:
             if isinstance(st, ast.FunctionDef):
+                base_env, base_macros = (self.final_env, self.final_macros) if top and not final else (env, macros)
                 if self.decorated(st, "prim_func"):
-                    self.kernels.append(KernelSource(prefix + st.name, st, dict(env), dict(macros)))
+                    if not final:
+                        self.kernels.append(KernelSource(prefix + st.name, st, dict(base_env), dict(base_macros),
+                                                         list(factory), dict(int_params)))
+                    env[st.name] = Unknown(f"{st.name!r} is a prim_func")
+                    macros.pop(st.name, None)
                 elif self.decorated(st, "macro"):
-                    macros[st.name] = MacroDef(st, env)
+                    macros[st.name] = MacroDef(st, base_env)
                     env[st.name] = macros[st.name]
                 else:
-                    fenv = dict(env)
-                    fenv.update(self._bind_params(st, env, prefix + st.name))
-                    self._scan_body(st.body, fenv, prefix + st.name + ".", macros)
+                    env[st.name] = Unknown(f"{st.name!r} is a plain function")
+                    macros.pop(st.name, None)
+                    self.functions[prefix + st.name] = st
+                    if final:
+                        continue
+                    fenv = dict(base_env)
+                    params = self._bind_params(st, base_env, prefix + st.name)
+                    fenv.update(params)
+                    ip = dict(int_params)
+                    for k, v in params.items():
+                        if isinstance(v, int) and not isinstance(v, bool) and k not in self.binds:
+                            ip[k] = v
+                    self._scan_body(st.body, fenv, prefix + st.name + ".", base_macros, list(factory) + [st], ip)
             elif isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
                 targets = st.targets if isinstance(st, ast.Assign) else [st.target]
-                try:
-                    v = self.cval(st.value, env)
-                except Unsupported as e:
-                    v = Unknown(f"value of the name is not known from the text ({e.construct})")
+                v = self._macro_call(st.value, env)
+                if v is None:
+                    try:
+                        v = self.cval(st.value, env)
+                    except Unsupported as e:
+                        v = Unknown(f"value of the name is not known from the text ({e.construct})")
                 for t in targets:
                     self._bind_target(t, v, env)
-            elif isinstance(st, (ast.If, ast.With, ast.Try)):
-                # Constants defined under guards are not trusted; kernels inside are still found.
+                    if isinstance(t, ast.Name):
+                        if isinstance(v, MacroDef):
+                            macros[t.id] = v
+                        else:
+                            macros.pop(t.id, None)
+            elif isinstance(st, (ast.If, ast.With, ast.Try, ast.For, ast.While)):
+                # Names bound under guards or loops are not known from the text; kernels inside are still found.
                 for sub in ("body", "orelse", "finalbody"):
                     if hasattr(st, sub):
-                        self._scan_body(getattr(st, sub), env, prefix, macros)
+                        self._scan_body(getattr(st, sub), env, prefix, macros, factory, int_params, final)
+                for h in getattr(st, "handlers", []):
+                    self._scan_body(h.body, env, prefix, macros, factory, int_params, final)
+                for node in ast.walk(st):
+                    for n in _bound_names(node):
+                        env[n] = Unknown(f"{n!r} is bound under a guard or loop")
+                        macros.pop(n, None)
             elif isinstance(st, ast.ClassDef):
-                self._scan_body(st.body, env, prefix + st.name + ".", macros)
-        if not prefix:
+                self._scan_body(st.body, env, prefix + st.name + ".", macros, factory, int_params, final)
+            else:
+                for n in _bound_names(st):
+                    env[n] = Unknown(f"{n!r} is bound by a statement the verifier does not read")
+                    macros.pop(n, None)
+        if top and final:
+            self.final_env, self.final_macros = env, macros
+        if top:
             self.consts = env
+
+    def _macro_call(self, node, env):
+        """``m = T.macro(fn)``: the macro made from a plain function defined in the text."""
+        if isinstance(node, ast.Call) and self.op_name(node.func) == "macro" and len(node.args) == 1 and \
+                isinstance(node.args[0], ast.Name):
+            fn = self._plain_functions.get(node.args[0].id)
+            if fn is not None:
+                return MacroDef(fn, env)
+            return Unknown(f"T.macro({node.args[0].id}) of a function not found in the text")
+        return None
 
     def _bind_target(self, t, v, env):
         if isinstance(t, ast.Name):
@@ -259,6 +319,24 @@ class ModuleInfo:
                           getattr(node, "lineno", None))
 
 
+def _bound_names(node) -> list:
+    out = []
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        out.append(node.name)
+    elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+            out.extend(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+    elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        out.extend((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
+    elif isinstance(node, (ast.For, ast.With)):
+        for t in ([node.target] if isinstance(node, ast.For) else [i.optional_vars for i in node.items]):
+            if t is not None:
+                out.extend(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+    elif isinstance(node, ast.Global):
+        out.extend(node.names)
+    return out
+
+
 def parse_bind_value(text: str):
     try:
         return ast.literal_eval(text)
@@ -315,6 +393,10 @@ class KernelBuilder:
         return out
 
     def cval(self, node, scope: Scope):
+        if isinstance(node, ast.Attribute) and node.attr == "dtype" and isinstance(node.value, ast.Name):
+            b = scope.lookup(node.value.id)
+            if isinstance(b, tuple) and b[0] == "buf":
+                return b[1].dtype
         return self.mod.cval(node, self.consts(scope))
 
     def try_cval(self, node, scope: Scope):
@@ -365,6 +447,8 @@ class KernelBuilder:
             if sc_node is None and opname in ("alloc_buffer", "decl_buffer") and len(call.args) > 2:
                 sc_node = call.args[2]
             sc = self.cval(sc_node, scope) if sc_node is not None else DEFAULT_SCOPES.get(opname, "global")
+            if opname == "alloc_shared" and dt == "bool":
+                sc = "shared"  # TileLang 0.1.7.post1 forces bool shared buffers out of the merged pool
         buf = Buffer(self.fresh(name), self.shape(shape_node, scope), dt, str(sc), self.rules.dtype_size(dt),
                      param=param, line=call.lineno)
         return buf
@@ -506,9 +590,32 @@ class KernelBuilder:
         if not isinstance(target, ast.Name):
             raise Unsupported(f"assignment to {ast.unparse(target)[:40]}", line)
         name = target.id
+        if isinstance(value, ast.Name):
+            b = scope.lookup(value.id)
+            if isinstance(b, tuple) and b[0] in ("buf", "data", "macro"):
+                scope.names[name] = b  # a second name for the same buffer
+                return []
         if isinstance(value, ast.Call):
             op = self.op(value.func)
             if op in DEFAULT_SCOPES:
+                for k in value.keywords:
+                    if k.arg == "elem_offset":
+                        ok, v = self.try_cval(k.value, scope)
+                        if not (ok and v == 0):
+                            raise Unsupported(f"T.{op}(elem_offset=...) moves the buffer's address", line)
+                    if k.arg in ("strides", "offset_factor", "axis_separators") and op == "decl_buffer":
+                        raise Unsupported(f"T.{op}({k.arg}=...)", line)
+                data = next((k.value for k in value.keywords if k.arg == "data"), None)
+                if data is not None:
+                    base = self.data_buffer(data, scope)
+                    view = self.make_buffer(name, value, op, scope)
+                    if view.shape != base.shape or view.dtype != base.dtype:
+                        raise Unsupported(f"T.{op}(data={ast.unparse(data)}) declares a {view.dtype} {view.shape} "
+                                          f"view of {base.name} ({base.dtype} {base.shape}); views of another "
+                                          "shape or type are not modelled", line)
+                    self.used.discard(view.name)
+                    scope.names[name] = ("buf", base)  # the same memory under another name
+                    return []
                 buf = self.make_buffer(name, value, op, scope)
                 self.allocs.append(buf)
                 scope.names[name] = ("buf", buf)
@@ -590,6 +697,10 @@ class KernelBuilder:
             if isinstance(inner, ast.Constant):
                 return []
             return [Evaluate(self.expr(inner, scope), line)]
+        if op in DEFAULT_SCOPES:
+            # an allocation bound to no name: nothing can touch it (the merge rule does not count it)
+            self.allocs.append(self.make_buffer("unnamed", call, op, scope))
+            return []
         if op == "ptx_cp_async":
             site = self.cp_async(call, scope)
             self.sites.append(site)
@@ -881,26 +992,95 @@ class KernelBuilder:
             return Ptr(self.data_buffer(a[1], scope), ptype, self.expr(a[2], scope), self.expr(a[3], scope),
                        self.expr(a[4], scope), "tvm_access_ptr")
         if op == "access_ptr":
+            # tilelang/language/builtin.py (0.1.8): access_ptr(base, access_type="r", *extents, offset=0,
+            # extent=None, ignore_last_ndim=0)
             a = list(node.args)
             kw = {k.arg: k.value for k in node.keywords}
-            load = a[0] if a else kw.get("base_load")
+            unknown = set(kw) - {"base", "base_load", "access_type", "offset", "extent", "ignore_last_ndim"}
+            if unknown or any(isinstance(x, ast.Starred) for x in a):
+                raise Unsupported(f"T.access_ptr argument {sorted(unknown)[0] if unknown else '*args'}", line)
+            load = a[0] if a else kw.get("base", kw.get("base_load"))
             mode = a[1] if len(a) > 1 else kw.get("access_type", ast.Constant("r"))
-            ext = a[2] if len(a) > 2 else kw.get("extent")
-            if not isinstance(load, ast.Subscript):
-                raise Unsupported("T.access_ptr whose first argument is not buf[indices]", line)
-            buf, idx = self.subscript(load, scope)
-            return Ptr(buf, buf.dtype, flat_index(buf, idx), self.expr(ext, scope) if ext is not None else None,
+            exts = a[2:]
+            if len(exts) == 1 and isinstance(exts[0], (ast.Tuple, ast.List)):
+                exts = list(exts[0].elts)
+            buf, mins, region_exts = self.pointer_base(load, scope, line)
+            ig = kw.get("ignore_last_ndim")
+            if ig is not None:
+                n = self.cval(ig, scope)
+                if not isinstance(n, int) or n < 0:
+                    raise Unsupported("T.access_ptr ignore_last_ndim is not a constant", line)
+                if n:
+                    upto = max(0, len(mins) - n)
+                    mins = list(mins[:upto]) + [Const(0, "int32")] * (len(mins) - upto)
+            off = kw.get("offset")
+            if off is not None:
+                ok, v = self.try_cval(off, scope)
+                if not (ok and v == 0):
+                    if len(mins) != 1:
+                        raise Unsupported("T.access_ptr(offset!=0) of a buffer of several dimensions (TileLang "
+                                          "rejects it)", line)
+                    mins = [fold(Bin("add", mins[0], self.expr(off, scope)))]
+            if "extent" in kw:
+                ext = self.expr(kw["extent"], scope)
+            elif exts:
+                if len(exts) > len(buf.shape):
+                    raise Unsupported("T.access_ptr with more extents than dimensions", line)
+                ext = Const(1, "int32")
+                for e in exts:
+                    ext = fold(Bin("mul", ext, self.expr(e, scope)))
+            elif region_exts is not None:
+                ext = Const(1, "int32")
+                for e in region_exts:
+                    ext = fold(Bin("mul", ext, Const(e, "int32")))
+            else:
+                ext = Const(1, "int32")
+            return Ptr(buf, buf.dtype, flat_index(buf, tuple(mins)), ext,
                        Const(self.rw(self.cval(mode, scope)), "int32"), "access_ptr")
         if isinstance(node.func, ast.Attribute) and node.func.attr == "access_ptr":
+            # tvm Buffer.access_ptr(access_mask, ptr_type="handle", content_lanes=1, offset=0, extent=None)
             buf = self.buffer_of(node.func.value, scope)
-            kw = {k.arg: k.value for k in node.keywords}
-            mode = node.args[0] if node.args else kw.get("access_mask")
-            off = kw.get("offset")
-            ext = kw.get("extent")
+            names = ["access_mask", "ptr_type", "content_lanes", "offset", "extent"]
+            got = dict(zip(names, node.args))
+            for k in node.keywords:
+                if k.arg not in names:
+                    raise Unsupported(f"Buffer.access_ptr({k.arg}=...)", line)
+                got[k.arg] = k.value
+            if "content_lanes" in got:
+                ok, v = self.try_cval(got["content_lanes"], scope)
+                if not (ok and v == 1):
+                    raise Unsupported("Buffer.access_ptr(content_lanes=...) makes a vector pointer whose offset "
+                                      "and extent count lanes", line)
+            if "ptr_type" in got:
+                ok, v = self.try_cval(got["ptr_type"], scope)
+                if not (ok and v == "handle"):
+                    raise Unsupported("Buffer.access_ptr(ptr_type=...)", line)
+            mode = got.get("access_mask")
+            if mode is None:
+                raise Unsupported("Buffer.access_ptr without its access mask", line)
+            off = got.get("offset")
+            ext = got.get("extent")
             return Ptr(buf, buf.dtype, self.expr(off, scope) if off is not None else Const(0, "int32"),
                        self.expr(ext, scope) if ext is not None else None,
                        Const(self.rw(self.cval(mode, scope)), "int32"), "buffer.access_ptr")
         raise Unsupported(f"access pointer {ast.unparse(node)[:40]!r}", line)
+
+    def pointer_base(self, node, scope: Scope, line):
+        """``buf[i, j]``, ``buf[a:b, ...]`` or ``buf``: the buffer, the minimum indices and the region's extents."""
+        if isinstance(node, ast.Name):
+            buf = self.buffer_of(node, scope)
+            return buf, [Const(0, "int32") for _ in buf.shape], tuple(buf.shape)
+        if isinstance(node, ast.Subscript):
+            sl = node.slice
+            items = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
+            if any(isinstance(i, ast.Slice) for i in items):
+                r = self.region(node, scope)
+                if any(e is None for e in r.extents):
+                    r = Region(r.buf, r.starts, tuple(1 if e is None else e for e in r.extents))
+                return r.buf, list(r.starts), tuple(r.extents)
+            buf, idx = self.subscript(node, scope)
+            return buf, list(idx), None
+        raise Unsupported("T.access_ptr whose first argument is not a buffer, buf[indices] or a region", line)
 
     @staticmethod
     def rw(mode) -> int:
@@ -1112,17 +1292,100 @@ class BuiltKernel:
     line: int
     kernel: Optional[Kernel]
     error: Optional[Unsupported]
-    fingerprint: str = ""  # the prim_func's text, its visible macros' texts and constants
+    fingerprint: str = ""  # the prim_func's text and everything it can reach
+    foreign: str = ""  # a TileLang-only construct spelled through TVM's namespace (the text would not build)
+    int_params: dict = field(default_factory=dict)  # factory parameters with integer defaults, not bound
 
 
-def fingerprint(text: str, ks: KernelSource) -> str:
-    parts = [ast.get_source_segment(text, ks.node) or ""]
-    for name in sorted(ks.macros):
-        parts.append(name + ":" + (ast.get_source_segment(text, ks.macros[name].node) or ""))
+def _definitions(tree: ast.Module) -> dict:
+    """Every statement of the module that binds a name, by name (at any depth, in text order)."""
+    out: dict = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt):
+            for n in _bound_names(node):
+                out.setdefault(n, []).append(node)
+    for v in out.values():
+        v.sort(key=lambda n: (n.lineno, n.col_offset))
+    return out
+
+
+def _names_in(node) -> set:
+    out = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            out.add(n.id)
+        elif isinstance(n, ast.arg):
+            out.add(n.arg)
+    return out
+
+
+def _free_names(fn) -> set:
+    """Names a function mentions but does not bind itself (parameters and local bindings excluded)."""
+    local = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
+    for n in ast.walk(fn):
+        if n is not fn and isinstance(n, ast.stmt):
+            local.update(_bound_names(n))
+    return _names_in(fn) - local
+
+
+def _def_text(text: str, node) -> str:
+    if isinstance(node, ast.For):
+        return "for " + ast.unparse(node.target) + " in " + ast.unparse(node.iter)
+    if isinstance(node, ast.With):
+        return "with " + ", ".join(ast.unparse(i) for i in node.items)
+    deco = "".join("@" + ast.unparse(d) + "\n" for d in getattr(node, "decorator_list", []))
+    return deco + (ast.get_source_segment(text, node) or ast.unparse(node))
+
+
+def fingerprint(text: str, ks: KernelSource, tree: Optional[ast.Module] = None, defs: Optional[dict] = None) -> str:
+    """The text of the prim_func and of everything it can reach: every statement anywhere in the module
+    that binds a name the prim_func (or, transitively, such a statement) mentions, every import, and the
+    headers of the enclosing factories.  Equal fingerprints mean the kernel's meaning cannot have changed."""
+    parts = [_def_text(text, ks.node)]
+    for f in ks.factory:
+        parts.append("factory " + f.name + "(" + ast.unparse(f.args) + ")")
+    if tree is not None:
+        defs = defs if defs is not None else _definitions(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                parts.append(ast.unparse(node))
+        seen_nodes: set = set()
+        todo = list(_free_names(ks.node))
+        for f in ks.factory:
+            todo.extend(_names_in(f.args))
+            todo.extend(_names_in(ast.Module(body=f.decorator_list, type_ignores=[])))
+        seen_names: set = set()
+        reached = []
+        while todo:
+            n = todo.pop()
+            if n in seen_names:
+                continue
+            seen_names.add(n)
+            for d in defs.get(n, []):
+                if id(d) in seen_nodes or d is ks.node:
+                    continue
+                seen_nodes.add(id(d))
+                reached.append(d)
+                if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and \
+                        any(d is f for f in ks.factory):
+                    continue  # a factory's body is reached through the names it binds
+                if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    todo.extend(_free_names(d))
+                    todo.extend(_names_in(ast.Module(body=d.decorator_list, type_ignores=[])))
+                elif isinstance(d, (ast.For, ast.With)):
+                    todo.extend(_names_in(ast.Module(body=[ast.Expr(d.iter)] if isinstance(d, ast.For) else
+                                                     [ast.Expr(i.context_expr) for i in d.items], type_ignores=[])))
+                else:
+                    todo.extend(_names_in(d))
+        reached.sort(key=lambda d: (d.lineno, d.col_offset))
+        for d in reached:
+            if any(d is f for f in ks.factory):
+                continue
+            parts.append(_def_text(text, d))
     for name in sorted(ks.env):
         v = ks.env[name]
         if isinstance(v, MacroDef):
-            parts.append(name + ":" + (ast.get_source_segment(text, v.node) or ""))
+            parts.append(name + ":" + _def_text(text, v.node))
         elif isinstance(v, Unknown):
             parts.append(f"{name}=?{v.reason}")
         else:
@@ -1140,14 +1403,34 @@ def build_kernels(text: str, rules, *, meaning: str, binds: Optional[dict] = Non
     tree = ast.parse(text)
     b = {k: parse_bind_value(v) if isinstance(v, str) else v for k, v in (binds or {}).items()}
     mod = ModuleInfo(tree, rules, b)
+    defs = _definitions(tree)
     out = []
     for ks in mod.kernels:
-        fp = fingerprint(text, ks)
+        fp = fingerprint(text, ks, tree, defs)
+        fr = foreign_construct(mod, ks)
         try:
             k = KernelBuilder(mod, ks, meaning).build()
-            out.append(BuiltKernel(ks.qualname, ks.node.lineno, k, None, fp))
+            out.append(BuiltKernel(ks.qualname, ks.node.lineno, k, None, fp, fr, ks.int_params))
         except Unsupported as e:
-            out.append(BuiltKernel(ks.qualname, ks.node.lineno, None, e, fp))
+            out.append(BuiltKernel(ks.qualname, ks.node.lineno, None, e, fp, fr, ks.int_params))
         except RecursionError:
-            out.append(BuiltKernel(ks.qualname, ks.node.lineno, None, Unsupported("expression nested too deeply"), fp))
+            out.append(BuiltKernel(ks.qualname, ks.node.lineno, None, Unsupported("expression nested too deeply"), fp,
+                                   fr, ks.int_params))
     return out
+
+
+# TileLang's own language constructs: TVM's TVMScript namespace (tvm.script.tir) has none of them
+TILELANG_ONLY = {"Kernel", "alloc_shared", "alloc_fragment", "alloc_local", "Parallel", "Pipelined", "copy", "fill",
+                 "clear", "access_ptr", "gemm", "Tensor", "get_thread_binding", "use_swizzle", "annotate_layout"}
+
+
+def foreign_construct(mod: ModuleInfo, ks: KernelSource) -> str:
+    """A TileLang-only construct the kernel (or a macro it sees) reaches through ``tvm``: the text would not build."""
+    nodes = [ks.node] + [m.node for m in ks.macros.values()]
+    for node in nodes:
+        for n in ast.walk(node):
+            if isinstance(n, ast.Attribute) and n.attr in TILELANG_ONLY:
+                q = mod.qualname(n)
+                if q and q.split(".")[0] == "tvm":
+                    return f"{ast.unparse(n)} resolves to {q}, which TVM does not define (line {n.lineno})"
+    return ""

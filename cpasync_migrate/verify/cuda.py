@@ -283,6 +283,13 @@ class Lowering:
     def cp_async(self, st: CpAsync, d):
         def ptr(p, const):
             cq = "const " if const else ""
+            if p.ptype is None and p.merged_unknown:
+                raise Unsupported(f"cp.async at line {st.line}: the destination is in merged shared memory and "
+                                  "the call's dtype is not known")
+            if p.ptype is None and p.merged is not None:
+                # merged shared memory (MergeSharedMemoryAllocations): the offset counts the call's dtype
+                return (f"({cq}void*)((char*){p.buf.name} + ({self.as_type(p.offset, 'int32')}) * "
+                        f"{self.rules.dtype_size(p.merged)})")
             if p.ptype is None:  # legacy: pointer arithmetic in the buffer's element type
                 return f"({cq}void*)({p.buf.name} + {self.as_type(p.offset, 'int32')})"
             ct = CTYPES.get(p.ptype) or {1: "uint8_t", 2: "uint16_t", 4: "unsigned int", 8: "uint64_t"}[
@@ -474,6 +481,14 @@ def lower_pair(bo, bn, rules, target, prefill: bool = False) -> dict:
         item["error"] = str(err)
         return item
     k = bo.kernel
+    # the legacy form is printed under the default pass configuration (tir.merge_static_smem off)
+    from . import smem as smem_rule
+
+    mp = smem_rule.plan(bo.kernel, rules)
+    smem_rule.apply(bo.kernel, smem_rule.default_reading(mp))
+    if len(smem_rule.distinct_readings(bo.kernel, mp)) > 1:
+        item["merge_readings"] = [r.label for r in mp.readings]
+        item["merge_note"] = "; ".join(mp.open)
     smem = sum(-(-b.nbytes // 16) * 16 for b in k.allocs if not b.per_thread)
     dynamic = smem > STATIC_SMEM_LIMIT
     from .dynamic import written_params

@@ -209,7 +209,8 @@ class Ptr:
     """One side of a cp.async: ``&((ptype*)buf.data)[offset]``.
 
     ``ptype`` is None for the legacy form (pointer arithmetic in the buffer's
-    own element type).  ``extent``/``rw_mask`` exist only for access pointers.
+    own element type, or in the call's dtype where the destination is in
+    merged shared memory: ``merged``).  ``extent``/``rw_mask`` exist only for access pointers.
     """
 
     buf: Buffer
@@ -218,10 +219,16 @@ class Ptr:
     extent: Optional[Expr] = None
     rw_mask: Optional[Expr] = None
     style: str = "legacy"  # legacy | tvm_access_ptr | access_ptr
+    # legacy destination in merged shared memory: the offset counts elements of the call's dtype
+    # (set per reading by :mod:`.smem`); merged_unknown: merged, but the call's dtype is not known
+    merged: Optional[str] = None
+    merged_unknown: bool = False
 
     @property
     def elem_type(self) -> str:
-        return self.ptype if self.ptype is not None else self.buf.dtype
+        if self.ptype is not None:
+            return self.ptype
+        return self.merged if self.merged is not None else self.buf.dtype
 
 
 @dataclass

@@ -300,11 +300,8 @@ class Decision:
     witness: Optional[dict] = None
 
 
-def decide_equal(a: Expr, b: Expr, k: Kernel, ctx: SiteCtx, cache: dict) -> Decision:
-    try:
-        a2, b2 = subst(a, ctx.lets), subst(b, ctx.lets)
-    except NotStatic as e:
-        return Decision(None, str(e))
+def decide_equal(a2: Expr, b2: Expr, k: Kernel, ctx: SiteCtx, cache: dict) -> Decision:
+    """Whether ``a2 == b2`` (both already in the old kernel's names, lets substituted) at every point."""
     if poly(a2) == poly(b2):
         return Decision(True, "symbolic")
     needed = free_vars(a2) | free_vars(b2)
@@ -332,12 +329,8 @@ def decide_equal(a: Expr, b: Expr, k: Kernel, ctx: SiteCtx, cache: dict) -> Deci
     return Decision(False, f"differs at {fmt_point(w)}" + (f" ({dom.note})" if dom.note else ""), w)
 
 
-def decide_at_most(a: Expr, limit: int, k: Kernel, ctx: SiteCtx) -> Decision:
-    """Whether ``a <= limit`` at every reachable point (by enumeration)."""
-    try:
-        a2 = subst(a, ctx.lets)
-    except NotStatic as e:
-        return Decision(None, str(e))
+def decide_at_most(a2: Expr, limit: int, k: Kernel, ctx: SiteCtx) -> Decision:
+    """Whether ``a2 <= limit`` (normalised as in :func:`decide_equal`) at every reachable point."""
     if has_load(a2):
         return Decision(None, "the expression reads memory")
     dom = Domain(k, ctx, free_vars(a2))
@@ -362,17 +355,18 @@ def fmt_point(w: dict) -> str:
     return f"{pts or 'every point'}: old {w['_old']}, new {w['_new']}"
 
 
-def const_value(e: Expr, ctx: SiteCtx):
+def const_value(e2: Expr):
     try:
-        v = sev(subst(e, ctx.lets), {})
+        v = sev(e2, {})
     except NotStatic:
         return None
     return int(v) if _is_int(v) or isinstance(v, (int, np.integer)) else None
 
 
 # ---------------------------------------------------------------- the checks
-def check_pair(k_old: Kernel, co: SiteCtx, k_new: Kernel, cn: SiteCtx, rules, target, old_meaning: str) -> dict:
-    o, n = co.site, cn.site
+def check_pair(k_old: Kernel, co: SiteCtx, o, n, no, nn, rules, target, old_meaning: str) -> dict:
+    """Check one pair of sites.  ``no``/``nn`` turn an old/new expression into the old kernel's names with
+    the side's own lets substituted (:class:`.structure.Side`); the domain is the old site's."""
     res = {"line": o.line, "new_line": n.line, "checks": []}
     checks = res["checks"]
 
@@ -388,8 +382,18 @@ def check_pair(k_old: Kernel, co: SiteCtx, k_new: Kernel, cn: SiteCtx, rules, ta
     size = rules.dtype_size
     cache_o: dict = {}
 
-    # Variables of the two kernels are named alike when the surrounding code is alike;
-    # the old site's context is the domain (the new one must be the same code).
+    def eq(a, b):
+        try:
+            return decide_equal(no(a), nn(b), k_old, co, cache_o)
+        except (NotStatic, RecursionError) as e:
+            return Decision(None, str(e) or "expression nested too deeply")
+
+    def eq_new(a, b):
+        try:
+            return decide_equal(nn(a), nn(b), k_old, co, cache_o)
+        except (NotStatic, RecursionError) as e:
+            return Decision(None, str(e) or "expression nested too deeply")
+
     def bytes_of(site, meaning):
         if site.form == "legacy" or meaning == "bytes":
             return site.size
@@ -397,20 +401,24 @@ def check_pair(k_old: Kernel, co: SiteCtx, k_new: Kernel, cn: SiteCtx, rules, ta
 
     for side in ("dst", "src"):
         po, pn = getattr(o, side), getattr(n, side)
-        same = po.buf.name == pn.buf.name and po.buf.shape == pn.buf.shape and po.buf.dtype == pn.buf.dtype
+        same = no.buf(po.buf) is nn.buf(pn.buf)
         add(f"{side} pointer", same, f"{po.buf.name}.data vs {pn.buf.name}.data")
         if not same:
             continue
-        d = decide_equal(scale(po.offset, size(po.elem_type)), scale(pn.offset, size(pn.elem_type)), k_old, co,
-                         cache_o)
+        if po.merged_unknown:
+            add(f"{side} byte address", None, f"{po.buf.name} is in merged shared memory and the call's dtype is "
+                                              "not known, so the legacy offset's unit is not known")
+            continue
+        d = eq(scale(po.offset, size(po.elem_type)), scale(pn.offset, size(pn.elem_type)))
+        unit = f"sizeof({po.elem_type})" + (" (merged shared memory: the call's dtype)" if po.merged else "")
         add(f"{side} byte address", d.ok,
-            f"({show(po.offset)}) x sizeof({po.elem_type}) vs ({show(pn.offset)}) x sizeof({pn.elem_type}): {d.how}",
+            f"({show(po.offset)}) x {unit} vs ({show(pn.offset)}) x sizeof({pn.elem_type}): {d.how}",
             d.witness)
     nb_old = bytes_of(o, old_meaning)
     nb_new = bytes_of(n, n.size_meaning)
-    d = decide_equal(nb_old, nb_new, k_old, co, cache_o)
+    d = eq(nb_old, nb_new)
     add("byte count", d.ok, f"{show(nb_old)} vs {show(nb_new)} bytes ({n.size_meaning} meaning): {d.how}", d.witness)
-    w = const_value(nb_new, cn)
+    w = const_value(nn(nb_new))
     if w is not None:
         add("width", w in target.widths, f"{w} bytes (allowed {', '.join(map(str, target.widths))})")
     if n.form == "access_ptr" and n.size_meaning == "num_elems":
@@ -424,10 +432,10 @@ def check_pair(k_old: Kernel, co: SiteCtx, k_new: Kernel, cn: SiteCtx, rules, ta
         for side, want in (("dst", target.dst_rw_mask), ("src", target.src_rw_mask)):
             p = getattr(n, side)
             if p.rw_mask is not None:
-                m = const_value(p.rw_mask, cn)
+                m = const_value(nn(p.rw_mask))
                 add(f"{side} rw mask", m == want, f"{m} (want {want})")
             if p.extent is not None:
-                d = decide_equal(scale(p.extent, size(p.elem_type)), nb_new, k_new, cn, {})
+                d = eq_new(scale(p.extent, size(p.elem_type)), nb_new)
                 add(f"{side} extent", d.ok, f"{show(p.extent)} x sizeof({p.elem_type}) vs {show(nb_new)} bytes: {d.how}",
                     d.witness)
             elif p.style != "legacy":
@@ -436,7 +444,10 @@ def check_pair(k_old: Kernel, co: SiteCtx, k_new: Kernel, cn: SiteCtx, rules, ta
                 # TileLang bounds-checks an access pointer's offset + extent (in units of the pointer
                 # type) against the buffer's element count; a narrower view of a wider buffer fails it
                 # and the copy is guarded out (zero-filled) on the device.
-                d = decide_at_most(Bin("add", p.offset, p.extent), p.buf.numel, k_new, cn)
+                try:
+                    d = decide_at_most(nn(Bin("add", p.offset, p.extent)), p.buf.numel, k_old, co)
+                except (NotStatic, RecursionError) as e:
+                    d = Decision(None, str(e))
                 add(f"{side} in bounds", d.ok,
                     f"offset + extent in {p.elem_type} units vs {p.buf.numel} elements of {p.buf.name} "
                     f"({p.buf.dtype}): {d.how}", d.witness)
@@ -446,7 +457,7 @@ def check_pair(k_old: Kernel, co: SiteCtx, k_new: Kernel, cn: SiteCtx, rules, ta
     elif (po_ is None) != (pn_ is None):
         add("predicate", False, "predicate " + ("lost" if pn_ is None else "added"))
     else:
-        d = decide_equal(po_, pn_, k_old, co, cache_o)
+        d = eq(po_, pn_)
         add("predicate", d.ok, f"{show(po_)} vs {show(pn_)}: {d.how}", d.witness)
     return finish(res)
 
@@ -470,7 +481,12 @@ def finish(res: dict) -> dict:
 RANK = {"equivalent": 0, "inconclusive": 1, "mismatch": 2}
 
 
-def check_sites(k_old: Kernel, k_new: Kernel, rules, target, old_meaning: str) -> list[dict]:
+def check_sites(k_old: Kernel, k_new: Kernel, rules, target, old_meaning: str, match=None) -> list[dict]:
+    """Check every pair of sites.  ``match`` (:func:`.structure.compare`'s result) pairs them when the
+    kernels have the same structure; otherwise they pair in program order, each side read with its own
+    lets and its loop variables paired by nesting position."""
+    from .structure import Side, pair_buffers
+
     co_all = site_contexts(k_old)
     cn_all = site_contexts(k_new)
     if len(co_all) != len(cn_all):
@@ -479,8 +495,30 @@ def check_sites(k_old: Kernel, k_new: Kernel, rules, target, old_meaning: str) -
                 for c in co_all]
     merged: dict = {}
     order = []
-    for co, cn in zip(co_all, cn_all):
-        r = check_pair(k_old, co, k_new, cn, rules, target, old_meaning)
+    if match is not None and match.same:
+        by_site = {id(c.site): c for c in co_all}
+        pairs = [(by_site[id(a)], b, match.old, match.new) for a, b in match.pairs if id(a) in by_site]
+        if len(pairs) != len(co_all):
+            pairs = None
+    else:
+        pairs = None
+    if pairs is None:
+        bmap, _ = pair_buffers(k_old, k_new)
+        tags = {}
+        for name, tag in k_old.thread_vars.items():
+            tags.setdefault(tag, name)
+        pairs = []
+        for co, cn in zip(co_all, cn_all):
+            vo = {name: tags[tag] for name, tag in k_old.thread_vars.items()}
+            vn = {name: tags.get(tag, "?" + name) for name, tag in k_new.thread_vars.items()}
+            for (a, _, _), (b, _, _) in zip(co.loops, cn.loops):
+                vo[a] = a
+                vn[b] = a
+            for v in list(co.lets):
+                vo.setdefault(v, v)
+            pairs.append((co, cn.site, Side(dict(co.lets), vo, {}), Side(dict(cn.lets), vn, bmap)))
+    for co, nsite, so, sn in pairs:
+        r = check_pair(k_old, co, co.site, nsite, so_fn(so), so_fn(sn), rules, target, old_meaning)
         key_ = (co.site.line, getattr(co.site, "col", 0))
         if key_ not in merged:
             merged[key_] = r
@@ -488,3 +526,16 @@ def check_sites(k_old: Kernel, k_new: Kernel, rules, target, old_meaning: str) -
         elif RANK[r["verdict"]] > RANK[merged[key_]["verdict"]]:
             merged[key_] = r
     return [merged[k_] for k_ in order]
+
+
+class so_fn:
+    """A side's normaliser as a callable that also maps buffers."""
+
+    def __init__(self, side):
+        self.side = side
+
+    def __call__(self, e):
+        return self.side.norm(e)
+
+    def buf(self, b):
+        return self.side.buf(b)

@@ -1,0 +1,297 @@
+"""Whether two kernels are the same program apart from their cp.async calls.
+
+One job: walk the old and the new kernel side by side and decide whether every
+statement other than a cp.async call is the same, modulo
+
+* names: loop, let and thread variables and allocated buffers are paired by
+  position (thread variables by their launch tag, buffers by allocation order
+  and scope, parameters by position);
+* let bindings whose value reads no memory: substituted into their uses (a
+  renamed, removed or newly introduced ``x = ...`` does not matter);
+* integer normal forms: sums and products are compared as polynomials, so
+  ``x * 1``, ``x + 0`` and reassociated sums are the same expression;
+* order inside a run of adjacent cp.async calls (independent copies issued in
+  another order are paired by their source address).
+
+When the structures match, the result pairs every old cp.async with its new
+counterpart and gives, for each side, the function that turns one of its
+expressions into the old kernel's names with its own lets substituted: the
+per-site checks compare those, over the old site's loop, thread and block
+ranges, and a proof of every site is then a proof of the kernel.  When they do
+not match, the first difference is named; equal outputs on random inputs are
+then evidence, not proof.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .ir import (
+    Assign, Barrier, Bin, Buffer, Cast, Cmp, Commit, Const, CopyRegion, CpAsync, Evaluate, Expr, Fill, For, If,
+    Kernel, Load, Logic, Math, Opaque, Parallel, Select, Store, Unary, Var, Wait, flat_index, walk_expr, walk_stmts,
+)
+
+
+class Differ(Exception):
+    def __init__(self, what: str, old_line=None, new_line=None):
+        super().__init__(what)
+        self.what = what
+        self.old_line = old_line
+        self.new_line = new_line
+
+
+@dataclass
+class Side:
+    lets: dict  # var -> Expr (values that read no memory)
+    vmap: dict  # var -> canonical var name (the old kernel's)
+    bmap: dict  # id(Buffer) -> the old kernel's Buffer
+
+    def norm(self, e: Expr, depth: int = 0) -> Expr:
+        """``e`` with lets substituted and names mapped to the old kernel's."""
+        if depth > 200:
+            raise Differ("let chain too deep")
+        t = type(e)
+        if t is Var:
+            if e.name in self.lets:
+                return self.norm(self.lets[e.name], depth + 1)
+            return Var(self.vmap.get(e.name, "?" + e.name))
+        if t is Const:
+            return e
+        if t is Bin:
+            return Bin(e.op, self.norm(e.a, depth), self.norm(e.b, depth))
+        if t is Cmp:
+            return Cmp(e.op, self.norm(e.a, depth), self.norm(e.b, depth))
+        if t is Logic:
+            return Logic(e.op, self.norm(e.a, depth), self.norm(e.b, depth))
+        if t is Unary:
+            return Unary(e.op, self.norm(e.a, depth))
+        if t is Select:
+            return Select(self.norm(e.cond, depth), self.norm(e.a, depth), self.norm(e.b, depth))
+        if t is Cast:
+            return Cast(e.dtype, self.norm(e.a, depth))
+        if t is Load:
+            return Load(self.buf(e.buf), tuple(self.norm(i, depth) for i in e.indices))
+        if t is Math:
+            return Math(e.fn, tuple(self.norm(a, depth) for a in e.args))
+        return e
+
+    def buf(self, b: Buffer) -> Buffer:
+        return self.bmap.get(id(b), b)
+
+
+@dataclass
+class Match:
+    same: bool
+    reason: str = ""
+    old_line: Optional[int] = None
+    new_line: Optional[int] = None
+    pairs: list = field(default_factory=list)  # [(old CpAsync, new CpAsync)]
+    old: Optional[Side] = None
+    new: Optional[Side] = None
+
+
+def _pure_lets(k: Kernel) -> dict:
+    lets = {}
+    for st in walk_stmts(k.body):
+        if isinstance(st, Assign):
+            lets[st.var] = st.value
+    # a let whose value (after substitution) reads memory stays a statement
+    pure = {}
+    for v, e in lets.items():
+        if not _reads(e, lets, set()):
+            pure[v] = e
+    return pure
+
+
+def _reads(e, lets, seen) -> bool:
+    for x in walk_expr(e):
+        if isinstance(x, Load):
+            return True
+        if isinstance(x, Var) and x.name in lets and x.name not in seen:
+            seen.add(x.name)
+            if _reads(lets[x.name], lets, seen):
+                return True
+    return False
+
+
+def pair_buffers(ko: Kernel, kn: Kernel) -> tuple[dict, Optional[str]]:
+    bmap = {}
+    if len(ko.params) != len(kn.params):
+        return bmap, f"{len(ko.params)} parameters vs {len(kn.params)}"
+    for a, b in zip(ko.params, kn.params):
+        bmap[id(b)] = a
+    groups_o: dict = {}
+    groups_n: dict = {}
+    for b in ko.allocs:
+        groups_o.setdefault(b.scope, []).append(b)
+    for b in kn.allocs:
+        groups_n.setdefault(b.scope, []).append(b)
+    if set(groups_o) != set(groups_n):
+        return bmap, "the kernels allocate memory of different scopes"
+    for sc, lo in groups_o.items():
+        ln = groups_n[sc]
+        if len(lo) != len(ln):
+            return bmap, f"{len(lo)} {sc} allocations vs {len(ln)}"
+        for a, b in zip(lo, ln):
+            if a.shape != b.shape or a.dtype != b.dtype:
+                return bmap, (f"allocation {a.name} {a.shape} {a.dtype} (line {a.line}) vs {b.name} {b.shape} "
+                              f"{b.dtype} (line {b.line})")
+            bmap[id(b)] = a
+    return bmap, None
+
+
+def compare(ko: Kernel, kn: Kernel, size_of) -> Match:
+    """``size_of``: element size of a dtype (the rules' ``dtype_size``)."""
+    from .sites import key  # polynomial normal form of an expression
+
+    bmap, why = pair_buffers(ko, kn)
+    tags = {}
+    for name, tag in ko.thread_vars.items():
+        tags.setdefault(tag, name)
+    vo = {name: tags[tag] for name, tag in ko.thread_vars.items()}
+    vn = {name: tags.get(tag, f"?{tag[0]}.{'xyz'[tag[1]]}") for name, tag in kn.thread_vars.items()}
+    so = Side(_pure_lets(ko), vo, {})
+    sn = Side(_pure_lets(kn), vn, bmap)
+    m = Match(False, old=so, new=sn)
+    if why:
+        m.reason = why
+        return m
+    if ko.grid != kn.grid or ko.block != kn.block:
+        m.reason = "the launch differs"
+        return m
+
+    def k_(side: Side, e) -> str:
+        return key(side.norm(e))
+
+    def items(body, side: Side) -> list:
+        out = []
+        run = None
+        for st in body:
+            if isinstance(st, Assign) and st.var in side.lets:
+                continue
+            if isinstance(st, CpAsync):
+                if run is None:
+                    run = []
+                    out.append(run)
+                run.append(st)
+                continue
+            run = None
+            out.append(st)
+        return out
+
+    def line(st):
+        if isinstance(st, list):
+            return st[0].line if st else None
+        return getattr(st, "line", None)
+
+    def body(ob, nb):
+        oi, ni = items(ob, so), items(nb, sn)
+        for a, b in zip(oi, ni):
+            stmt(a, b)
+        if len(oi) != len(ni):
+            extra = oi[len(ni)] if len(oi) > len(ni) else ni[len(oi)]
+            raise Differ("one kernel has a statement the other lacks",
+                         line(extra) if len(oi) > len(ni) else None, line(extra) if len(ni) > len(oi) else None)
+
+    def src_sig(side: Side, s: CpAsync):
+        b = side.buf(s.src.buf)
+        from .sites import scale
+
+        return (id(side.buf(s.dst.buf)), id(b), k_(side, scale(s.src.offset, _size(s.src))))
+
+    def _size(p):
+        return size_of(p.elem_type) or 1
+
+    def stmt(a, b):
+        la, lb = line(a), line(b)
+        if isinstance(a, list) or isinstance(b, list):
+            if not (isinstance(a, list) and isinstance(b, list)):
+                raise Differ("a cp.async call stands where the other kernel has another statement", la, lb)
+            if len(a) != len(b):
+                raise Differ(f"{len(a)} adjacent cp.async calls vs {len(b)}", la, lb)
+            sa = [src_sig(so, s) for s in a]
+            sb = [src_sig(sn, s) for s in b]
+            if sa != sb and sorted(map(repr, sa)) == sorted(map(repr, sb)) and len(set(map(repr, sa))) == len(sa):
+                order = {repr(s): i for i, s in enumerate(sb)}
+                m.pairs.extend((x, b[order[repr(s)]]) for x, s in zip(a, sa))
+            else:
+                m.pairs.extend(zip(a, b))
+            return
+        if type(a) is not type(b):
+            raise Differ(f"{type(a).__name__} vs {type(b).__name__}", la, lb)
+        if isinstance(a, For):
+            if a.kind != b.kind:
+                raise Differ(f"a {a.kind} loop vs a {b.kind} loop", la, lb)
+            if k_(so, a.start) != k_(sn, b.start) or k_(so, a.extent) != k_(sn, b.extent):
+                raise Differ("loop bounds differ", la, lb)
+            so.vmap[a.var] = a.var
+            sn.vmap[b.var] = a.var
+            body(a.body, b.body)
+        elif isinstance(a, Parallel):
+            if a.extents != b.extents:
+                raise Differ("T.Parallel extents differ", la, lb)
+            for x, y in zip(a.vars, b.vars):
+                so.vmap[x] = x
+                sn.vmap[y] = x
+            body(a.body, b.body)
+        elif isinstance(a, If):
+            if k_(so, a.cond) != k_(sn, b.cond):
+                raise Differ("if conditions differ", la, lb)
+            body(a.then, b.then)
+            body(a.orelse, b.orelse)
+        elif isinstance(a, Assign):
+            if k_(so, a.value) != k_(sn, b.value):
+                raise Differ("assigned values differ", la, lb)
+            so.vmap[a.var] = a.var
+            sn.vmap[b.var] = a.var
+        elif isinstance(a, Store):
+            if so.buf(a.buf) is not sn.buf(b.buf):
+                raise Differ(f"stores to {a.buf.name} vs {b.buf.name}", la, lb)
+            if k_(so, flat_index(a.buf, a.indices)) != k_(sn, flat_index(b.buf, b.indices)):
+                raise Differ(f"store indices of {a.buf.name} differ", la, lb)
+            if k_(so, a.value) != k_(sn, b.value):
+                raise Differ(f"stored values of {a.buf.name} differ", la, lb)
+        elif isinstance(a, Wait):
+            if a.n != b.n:
+                raise Differ(f"wait_group({a.n}) vs wait_group({b.n})", la, lb)
+        elif isinstance(a, (Commit, Barrier)):
+            pass
+        elif isinstance(a, Fill):
+            if so.buf(a.buf) is not sn.buf(b.buf) or k_(so, a.value) != k_(sn, b.value):
+                raise Differ("fills differ", la, lb)
+        elif isinstance(a, CopyRegion):
+            for ra, rb in ((a.src, b.src), (a.dst, b.dst)):
+                if so.buf(ra.buf) is not sn.buf(rb.buf) or tuple(ra.extents) != tuple(rb.extents) or \
+                        [k_(so, x) for x in ra.starts] != [k_(sn, x) for x in rb.starts]:
+                    raise Differ("T.copy regions differ", la, lb)
+        elif isinstance(a, Evaluate):
+            if k_(so, a.value) != k_(sn, b.value):
+                raise Differ("evaluated expressions differ", la, lb)
+        elif isinstance(a, Opaque):
+            if a.construct != b.construct:
+                raise Differ(f"{a.construct} vs {b.construct}", la, lb)
+            body(a.body, b.body)
+        else:
+            raise Differ(f"{type(a).__name__} is not compared", la, lb)
+
+    try:
+        body(ko.body, kn.body)
+    except Differ as d:
+        m.reason, m.old_line, m.new_line = d.what, d.old_line, d.new_line
+        m.pairs = []
+        return m
+    except RecursionError:
+        m.reason = "expression nested too deeply"
+        m.pairs = []
+        return m
+    m.same = True
+    return m
+
+
+def describe(m: Match) -> str:
+    where = []
+    if m.old_line:
+        where.append(f"old line {m.old_line}")
+    if m.new_line:
+        where.append(f"new line {m.new_line}")
+    return m.reason + (f" ({', '.join(where)})" if where else "")
