@@ -99,8 +99,12 @@ def verify_source(old_text: str, new_text: str, path: str, *, rules, target, bin
     old_lines = old_text.splitlines()
     new_lines = new_text.splitlines()
     out = []
+    cache: dict = {}
     for bo, bn in _pair_kernels(old, new):
-        out.append(_verify_kernel(bo, bn, rules, target, source, widths, seeds, old_lines, new_lines))
+        v = _verify_kernel(bo, bn, rules, target, source, widths, seeds, old_lines, new_lines)
+        if bo.int_params:
+            v = _sweep(v, bo, old_text, new_text, rules, target, source, widths, binds or {}, cache)
+        out.append(v)
     if emit_cuda_dir:
         emit_cuda(old_text, new_text, path, emit_cuda_dir, rules=rules, target=target, binds=binds, source=source)
     return out
@@ -199,6 +203,76 @@ def _one_reading(ko, kn, rules, target, source, widths, seeds, match, detail):
         reason = (f"{len(sites)} cp.async site(s) proven; the rest of the kernel is the same program; "
                   f"{dyn_reason}")
     return verdict, reason, sites
+
+
+MAX_SWEEP = 5
+
+
+def sweep_bindings(params: dict) -> list[dict]:
+    """Other sizes for a factory's integer parameters: all doubled, each doubled alone, all halved."""
+    out = [{k: v * 2 for k, v in params.items()}]
+    if 1 < len(params) <= 3:
+        out += [{**params, k: v * 2} for k, v in params.items()]
+    if all(v >= 2 and v % 2 == 0 for v in params.values()):
+        out.append({k: v // 2 for k, v in params.items()})
+    seen, uniq = set(), []
+    for b in out:
+        t = tuple(sorted(b.items()))
+        if t not in seen and b != params:
+            seen.add(t)
+            uniq.append(b)
+    return uniq[:MAX_SWEEP]
+
+
+def _fmt_binds(b: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in b.items())
+
+
+def _sweep(v: Verdict, bo: BuiltKernel, old_text, new_text, rules, target, source, widths, binds, cache) -> Verdict:
+    """Check a factory kernel at other sizes of its integer parameters before calling it equivalent."""
+    v.detail["bindings"] = dict(bo.int_params)
+    if v.verdict != "equivalent" or v.detail.get("unchanged"):
+        if v.verdict != "equivalent":
+            v.reason = _one_line(f"{v.reason} (at {_fmt_binds(bo.int_params)})")
+        return v
+    swept, skipped = [], []
+    for b in sweep_bindings(bo.int_params):
+        key_ = tuple(sorted(b.items()))
+        if key_ not in cache:
+            allb = {**binds, **b}
+            try:
+                cache[key_] = (build_kernels(old_text, rules, meaning=source.size_meaning, binds=allb),
+                               build_kernels(new_text, rules, meaning=target.size_meaning, binds=allb))
+            except SyntaxError:
+                cache[key_] = ([], [])
+        olds, news = cache[key_]
+        bo2 = next((x for x in olds if x.qualname == bo.qualname), None)
+        bn2 = next((x for x in news if x.qualname == bo.qualname), None)
+        if bo2 is None or bo2.kernel is None:
+            skipped.append(f"{_fmt_binds(b)} (old form: {bo2.error if bo2 else 'not built'})")
+            continue
+        r = _verify_kernel(bo2, bn2, rules, target, source, widths, 1, [], [])
+        if (r.verdict == "inconclusive" and r.reason.startswith("old form:")) or (r.detail.get(
+                "interpreter", {}).get("reason", "").startswith("the old form fails")):
+            skipped.append(f"{_fmt_binds(b)} ({r.reason[:80]})")
+            continue
+        swept.append({"bindings": b, "verdict": r.verdict, "reason": r.reason})
+        if r.verdict != "equivalent":
+            v.verdict = r.verdict
+            v.reason = _one_line(f"at {_fmt_binds(b)} (swept from {_fmt_binds(bo.int_params)}): {r.reason}")
+            v.detail["swept"] = swept
+            return v
+    v.detail["swept"] = swept
+    if skipped:
+        v.detail["sweep_skipped"] = skipped
+    if not swept:
+        v.verdict = "inconclusive"
+        v.reason = _one_line(f"equivalent at {_fmt_binds(bo.int_params)} only: no other size of the integer "
+                             f"parameters builds and runs in the old form ({'; '.join(skipped)[:200]})")
+        return v
+    v.reason = _one_line(f"{v.reason}; at {_fmt_binds(bo.int_params)} and swept to "
+                         + "; ".join(_fmt_binds(x['bindings']) for x in swept))
+    return v
 
 
 def lower_cuda(old_text: str, new_text: str, path: str, *, rules, target, binds: Optional[dict] = None,
