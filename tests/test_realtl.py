@@ -1,6 +1,7 @@
 """The examples, migrated by the tool, against real TileLang releases.
 
-Opt-in (CPASYNC_REALTL=1, marker ``realtl``): every kernel in examples/ is
+Opt-in (CPASYNC_REALTL=1, marker ``realtl``): every kernel in examples/ and
+tests/realtl/kernels/ is
 lowered to CUDA by ``tilelang==0.1.7.post1`` in its legacy form; then a copy
 of the file is migrated by ``python -m cpasync_migrate`` and lowered by the
 release the target names:
@@ -35,7 +36,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+# The bundled examples, and kernels of the project's own for shapes the examples lack (merged
+# shared memory with a call dtype other than the tile's, at every width).
+EXAMPLES = sorted((ROOT / "examples").glob("*.py")) + sorted((ROOT / "tests" / "realtl" / "kernels").glob("*.py"))
 LOWER = ROOT / "tests" / "realtl" / "lower.py"
 SETUP = ROOT / "scripts" / "realtl_setup.sh"
 REALTL_DIR = Path(os.environ.get("CPASYNC_REALTL_DIR", "~/.cache/cpasync-migrate/realtl")).expanduser()
@@ -251,6 +254,25 @@ def test_a_wrong_pointer_type_is_caught_by_real_lowering(envs, legacy, migrated,
     old = legacy["pack_f16_bytes.py"]["kernels"]["pack_f16_bytes"]
     problems = addresses.compare_kernel(old, new["kernels"]["pack_f16_bytes"], textual=True)
     assert any("src" in p and "bytes" in p for p in problems), problems
+
+
+@pytest.mark.realtl
+@pytest.mark.skipif(os.environ.get("CPASYNC_REALTL") != "1", reason="opt-in: set CPASYNC_REALTL=1")
+def test_the_buffer_dtype_in_merged_shared_memory_is_caught_by_real_lowering(envs, legacy, migrated, tmp_path):
+    """In merged dynamic shared memory the legacy offset counts the call's dtype: typing the
+    destination with the tile's own type (uint8), right only where nothing is merged, lowers
+    under 0.1.8 at half the legacy byte offset, and the comparison must say so."""
+    good = (migrated("0.1.8")["work"] / "merged_mixed_dtypes.py").read_text()
+    needle = 'T.type_annotation("float16"), stage.data, tx * 8, 8, 2)'
+    assert good.count(needle) == 1, good
+    mutant = tmp_path / "merged_mixed_dtypes.py"
+    mutant.write_text(good.replace(needle, 'T.type_annotation("uint8"), stage.data, tx * 8, 16, 2)'))
+    new = lower_all(envs["0.1.8"], [mutant])["merged_mixed_dtypes.py"]
+    check_lowered(new, ENV_NAMES["0.1.8"])
+    old = legacy["merged_mixed_dtypes.py"]["kernels"]["halves_into_bytes"]
+    assert old["dyn_shmem"], "the legacy kernel is expected to merge its shared memory"
+    problems = addresses.compare_kernel(old, new["kernels"]["halves_into_bytes"], textual=False)
+    assert any("dst" in p for p in problems), problems
 
 
 # ---------------------------------------------------------------- unit tests (always run)
