@@ -11,6 +11,13 @@ Site kinds (codes are documented in docs/cpp.md):
 - CPA107 branch that accepts both layouts on purpose (information)
 - CPA108 site inside or next to a parse error (not edited)
 - CPA109 intrinsic named inside a macro definition (not edited)
+- CPA110 registration of the op that declares a legacy arity (``set_num_inputs(5)``)
+
+Every finding carries the IR op it concerns (``Finding.op``: TVM's builtin or TileLang's own
+op, by the spelling or, unqualified, by the file's context; see ``[op.context]`` in
+``rules/cpp.toml``) and its part in that op's change (``Finding.role``): "builder" for
+constructions, "reader" for consumers, printer helpers, dead and dual-layout branches and
+macros that test the op, "definition" for registrations.
 
 Everything here is pure: text in, findings with character-offset edits out.
 """
@@ -50,6 +57,8 @@ class _Site:
     assumptions: list = field(default_factory=list)
     info: bool = False
     fixable: bool = False
+    op: Optional[str] = None  # the IR op ("tir.ptx_cp_async" | "tl.ptx_cp_async")
+    role: Optional[str] = None  # "builder" | "reader" | "definition"
 
 
 class CppAnalyzer:
@@ -68,6 +77,9 @@ class CppAnalyzer:
         self._op_vars: dict = {}
         self._dead_ranges: list[tuple[int, int]] = []
         self._fns: list = []  # function definitions in document order (filled by run)
+        self._usings: Optional[list] = None  # `using namespace X;` directives (filled on demand)
+        self._tag: tuple = (None, None)  # (IR op, role) of the sites being built
+        self._tested_ops: list = []
         self._fn_starts: list[int] = []
         self.sites: list[_Site] = []
         self.nl = "\r\n" if "\r\n" in text else "\n"
@@ -161,6 +173,47 @@ class CppAnalyzer:
             return self.op_vars(fn).get(self.t(node))
         return None
 
+    def ir_op(self, opcall) -> Optional[str]:
+        """The IR op an op-call node names: by its qualifier, else by its context."""
+        fn = opcall.child_by_field_name("function") if opcall is not None else None
+        if fn is None:
+            return self.r.context_default
+        op = self.r.op_of_scope(self.r.op_scope(self.t(fn)))
+        return op if op is not None else self.context_op(opcall)
+
+    def context_op(self, node) -> Optional[str]:
+        """The op an unqualified ``ptx_cp_async()`` at ``node`` names ([op.context] in cpp.toml):
+        the innermost enclosing namespace that names one, else the using-namespace directives in
+        force there when they agree, else the rules' default."""
+        for a in ancestors(node):
+            if a.type != "namespace_definition":
+                continue
+            name = a.child_by_field_name("name")
+            if name is None:
+                name = next((c for c in a.named_children if c.type in ("namespace_identifier",
+                                                                       "nested_namespace_specifier")), None)
+            path = squash(self.t(name)) if name is not None else ""
+            for key, op in self.r.context_namespaces.items():
+                if path == key or path.endswith("::" + key):
+                    return op
+        if self._usings is None:
+            self._usings = []
+            if b"using" in self.src.data:
+                for u in nodes_of_types(self.src.root, ("using_declaration",)):
+                    if any(c.type == "namespace" for c in u.children):
+                        target = next((c for c in u.named_children if c.type in ("identifier", "qualified_identifier")), None)
+                        if target is not None:
+                            self._usings.append((u, squash(self.t(target))))
+        ops = set()
+        for u, name in self._usings:
+            scope = u.parent
+            if u.start_byte < node.start_byte and scope is not None and scope.start_byte <= node.start_byte \
+                    and node.end_byte <= scope.end_byte and name in self.r.context_using:
+                ops.add(self.r.context_using[name])
+        if len(ops) == 1:
+            return ops.pop()
+        return self.r.context_default
+
     def near_error(self, node) -> bool:
         if not self.errors:
             return False
@@ -204,15 +257,26 @@ class CppAnalyzer:
                                 self._hot_ranges() if self.gate else None):
             (ifs if n.type == "if_statement" else calls).append(n)
         for s in ifs:
-            self._consumer(s)
+            self._tagged(self._consumer, s)
         for c in calls:
             if not self.in_dead(c):
-                self._construction(c)
+                self._tagged(self._construction, c)
+                self._tagged(self._registration, c)
         for f in fdecls:
             self._helper(f)
         for m in macros:
             self._macro(m)
         return Analysis(findings=self._finish())
+
+    def _tagged(self, method, node) -> None:
+        """Run ``method(node)``; the sites it adds get the op and role it left in ``self._tag``."""
+        n0 = len(self.sites)
+        self._tag = (None, None)
+        method(node)
+        op, role = self._tag
+        for site in self.sites[n0:]:
+            site.op = site.op or op
+            site.role = site.role or role
 
     def _hot_ranges(self) -> list[tuple[int, int]]:
         """Byte ranges outside which no if statement or call can be a consumer or a construction.
@@ -276,6 +340,7 @@ class CppAnalyzer:
         op = self.op_node(args[1], fn)
         if op is None:
             return
+        self._tag = (self.ir_op(op), "builder")
         via_var = not self.is_op_call(args[1])
         arr = args[2]
         if self.near_error(call) or any(self.near_error(a) or a.has_error for a in args):
@@ -400,11 +465,25 @@ class CppAnalyzer:
         self._rewrite_lists(site, call, lists, op)
         self.sites.append(site)
 
+    def _args_of(self, gen) -> tuple:
+        """``gen``'s C++ argument names for the op of the site being built (``self._tag``):
+        where that op's size keeps another meaning than the generation's (TVM's builtin keeps
+        bytes under 0.1.9), the size is named by an earlier generation's name for that meaning."""
+        op = self._tag[0]
+        meaning = gen.size_meaning_for(op)
+        if meaning == gen.size_meaning:
+            return gen.cpp_args
+        other = next((g for g in self.rules.generations if g.size_meaning == meaning and g.form == gen.form),
+                     self.legacy)
+        size_name = next((a for a in other.cpp_args if self.r.role(a) == "size"), None)
+        return tuple(size_name if self.r.role(a) == "size" and size_name else a for a in gen.cpp_args)
+
     def _layout(self, gen, n: int) -> str:
-        return "{" + ", ".join(gen.cpp_args[:n]) + "}"
+        return "{" + ", ".join(self._args_of(gen)[:n]) + "}"
 
     def _arg(self, gen, i: int) -> str:
-        return gen.cpp_args[i] if i < len(gen.cpp_args) else "?"
+        names = self._args_of(gen)
+        return names[i] if i < len(names) else "?"
 
     def _rewrite_lists(self, site: _Site, call, lists, op) -> None:
         """Give ``site`` a fix that rewrites each legacy list in ``lists``."""
@@ -412,7 +491,7 @@ class CppAnalyzer:
             site.code = "CPA108"
             site.message += "; not edited: it is inside or next to a parse error (a macro or #if block tree-sitter cannot follow)"
             return
-        why = self._target_blocks_construction()
+        why = self._target_blocks_construction(self.ir_op(op))
         if why:
             site.message += f"; left for a person: {why}"
             return
@@ -455,13 +534,23 @@ class CppAnalyzer:
     def _same_line(self, a, b) -> bool:
         return a.end_point[0] == b.start_point[0]
 
-    def _target_blocks_construction(self) -> Optional[str]:
-        if self.target.form != "access_ptr":
-            return f"the target API {self.target.name} does not use access pointers"
-        if self.target.size_meaning != "bytes":
+    def _target_blocks_construction(self, ir_op) -> Optional[str]:
+        tgt = self.target
+        if tgt.form != "access_ptr":
+            return f"the target API {tgt.name} does not use access pointers"
+        if tgt.size_meaning_for(ir_op) != "bytes":
+            hint = ""
+            if tgt.tl_access_ptr:
+                hint = (
+                    f"; build each side as TileLang's own producers do, "
+                    f"Call(DataType::Handle(), {tgt.tl_access_ptr}(), {{BufferLoad(buffer, {{index}}), num_elems, rw_mask}}) "
+                    f"(rw_mask {tgt.dst_rw_mask} for the destination, {tgt.src_rw_mask} for the source), with one "
+                    "element type for both sides and the element count as the size"
+                )
             return (
-                f"the target API {self.target.name} counts the copy in elements of the access pointer's type "
-                "(num_elems), and that count is not an integer literal the source shows"
+                f"under the target API {tgt.name} `{ir_op}` counts the copy in elements of the access pointer's type "
+                "(num_elems), both sides must have the same width, and the element types here are known only when "
+                f"the pass runs{hint}"
             )
         return None
 
@@ -531,10 +620,13 @@ class CppAnalyzer:
         size_text = self.t(size)
         if not self._simple(size_text):
             assumptions.append(
-                f"`{_short(size_text)}` has no side effects and gives the same value when evaluated twice "
-                "(it is also written as each access pointer's extent)."
+                f"`{_short(size_text)}` has no side effects and gives the same value each time it is evaluated "
+                "(it is also written in each access pointer's extent)."
             )
         fmt = {"tir": ctx["tir"], "tvm": ctx["tvm"], "builtin": ctx["builtin"]}
+        plain = size.type in ("identifier", "qualified_identifier", "number_literal", "call_expression",
+                              "field_expression", "subscript_expression", "parenthesized_expression")
+        size_arg = size_text if plain else emit["size_group"].format(size=size_text)
         pdt_key = "pointer_dtype_helper" if ctx["helper"] else "pointer_dtype"
 
         def access_ptr(data, off, mask) -> str:
@@ -543,7 +635,8 @@ class CppAnalyzer:
             head = emit["call"].format(**fmt)
             lead = emit["call"].format(**fmt).index("(") + 1
             args = emit["args"].format(ptype=ptype, **fmt)
-            rest = emit["args_rest"].format(data=dt, offset=self.t(off), extent=size_text, mask=mask, **fmt)
+            extent = emit["extent"].format(size=size_arg, ptype=ptype)
+            rest = emit["args_rest"].format(data=dt, offset=self.t(off), extent=extent, mask=mask, **fmt)
             return head + "\n" + " " * lead + args + "\n" + " " * (lead + 1) + rest
 
         new = [
@@ -566,13 +659,15 @@ class CppAnalyzer:
             if f is None or f.type != "field_expression" or self.t(f.child_by_field_name("field")) != self.r.same_as:
                 continue
             a = named(n.child_by_field_name("arguments"))
-            if len(a) != 1 or self.op_node(a[0], fn) is None:
+            opnode = self.op_node(a[0], fn) if len(a) == 1 else None
+            if opnode is None:
                 continue
             inner = f.child_by_field_name("argument")
             if inner is not None and inner.type == "field_expression" and self.t(
                 inner.child_by_field_name("field")
             ) == self.r.op_field:
                 objs.append(squash(self.t(inner.child_by_field_name("argument"))))
+                self._tested_ops.append(self.ir_op(opnode))
         return objs
 
     def _chain_conditions(self, s) -> list[str]:
@@ -597,9 +692,13 @@ class CppAnalyzer:
         if self.r.same_as not in self.t(cond):
             return  # no `X->op.same_as(...)` test in the condition (cheap text check before the tree walk)
         fn = self.func_of(s)
+        self._tested_ops = []
         objs = self._op_tests(cond, fn)
         if not objs:
             return
+        # A branch testing both ops reads both; its op is the first one tested, and a rewrite
+        # must suit every op it tests.
+        self._tag = (self._tested_ops[0], "reader")
         if squash(self.t(cond)) in self._chain_conditions(s):
             self._dead(s, cond, body)
             return
@@ -646,21 +745,22 @@ class CppAnalyzer:
 
     def _index_map(self) -> str:
         tgt = self.target
+        tgt_args = self._args_of(tgt)
         parts = []
         for i, name in enumerate(self.legacy.cpp_args):
             role = self.r.role(name) or name
             if role.endswith("_offset"):
                 side = role[: -len("_offset")]
                 j = next((k for k, n in enumerate(tgt.cpp_args) if self.r.role(n) == side), None)
-                parts.append(f"args[{i}] {name} -> offset inside args[{j}] {tgt.cpp_args[j]}")
+                parts.append(f"args[{i}] {name} -> offset inside args[{j}] {tgt_args[j]}")
             else:
                 j = next((k for k, n in enumerate(tgt.cpp_args) if self.r.role(n) == role), None)
                 if j is None:
                     parts.append(f"args[{i}] {name} -> no place")
                 elif self.r.role(name) == "dst" or self.r.role(name) == "src":
-                    parts.append(f"args[{i}] {name} -> data inside args[{j}] {tgt.cpp_args[j]}")
+                    parts.append(f"args[{i}] {name} -> data inside args[{j}] {tgt_args[j]}")
                 else:
-                    parts.append(f"args[{i}] {name} -> args[{j}] {tgt.cpp_args[j]}")
+                    parts.append(f"args[{i}] {name} -> args[{j}] {tgt_args[j]}")
         sizes = "/".join(map(str, self.legacy.cpp_arity)) + " -> " + "/".join(map(str, tgt.cpp_arity))
         return "map " + ", ".join(parts) + f", args.size() {sizes}"
 
@@ -799,10 +899,11 @@ class CppAnalyzer:
     def _codegen_rewrite(self, site, obj, cond, body, reads, sizes, loose) -> Optional[str]:
         """Try the code-generator rewrite; None on success, else the reason it does not apply."""
         tgt = self.target
-        if tgt.form != "access_ptr" or tgt.size_meaning != "bytes":
+        counts = [op for op in dict.fromkeys(self._tested_ops) if tgt.size_meaning_for(op) != "bytes"]
+        if tgt.form != "access_ptr" or counts:
             return (
-                f"the target API {tgt.name} counts the copy in elements (num_elems); the printer must derive bytes "
-                "from the access pointer's type"
+                f"under the target API {tgt.name} `{counts[0] if counts else self._tested_ops[0]}` counts the copy "
+                "in elements (num_elems); the printer must derive bytes from the access pointer's type"
             )
         if loose:
             ln = self.src.linecol(self.src.c(loose[0].start_byte))[0]
@@ -956,7 +1057,8 @@ class CppAnalyzer:
             return
         if any(a.type in ("call_expression", "argument_list") for a in ancestors(fdecl)):
             return
-        site = _Site(fdecl, "CPA105", "")
+        self._tag = (self.r.helper_op, "reader")
+        site = _Site(fdecl, "CPA105", "", op=self.r.helper_op, role="reader")
         site.message = (
             f"helper `{fname}` takes the legacy shape ({', '.join(names[:5])}); with access pointers the offsets are "
             "already in each pointer: give it a (dst_ptr, src_ptr, bytes[, predicate]) form and update its callers"
@@ -971,11 +1073,86 @@ class CppAnalyzer:
         if not re.search(rf"\b{re.escape(self.r.op_name)}\s*\(\s*\)", self.t(val)):
             return
         name = self.t(m.child_by_field_name("name"))
-        site = _Site(m, "CPA109", "")
+        body = self.t(val)
+        self._tag = (self._macro_op(body), self._macro_role(body))
+        site = _Site(m, "CPA109", "", op=self._tag[0], role=self._tag[1])
         site.message = (
             f"macro `{name}` names `{self.r.op_name}`; its body is not parsed, so a person must check which layout it "
             f"builds or reads ({self._index_map()})"
         )
+        self.sites.append(site)
+
+    def _macro_op(self, body: str) -> Optional[str]:
+        """The op a macro body names: by the qualifier it spells, else the rules' default context."""
+        m = re.search(rf"((?:::)?(?:\w+\s*::\s*)*){re.escape(self.r.op_name)}\s*\(\s*\)", body)
+        op = self.r.op_of_scope(squash(m.group(1))) if m else None
+        return op if op is not None else self.r.context_default
+
+    def _macro_role(self, body: str) -> str:
+        """"builder" when a call constructor takes the op (``Call(t, <op>, ...)``), else "reader"."""
+        ctors = "|".join(re.escape(c) for c in self.r.call_constructors)
+        name = re.escape(self.r.op_name)
+        if re.search(rf"(?<![\w:])(?:{ctors})\s*\([^;]*?{name}\s*\(\s*\)", body):
+            return "builder"
+        return "reader"
+
+    # ------------------------------------------------------- registrations
+    def _registration(self, call) -> None:
+        """``MACRO(ptx_cp_async).set_num_inputs(N)``: the registration declares a legacy arity."""
+        fn = call.child_by_field_name("function")
+        if fn is None or fn.type != "identifier" or self.t(fn) not in self.r.registration_macros:
+            return
+        a = named(call.child_by_field_name("arguments"))
+        if len(a) != 1 or a[0].type != "identifier" or self.t(a[0]) != self.r.op_name:
+            return
+        op = self.r.registration_macros[self.t(fn)]
+        self._tag = (op, "definition")
+        # Walk the method chain: call -> field_expression -> call_expression (...)
+        cur, arity = call, None
+        while cur.parent is not None and cur.parent.type == "field_expression" and cur.parent.parent is not None \
+                and cur.parent.parent.type == "call_expression":
+            field = cur.parent.child_by_field_name("field")
+            outer = cur.parent.parent
+            if field is not None and self.t(field) == self.r.arity_method:
+                arity = outer
+                break
+            cur = outer
+        if arity is None:
+            return  # no arity declared: every layout is accepted
+        args = named(arity.child_by_field_name("arguments"))
+        lit = args[0] if len(args) == 1 else None
+        if lit is None or lit.type != "number_literal":
+            return  # -1 (variadic, as upstream registers the new layouts) or a name: no legacy arity shown
+        value = _int_value(self.t(lit))
+        legacy = self.legacy.cpp_num_inputs
+        target = self.target.cpp_num_inputs
+        if value not in legacy:
+            return  # the new arity, or a fork's own: not this API's legacy layout
+        site = _Site(arity, "CPA110", "")
+        site.function_override = f"{self.t(fn)}({self.r.op_name})"  # type: ignore[attr-defined]
+        site.message = (
+            f"`{self.t(fn)}({self.r.op_name})` registers `{op}` with {self.r.arity_method}({value}), a legacy "
+            f"arity ({'/'.join(map(str, self.legacy.cpp_arity))} arguments); the access-pointer layout has "
+            f"{'/'.join(map(str, self.target.cpp_arity))}"
+        )
+        if self.near_error(arity):
+            site.code = "CPA108"
+            site.message += "; not edited: it is inside or next to a parse error"
+            self.sites.append(site)
+            return
+        new = str(target[0]) if target else None
+        if new is None:
+            site.message += "; left for a person: the target declares no registration arity"
+            self.sites.append(site)
+            return
+        site.edits = [(lit.start_byte, lit.end_byte, new)]
+        site.fixable = True
+        site.applicability = Applicability.UNSAFE
+        site.assumptions = [
+            f"Every builder and reader of `{op}` in the program moves to the access-pointer layout in the same change "
+            f"(the registration then accepts {'/'.join(map(str, self.target.cpp_arity))} arguments, not the legacy ones).",
+        ]
+        site.message += f"; fix: {self.r.arity_method}({new})"
         self.sites.append(site)
 
     # ------------------------------------------------------------- finish
@@ -997,6 +1174,8 @@ class CppAnalyzer:
                 code=site.code,
                 message=site.message,
                 function=fn,
+                op=site.op,
+                role=site.role,
             )
             out.append(f)
             if site.info:

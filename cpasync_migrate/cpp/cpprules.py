@@ -34,6 +34,15 @@ class CppRules:
     helper_exclude: re.Pattern
     suppress_comment: str
     rules_version: str
+    # Which IR op each qualifier names, and the rule for an unqualified spelling ([op.context]).
+    op_ops: dict = None  # type: ignore[assignment]
+    context_default: Optional[str] = None
+    context_namespaces: dict = None  # type: ignore[assignment]
+    context_using: dict = None  # type: ignore[assignment]
+    # Registration macros (name -> op) and the method that declares the arity.
+    registration_macros: dict = None  # type: ignore[assignment]
+    arity_method: str = "set_num_inputs"
+    helper_op: Optional[str] = None
 
     def is_op_spelling(self, text: str) -> bool:
         """``text`` (the callee of a zero-argument call) names the intrinsic's Op."""
@@ -46,6 +55,12 @@ class CppRules:
     def op_scope(self, text: str) -> str:
         s = squash(text)
         return s[: -len(self.op_name)] if s.endswith(self.op_name) else ""
+
+    def op_of_scope(self, scope: str) -> Optional[str]:
+        """The IR op a qualified spelling's scope names (``"tvm::tirx::builtin::"`` -> TVM's);
+        None for the unqualified spelling, which takes its op from the context."""
+        q = scope[:-2] if scope.endswith("::") else scope
+        return self.op_ops.get(q) if q else None
 
     def is_array_type(self, text: str) -> bool:
         return squash(text) in {squash(t) for t in self.array_types}
@@ -85,6 +100,13 @@ def _load(path: Path) -> CppRules:
         helper_exclude=re.compile(helpers.get("exclude", "(?!)")),
         suppress_comment=data["suppress"]["comment"],
         rules_version=str(data.get("rules_version", "")),
+        op_ops=dict(op.get("ops", {})),
+        context_default=op.get("context", {}).get("default"),
+        context_namespaces=dict(op.get("context", {}).get("namespaces", {})),
+        context_using={squash(k): v for k, v in op.get("context", {}).get("using", {}).items()},
+        registration_macros=dict(data.get("registration", {}).get("macros", {})),
+        arity_method=data.get("registration", {}).get("arity_method", "set_num_inputs"),
+        helper_op=helpers.get("op"),
     )
 
 
