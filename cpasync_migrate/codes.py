@@ -15,5 +15,6 @@ CODES = {
     "CPA107": {"name": "cpp-dual-layout-branch", "summary": "Branch that accepts both layouts on purpose (information)", "fix": "none"},
     "CPA108": {"name": "cpp-site-near-parse-error", "summary": "Site inside or next to a region tree-sitter cannot parse (macros, #if); not edited", "fix": "none"},
     "CPA109": {"name": "cpp-macro-names-op", "summary": "Macro definition that names the ptx_cp_async op; macros are not rewritten", "fix": "none"},
+    "CPA110": {"name": "cpp-registration-legacy-arity", "summary": "C++ registration of the ptx_cp_async op that declares a legacy arity (set_num_inputs(5) or (6))", "fix": "unsafe (sets the target's arity)"},
     "CPA900": {"name": "file-error", "summary": "File cannot be read, decoded or parsed, or its rewrite does not re-parse", "fix": "none"},
 }

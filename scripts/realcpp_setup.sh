@@ -3,6 +3,8 @@
 #   - the tilelang 0.1.7.post1 wheel (legacy C++ sources and TVM's headers),
 #   - the tilelang 0.1.8 wheel (upstream's own migration, for comparison),
 #   - the apache-tvm-ffi 0.1.7 wheel (tvm/ffi headers),
+#   - the tilelang 0.1.15 wheel (a tirx-era TVM: headers and the legacy passes it still carries),
+#   - the apache-tvm-ffi 0.1.11 wheel (tvm/ffi headers that 0.1.15's TVM compiles with; 0.1.12 does not),
 #   - Debian's libdmlc-dev (dmlc headers TVM includes).
 # Wheels are downloaded, never installed, and unpacked under
 # $CPASYNC_REALCPP_CACHE (default ~/.cache/cpasync-migrate/realcpp).
@@ -41,6 +43,9 @@ fetch "tilelang==0.1.7.post1" "tilelang-0.1.7.post1-*.whl" tl017 \
   tilelang/src/ $TVM/include/ $TVM/src/ $TVM/3rdparty/dlpack/include/ tilelang/3rdparty/cutlass/include/
 fetch "tilelang==0.1.8" "tilelang-0.1.8-*.whl" tl018 tilelang/src/
 fetch "apache-tvm-ffi==0.1.7" "apache_tvm_ffi-0.1.7-*.whl" tvmffi tvm_ffi/include/
+fetch "tilelang==0.1.15" "tilelang-0.1.15-*.whl" tl015 \
+  tilelang/src/ $TVM/include/ $TVM/src/ tilelang/3rdparty/cutlass/include/
+fetch "apache-tvm-ffi==0.1.11" "apache_tvm_ffi-0.1.11-*.whl" tvmffi011 tvm_ffi/include/
 
 if [ ! -f /usr/include/dmlc/logging.h ]; then
   if [ "$(id -u)" = 0 ]; then

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from cpasync_migrate.cpp import SUFFIXES, analyze, reparse_problem
+from cpasync_migrate.cpp.cpprules import load_cpp_rules
 from cpasync_migrate.findings import Applicability, FrontEndOptions, Status, apply_edits
 from cpasync_migrate.rules import load_rules
 
@@ -408,3 +409,102 @@ def test_gate_changes_nothing_on_fixtures(name, monkeypatch):
     opts, _ = _options(meta.get("args", []))
     on, off = _gate_results(src, fname, opts, monkeypatch)
     assert on == off
+
+
+# ------------------------------------------------------------------ op and role of every finding
+
+def _ops_roles(text, target="0.1.8"):
+    opts, _ = _options(["--target", target])
+    return [(f.line, f.code, f.op, f.role) for f in analyze(text, "x.cc", opts).findings]
+
+
+def test_every_fixture_finding_has_an_op_and_a_role():
+    for name in (p.values[0] for p in _cases()):
+        meta, src, _, fname = _load(name)
+        opts, _ = _options(meta.get("args", []))
+        for f in analyze(src, fname, opts).findings:
+            assert f.op in ("tir.ptx_cp_async", "tl.ptx_cp_async"), (name, f)
+            assert f.role in ("builder", "reader", "definition"), (name, f)
+
+
+def test_op_and_role_by_spelling():
+    text = (
+        "namespace tvm { namespace codegen {\n"
+        "Stmt A(const Buffer& s, PrimExpr i) { return Evaluate(Call(s->dtype, tvm::tirx::builtin::ptx_cp_async(), {s->data, i, s->data, i, 16})); }\n"
+        "Stmt B(const Buffer& s, PrimExpr i) { return Evaluate(Call(s->dtype, tvm::tl::ptx_cp_async(), {s->data, i, s->data, i, 16})); }\n"
+        "Stmt C(const Buffer& s, PrimExpr i) { return Evaluate(Call(s->dtype, tir::builtin::ptx_cp_async(), {s->data, i, s->data, i, 16})); }\n"
+        "void P(const CallNode* op) { if (op->op.same_as(tl::ptx_cp_async())) { ICHECK_EQ(op->args.size(), 5); } }\n"
+        "void Q(const CallNode* op) { if (op->op.same_as(builtin::ptx_cp_async())) { TVM_FFI_ICHECK_EQ(op->args.size(), 6U); } }\n"
+        "std::string PrintCpAsyncAssembly(const std::string& shared_ptr, const std::string& shared_elem_offset,\n"
+        "                                 const std::string& global_ptr, const std::string& global_elem_offset, const std::string& bytes);\n"
+        "}}\n"
+        "#define MAKE_CP(d, o, s, so, n) Evaluate(Call(DataType::Handle(), tl::ptx_cp_async(), {d, o, s, so, n}))\n"
+        "#define IS_CP(c) ((c)->op.same_as(builtin::ptx_cp_async()))\n"
+        "TIR_DEFINE_BUILTIN_FUNC(ptx_cp_async).set_num_inputs(5);\n"
+    )
+    assert _ops_roles(text) == [
+        (2, "CPA101", "tir.ptx_cp_async", "builder"),
+        (3, "CPA101", "tl.ptx_cp_async", "builder"),
+        (4, "CPA101", "tir.ptx_cp_async", "builder"),
+        (5, "CPA104", "tl.ptx_cp_async", "reader"),
+        (6, "CPA104", "tir.ptx_cp_async", "reader"),
+        (7, "CPA105", "tir.ptx_cp_async", "reader"),
+        (10, "CPA109", "tl.ptx_cp_async", "builder"),
+        (11, "CPA109", "tir.ptx_cp_async", "reader"),
+        (12, "CPA110", "tir.ptx_cp_async", "definition"),
+    ]
+
+
+@pytest.mark.parametrize("context, op", [
+    ("namespace tvm {\nnamespace tl {\n{body}\n}\n}\n", "tl.ptx_cp_async"),
+    ("namespace tvm::tl {\n{body}\n}\n", "tl.ptx_cp_async"),
+    ("namespace tvm {\nnamespace tir {\nnamespace builtin {\n{body}\n}\n}\n}\n", "tir.ptx_cp_async"),
+    ("namespace tvm {\nnamespace codegen {\nusing namespace tvm::tirx::builtin;\n{body}\n}\n}\n", "tir.ptx_cp_async"),
+    ("using namespace tvm::tl;\nnamespace tvm {\nnamespace codegen {\n{body}\n}\n}\n", "tl.ptx_cp_async"),
+    # a directive after the site, or in a scope that does not hold it, is not in force there
+    ("namespace tvm {\nnamespace codegen {\n{body}\nusing namespace tvm::tirx::builtin;\n}\n}\n", "tl.ptx_cp_async"),
+    ("namespace a {\nusing namespace tvm::tirx::builtin;\n}\nnamespace tvm {\n{body}\n}\n", "tl.ptx_cp_async"),
+    # two directives naming different ops: the rules' default
+    ("using namespace tvm::tirx::builtin;\nusing namespace tvm::tl;\n{body}\n", "tl.ptx_cp_async"),
+    # the innermost namespace wins over a directive
+    ("using namespace tvm::tirx::builtin;\nnamespace tvm {\nnamespace tl {\n{body}\n}\n}\n", "tl.ptx_cp_async"),
+])
+def test_unqualified_op_takes_its_context(context, op):
+    body = "Stmt A(const Buffer& s, PrimExpr i) { return Evaluate(Call(s->dtype, ptx_cp_async(), {s->data, i, s->data, i, 16})); }"
+    got = _ops_roles(context.replace("{body}", body))
+    assert [(c, o, r) for _, c, o, r in got] == [("CPA101", op, "builder")]
+
+
+def test_default_context_op_is_rules_data():
+    r = load_cpp_rules(RULES)
+    assert r.context_default == "tl.ptx_cp_async"
+    assert r.op_of_scope("::tvm::tirx::builtin::") == "tir.ptx_cp_async"
+    assert r.op_of_scope("") is None
+
+
+def test_size_meaning_is_per_op_under_019():
+    text = (
+        "namespace tvm { namespace codegen {\n"
+        "Stmt A(const Buffer& s, PrimExpr i) { return Evaluate(Call(s->dtype, builtin::ptx_cp_async(), {s->data, i, s->data, i, 16})); }\n"
+        "Stmt B(const Buffer& s, PrimExpr i) { return Evaluate(Call(s->dtype, tl::ptx_cp_async(), {s->data, i, s->data, i, 16})); }\n"
+        "}}\n"
+    )
+    opts, _ = _options(["--target", "0.1.9"])
+    a, b = analyze(text, "x.cc", opts).findings
+    assert a.fix is not None and a.fix.safe and "{dst_access_ptr, src_access_ptr, bytes}" in a.message
+    assert b.fix is None and "`tl.ptx_cp_async` counts the copy in elements" in b.message
+    assert "tl::access_ptr()" in b.message and "BufferLoad" in b.message
+    opts, _ = _options(["--target", "0.1.8"])
+    assert all(f.fix is not None for f in analyze(text, "x.cc", opts).findings)
+
+
+@pytest.mark.parametrize("arity, found", [("5", True), ("6", True), ("-1", False), ("4", False), ("7", False),
+                                          ("kInputs", False)])
+def test_registration_arity(arity, found):
+    text = f"namespace tvm {{ namespace tl {{\nTIR_DEFINE_TL_BUILTIN(ptx_cp_async).set_num_inputs({arity});\n}} }}\n"
+    opts, _ = _options(["--target", "0.1.9"])
+    fs = analyze(text, "x.cc", opts).findings
+    assert [(f.code, f.op, f.role) for f in fs] == ([("CPA110", "tl.ptx_cp_async", "definition")] if found else [])
+    if found:
+        (e,) = fs[0].fix.edits
+        assert text[e.start:e.end] == arity and e.replacement == "-1" and not fs[0].fix.safe

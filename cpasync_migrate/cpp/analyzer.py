@@ -624,9 +624,10 @@ class CppAnalyzer:
                 "(it is also written in each access pointer's extent)."
             )
         fmt = {"tir": ctx["tir"], "tvm": ctx["tvm"], "builtin": ctx["builtin"]}
-        plain = size.type in ("identifier", "qualified_identifier", "number_literal", "call_expression",
-                              "field_expression", "subscript_expression", "parenthesized_expression")
-        size_arg = size_text if plain else emit["size_group"].format(size=size_text)
+        wrappers = "|".join(re.escape(w) for w in emit["size_wrappers"])
+        callee = size.child_by_field_name("function") if size.type == "call_expression" else None
+        is_primexpr = callee is not None and re.fullmatch(rf"(?:{_NAME}::)*(?:{wrappers})", squash(self.t(callee)))
+        size_arg = size_text if is_primexpr else emit["size_primexpr"].format(size=size_text, **fmt)
         pdt_key = "pointer_dtype_helper" if ctx["helper"] else "pointer_dtype"
 
         def access_ptr(data, off, mask) -> str:
@@ -635,7 +636,7 @@ class CppAnalyzer:
             head = emit["call"].format(**fmt)
             lead = emit["call"].format(**fmt).index("(") + 1
             args = emit["args"].format(ptype=ptype, **fmt)
-            extent = emit["extent"].format(size=size_arg, ptype=ptype)
+            extent = emit["extent"].format(size=size_arg, ptype=ptype, **fmt)
             rest = emit["args_rest"].format(data=dt, offset=self.t(off), extent=extent, mask=mask, **fmt)
             return head + "\n" + " " * lead + args + "\n" + " " * (lead + 1) + rest
 
