@@ -1108,6 +1108,12 @@ class KernelBuilder:
                     hi = self.expr(it.upper, scope) if it.upper is not None else Const(dim, "int32")
                     e = fold(Bin("sub", hi, lo))
                     if not isinstance(e, Const):
+                        from .sites import poly  # a[i:i + 8]: the extent is a constant polynomial
+
+                        pe = poly(Bin("sub", hi, lo))
+                        if not pe or set(pe) == {()}:
+                            e = Const(pe.get((), 0), "int32")
+                    if not isinstance(e, Const):
                         raise Unsupported("region extent not known from the text", node.lineno)
                     starts.append(lo)
                     exts.append(int(e.value))
