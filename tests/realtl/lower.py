@@ -32,7 +32,10 @@ imports TileLang once for all of them).
 array (what a legacy ``NAME+offset`` counts in); ``aliases`` the untyped
 pointers later releases declare into the merged shared array;
 ``dyn_shmem`` says whether the kernel's shared buffers were merged into
-TileLang's single dynamic shared-memory array.  Exit status 1 when a file
+TileLang's single dynamic shared-memory array.  With ``--source-dir DIR``, each
+kernel's CUDA source is also written to ``DIR/<file>.<kernel>.cu`` and how to
+launch it (entry, grid, block, dynamic shared bytes, parameters with dtype and
+shape, in the device function's order) to ``DIR/<file>.<kernel>.json``.  Exit status 1 when a file
 could not be imported or a kernel failed to lower (its ``error`` says why),
 2 on bad usage.
 """
@@ -177,6 +180,38 @@ def collect(module, binds: dict[str, object], prim_func_type) -> list[tuple[str,
     return found
 
 
+def launch_facts(func, artifact) -> dict:
+    """How to launch the lowered kernel: entry, grid, block, dynamic shared bytes, parameters.
+
+    Read off the device function's attributes (``thread_extent``, ``dyn_shared_memory_buf``,
+    ``global_symbol``); parameters in the device function's order, each with the dtype and
+    shape of the prim_func buffer whose data it is.
+    """
+    buffers = {}
+    for var in func.params:
+        buf = func.buffer_map.get(var)
+        if buf is not None:
+            buffers[buf.data.name] = buf
+            buffers.setdefault(buf.name, buf)
+    kernels = []
+    for gv, dev in artifact.device_mod.functions.items():
+        attrs = dict(dev.attrs) if dev.attrs else {}
+        ext = {str(k): int(v) for k, v in dict(attrs.get("thread_extent", {})).items()}
+        params = []
+        for p in dev.params:
+            buf = buffers.get(p.name)
+            params.append({"name": p.name, "dtype": str(buf.dtype) if buf is not None else str(p.dtype),
+                           "shape": [int(x) for x in buf.shape] if buf is not None else None})
+        kernels.append({
+            "entry": str(attrs.get("global_symbol", gv.name_hint)),
+            "grid": [ext.get(f"blockIdx.{a}", 1) for a in "xyz"],
+            "block": [ext.get(f"threadIdx.{a}", 1) for a in "xyz"],
+            "dynamic_shared_bytes": int(attrs.get("dyn_shared_memory_buf", 0) or 0),
+            "params": params,
+        })
+    return {"kernels": kernels}
+
+
 def lower_file(path: Path, binds: dict[str, object], target, source_dir: Path | None) -> dict:
     """Lower every kernel of one file: the JSON object described above."""
     import tilelang
@@ -216,6 +251,8 @@ def lower_file(path: Path, binds: dict[str, object], target, source_dir: Path | 
                     source_dir.mkdir(parents=True, exist_ok=True)
                     stem = re.sub(r"\W", "", name)
                     (source_dir / f"{path.stem}.{stem}.cu").write_text(source)
+                    launch = launch_facts(func, artifact)
+                    (source_dir / f"{path.stem}.{stem}.json").write_text(json.dumps(launch, indent=1))
             except Exception as exc:
                 last = traceback.format_exception_only(type(exc), exc)[-1].strip()
                 entry["error"] = last[-2000:]
