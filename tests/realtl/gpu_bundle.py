@@ -143,7 +143,7 @@ def main(argv=None) -> int:
                     r = results.get(fname)
                     if r is None or kname not in r["kernels"] or r["kernels"][kname].get("error"):
                         continue
-                    base = f"{stem}.{re.sub(r'\W', '', kname)}"  # as lower.py names them
+                    base = stem + "." + re.sub(r"\W", "", kname)  # as lower.py names them
                     cu, facts = src / f"{base}.cu", src / f"{base}.json"
                     if not cu.is_file() or not facts.is_file():
                         continue
