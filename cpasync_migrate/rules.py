@@ -87,6 +87,8 @@ class Rules:
     tvm_since: dict = field(default_factory=dict)
     # shared_memory.toml: how the legacy lowering placed a cp.async destination (merged or not)
     shared_memory: dict = field(default_factory=dict)
+    # python_api.toml: the Python API's own definition and runtime helpers that read the layout
+    python_api: dict = field(default_factory=dict)
 
     def generation(self, name: str) -> Generation:
         for g in self.generations:
@@ -246,6 +248,7 @@ def load_rules(directory: Optional[str] = None) -> Rules:
     versions: dict[str, str] = {}
     dtypes = namespaces = None
     shared_memory: dict = {}
+    python_api: dict = {}
     for f in sorted(d.glob("*.toml")):
         try:
             data = tomllib.loads(f.read_text(encoding="utf-8"))
@@ -258,6 +261,8 @@ def load_rules(directory: Optional[str] = None) -> Rules:
             namespaces = data
         elif f.name == "shared_memory.toml":
             shared_memory = data
+        elif f.name == "python_api.toml":
+            python_api = data
         elif "generation" in data:
             g = _gen_from(data, f.name)
             gens[g.name] = g
@@ -282,6 +287,7 @@ def load_rules(directory: Optional[str] = None) -> Rules:
         declarations=dict(namespaces.get("declarations", {})),
         versions=versions,
         shared_memory=shared_memory,
+        python_api=python_api,
         tilelang_since=dict(namespaces["tilelang"].get("since", {})),
         tvm_since=dict(namespaces["tvm"].get("since", {})),
     )
