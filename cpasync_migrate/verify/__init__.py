@@ -205,16 +205,20 @@ def _one_reading(ko, kn, rules, target, source, widths, seeds, match, detail):
     return verdict, reason, sites
 
 
-MAX_SWEEP = 5
+MAX_SWEEP = 6
 
 
 def sweep_bindings(params: dict) -> list[dict]:
-    """Other sizes for a factory's integer parameters: all doubled, each doubled alone, all halved."""
+    """Other sizes for a factory's integer parameters: all doubled, each doubled alone, all halved, all plus
+    one and all minus one (at most ``MAX_SWEEP``)."""
     out = [{k: v * 2 for k, v in params.items()}]
     if 1 < len(params) <= 3:
         out += [{**params, k: v * 2} for k, v in params.items()]
     if all(v >= 2 and v % 2 == 0 for v in params.values()):
         out.append({k: v // 2 for k, v in params.items()})
+    out.append({k: v + 1 for k, v in params.items()})
+    if all(v >= 2 for v in params.values()):
+        out.append({k: v - 1 for k, v in params.items()})
     seen, uniq = set(), []
     for b in out:
         t = tuple(sorted(b.items()))
