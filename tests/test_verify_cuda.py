@@ -120,3 +120,21 @@ def test_illegal_copies_are_not_lowered():
     new = (HERE / case["new"]).read_text().replace(", 8, 1), 8)", ", 8, 1), 16)")
     (item,) = lower_cuda((HERE / case["old"]).read_text(), new, "c.py", rules=RULES, target="0.1.9")
     assert item["new_cuda"] is None and "moves 32 bytes" in item["error"]
+
+
+def test_merged_legacy_destination_is_lowered_at_the_merged_byte_address():
+    import tomllib
+    from pathlib import Path
+
+    from cpasync_migrate.rules import load_rules
+    from cpasync_migrate.verify import lower_cuda
+
+    base = tomllib.loads((Path(__file__).parent / "fixtures" / "verify" / "adversarial" / "bases.toml").read_text())
+    rules = load_rules()
+    merged = base["base"]["merged"]
+    (item,) = lower_cuda(merged["old"], merged["new"], "merged.py", rules=rules, target="0.1.8")
+    # two shared.dyn buffers: the legacy offset tx * 8 counts the call's float16, 2 bytes each
+    assert "(void*)((char*)raw + (" in item["old_cuda"] and ") * 2)" in item["old_cuda"]
+    single = base["base"]["single"]
+    (item,) = lower_cuda(single["old"], single["new"], "single.py", rules=rules, target="0.1.8")
+    assert "(char*)raw" not in item["old_cuda"] and "(void*)(raw + " in item["old_cuda"]
