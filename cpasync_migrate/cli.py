@@ -76,8 +76,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bind a kernel factory parameter for --verify (repeatable)")
     p.add_argument("--emit-cuda", metavar="DIR", help="with --verify, write the lowered CUDA of both forms")
     p.add_argument("--emit-bundle", metavar="DIR", help="write a bundle of lowered kernels for the GPU runner")
+    p.add_argument("--max-file-size", metavar="SIZE", default=None,
+                   help="files larger than SIZE bytes (e.g. 4MB; 0: no limit) that name the intrinsic are a "
+                        "file error, not analysed (default: 2MB)")
+    p.add_argument("--allow-read-only", dest="allow_read_only", action="store_true", default=None,
+                   help="write mode also rewrites read-only files, keeping their permission bits")
     p.add_argument("-q", "--quiet", action="store_true", help="print only findings and errors")
-    p.add_argument("-v", "--verbose", action="store_true", help="also print every file processed")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="also print every file processed and every path skipped, with the reason")
     p.add_argument("--version", action="version", version=f"cpasync-migrate {__version__}")
     return p
 
@@ -222,12 +228,19 @@ def run(args) -> int:
 
     mode = "check" if args.check else "diff" if args.diff else "write"
     origin = "(command line)" if args.target else f"({cfg['__file__']})" if "target" in cfg else ""
-    target_info = choose_target(args.target or cfg.get("target"), rules, origin.strip())
+    try:
+        target_info = choose_target(args.target or cfg.get("target"), rules, origin.strip())
+    except UsageError as e:
+        if args.target or "target" not in cfg:
+            raise
+        raise UsageError(f"{cfg['__file__']}: [tool.cpasync-migrate] target: {e}") from None
     source = version_spec(args.source or cfg.get("from") or "legacy")
     try:
         src_gen = rules.resolve(source)
         rules.chain(src_gen.name, target_info["generation"])
     except RulesError as e:
+        if not args.source and "from" in cfg:
+            raise UsageError(f"{cfg['__file__']}: [tool.cpasync-migrate] from: {source}: {e}") from None
         raise UsageError(f"--from {source}: {e}") from None
     target_info["from"] = src_gen.name
     target_info["steps"] = rules.steps(src_gen.name, target_info["generation"])
@@ -246,6 +259,17 @@ def run(args) -> int:
         jobs = default_jobs()
     if jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    if args.max_file_size is not None:
+        max_file_size = cfgmod.parse_size(args.max_file_size)
+        if max_file_size is None:
+            raise UsageError(f"--max-file-size {args.max_file_size!r}: expected a size in bytes such as 4MB "
+                             "(0: no limit)")
+    else:
+        from .files import DEFAULT_MAX_FILE_SIZE
+
+        max_file_size = cfg.get("max-file-size", DEFAULT_MAX_FILE_SIZE)
+    allow_read_only = (args.allow_read_only if args.allow_read_only is not None
+                       else bool(cfg.get("allow-read-only", False)))
     binds = {}
     for b in args.bind:
         if "=" not in b:
@@ -265,6 +289,7 @@ def run(args) -> int:
         migrate_tvm=migrate_tvm, verify=args.verify, device=device, require_proof=args.require_proof,
         binds=binds, emit_cuda=args.emit_cuda, cache_dir=cache_dir,
         keep_texts=mode != "check" or bool(args.emit_bundle),
+        max_file_size=max_file_size, allow_read_only=allow_read_only,
     )
     if cache_dir:
         cache.prepare(settings)
@@ -291,11 +316,19 @@ def _gpu_available() -> bool:
     """
     import importlib.util
     import subprocess
+    import tempfile
 
-    if importlib.util.find_spec("cupy") is None:
+    try:
+        if importlib.util.find_spec("cupy") is None:  # finds, never runs, a module
+            return False
+    except (ImportError, ValueError):
         return False
     try:
-        return subprocess.run([sys.executable, "-c", _GPU_PROBE], capture_output=True, timeout=120).returncode == 0
+        # -P: neither the current folder nor a script's folder goes on the child's sys.path, and it
+        # starts in an empty folder, so a cupy.py or numpy.py of the scanned tree is never imported
+        with tempfile.TemporaryDirectory(prefix="cpasync-probe-") as empty:
+            return subprocess.run([sys.executable, "-P", "-c", _GPU_PROBE], capture_output=True, timeout=120,
+                                  cwd=empty).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
 

@@ -34,6 +34,8 @@ class RunSettings:
     emit_cuda: Optional[str] = None
     cache_dir: Optional[str] = None  # where analyses are remembered (None: no cache)
     keep_texts: bool = True  # False: outcomes drop the file's texts (a --check run reports findings only)
+    max_file_size: int = files.DEFAULT_MAX_FILE_SIZE  # bytes; a larger file is a file error (0: no limit)
+    allow_read_only: bool = False  # write mode also rewrites read-only files (keeping their mode)
 
 
 def language_of(path: str) -> Optional[str]:
@@ -84,13 +86,19 @@ def _error_outcome(path: str, language: str, message: str, line: Optional[int] =
     return out
 
 
-def process_file(path: str, settings: RunSettings, explicit: bool = False) -> Optional[FileOutcome]:
-    """Process one file.  Returns None when the byte prefilter rules it out."""
+def process_file(path: str, settings: RunSettings, explicit: bool = False,
+                 no_write: Optional[str] = None) -> Optional[FileOutcome]:
+    """Process one file.  Returns None when the byte prefilter rules it out.
+
+    ``no_write``: why write mode must not write this file (the runner's rules on links), if so.
+    """
     language = language_of(path) or ("python" if explicit else None)
     if language is None:
         return None
     try:
-        raw = files.read_bytes(path)
+        raw = files.read_source(path, settings.max_file_size)
+    except files.TooLarge as e:
+        return _error_outcome(path, language, e.message) if e.has_needle else None
     except files.FileError as e:
         return _error_outcome(path, language, e.message)
     if files.NEEDLE not in raw:
@@ -147,25 +155,38 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False) -> Op
             outcome.new_text = new_text
     if settings.verify and outcome.changed:
         _verify(outcome, settings)
+    refused = verify_refusal(outcome, settings) if settings.verify and outcome.changed else None
+    if settings.mode == "diff" and refused:
+        outcome.error = f"{refused}; its diff is left out"  # the diff shows only what write mode would write
     if settings.mode == "write" and outcome.changed:
-        if settings.verify and any(v.get("verdict") == "mismatch" for v in outcome.verdicts):
-            outcome.error = "verification found a mismatch; file not written"
-        elif settings.require_proof and any(v.get("verdict") != "equivalent" for v in outcome.verdicts):
-            outcome.error = "--require-proof: a kernel is not proven equivalent; file not written"
+        if refused:
+            outcome.error = f"{refused}; file not written"
+        elif no_write:
+            outcome.error = no_write
         else:
             try:
-                files.atomic_write(src, outcome.new_text)
+                files.atomic_write(src, outcome.new_text, settings.allow_read_only)
                 outcome.written = True
             except files.FileError as e:
                 outcome.error = e.message
-        if outcome.error and not outcome.written:
-            for f in outcome.findings:
-                if f.status is Status.REWRITTEN:
-                    f.status = Status.MANUAL
-                    f.message += f" [not written: {outcome.error}]"
+    if settings.mode in ("write", "diff") and outcome.error and outcome.changed and not outcome.written:
+        for f in outcome.findings:
+            if f.status is Status.REWRITTEN:
+                f.status = Status.MANUAL
+                f.message += f" [not {'written' if settings.mode == 'write' else 'shown'}: {outcome.error}]"
     if not settings.keep_texts:
         outcome.drop_texts()  # memory and the workers' answers grow with findings, not with file sizes
     return outcome
+
+
+def verify_refusal(outcome: FileOutcome, settings: RunSettings) -> Optional[str]:
+    """Why write mode refuses a file after --verify (None: it does not): a mismatch, or, under
+    --require-proof, a kernel not proven equivalent."""
+    if any(v.get("verdict") == "mismatch" for v in outcome.verdicts):
+        return "verification found a mismatch"
+    if settings.require_proof and any(v.get("verdict") != "equivalent" for v in outcome.verdicts):
+        return "--require-proof: a kernel is not proven equivalent"
+    return None
 
 
 def _reparse_problem(settings: RunSettings, path, language, raw: bytes, text: str, new_text: str):

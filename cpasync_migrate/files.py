@@ -13,6 +13,7 @@ newline style (text is decoded without newline translation).
 from __future__ import annotations
 
 import codecs
+import errno
 import fnmatch
 import os
 import re
@@ -214,34 +215,65 @@ def discover(
     excludes: tuple[str, ...] = (),
     respect_gitignore: bool = True,
     errors: Optional[list] = None,
+    skipped: Optional[list] = None,
+    special: Optional[list] = None,
 ) -> Iterator[str]:
     """Yield candidate files (explicit files first in argument order; a folder's files in no set order).
 
-    A folder that cannot be listed is appended to ``errors`` as (path, reason), when given.
+    A folder that cannot be listed is appended to ``errors`` as (path, reason), when given.  Only
+    regular files (or links to them) are yielded: a FIFO, socket, device, broken link or link to a
+    folder met in a walk goes to ``skipped`` as (path, reason); one named explicitly goes to
+    ``special`` (the caller reports it as an error) and is never opened.
     """
     seen: set[str] = set()
     for arg in paths:
-        p = Path(arg)
-        if p.is_file() or not p.exists():
-            # explicit files are always processed (a missing one is reported by the reader)
-            if arg not in seen:
-                seen.add(arg)
-                yield arg
+        try:
+            st = os.stat(arg)
+        except (OSError, ValueError):
+            st = None
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            outer = _git_root_patterns(Path(arg))[1] if respect_gitignore else []
+            for f in _walk(arg, outer, suffixes, excludes, respect_gitignore, errors, skipped):
+                if f not in seen:
+                    seen.add(f)
+                    yield f
             continue
-        outer = _git_root_patterns(p)[1] if respect_gitignore else []
-        for f in _walk(str(p), outer, suffixes, excludes, respect_gitignore, errors):
-            if f not in seen:
-                seen.add(f)
-                yield f
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            if special is not None and arg not in seen:
+                special.append((arg, describe_special(arg)))
+            seen.add(arg)
+            continue
+        # explicit files are always processed (a missing one is reported by the reader)
+        if arg not in seen:
+            seen.add(arg)
+            yield arg
+
+
+def describe_special(path: str) -> str:
+    """What a path that is not a regular file is, in words ("a FIFO", "a symbolic link to a folder", ...)."""
+    try:
+        link = os.path.islink(path)
+        st = os.stat(path)
+    except OSError:
+        return "a broken symbolic link" if os.path.islink(path) else "not readable"
+    m = st.st_mode
+    kind = ("a folder" if stat.S_ISDIR(m) else "a FIFO (named pipe)" if stat.S_ISFIFO(m) else
+            "a socket" if stat.S_ISSOCK(m) else "a character device" if stat.S_ISCHR(m) else
+            "a block device" if stat.S_ISBLK(m) else "a regular file" if stat.S_ISREG(m) else "not a regular file")
+    if link:
+        kind = "a symbolic link to " + kind
+    return kind
 
 
 def _walk(top: str, outer: list[_Pattern], suffixes, excludes, respect_gitignore,
-          errors: Optional[list] = None) -> Iterator[str]:
+          errors: Optional[list] = None, skipped: Optional[list] = None) -> Iterator[str]:
     """Files under ``top`` in scope, in no particular order (callers sort what they report).
 
-    One ``scandir`` per folder and no other system call: a folder's own ``.gitignore`` and
-    ``pyvenv.cfg`` are seen among its entries, and ``rel`` paths are built only when a
-    pattern or an exclude needs them.
+    One ``scandir`` per folder and no other system call for plain entries: a folder's own
+    ``.gitignore`` and ``pyvenv.cfg`` are seen among its entries, and ``rel`` paths are built only
+    when a pattern or an exclude needs them.  A source-named entry is yielded only when it is a
+    regular file or a link to one (the entry's type costs nothing; a link costs one ``stat``).
+    Links to folders are not followed.
     """
     stack = [("", outer)]
     filters: dict = {}  # id of a pattern list -> its compiled filter (sibling folders share one list)
@@ -283,7 +315,22 @@ def _walk(top: str, outer: list[_Pattern], suffixes, excludes, respect_gitignore
             elif name.endswith(suffixes):
                 if filt is not None and filt.skip(f"{rel_dir}/{name}" if rel_dir else name, name, False):
                     continue
+                try:
+                    regular = e.is_file()  # follows a link; FIFOs, sockets and devices are not files
+                except OSError:
+                    regular = False
+                if not regular:
+                    if skipped is not None:
+                        skipped.append((e.path, describe_special(e.path) + "; only regular files are read"))
+                    continue
                 yield e.path
+            elif skipped is not None and e.is_symlink():
+                try:
+                    linked_dir = e.is_dir()
+                except OSError:
+                    linked_dir = False
+                if linked_dir:
+                    skipped.append((e.path, "a symbolic link to a folder; links to folders are not followed"))
 
 
 # ---------------------------------------------------------------- reading
@@ -312,10 +359,62 @@ def _python_encoding(raw: bytes) -> str:
     return "utf-8"
 
 
-def read_bytes(path: str) -> bytes:
+DEFAULT_MAX_FILE_SIZE = 2 * 1024 * 1024  # bytes; 0: no limit (see README, "Safety")
+
+_OPEN_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+
+
+class TooLarge(FileError):
+    """A regular file over the size limit; ``has_needle`` says whether it names the intrinsic."""
+
+    def __init__(self, path: str, size: int, limit: int, has_needle: bool):
+        super().__init__(path, f"{size} bytes, over the size limit of {limit} bytes; not analysed "
+                               "(raise it with --max-file-size or max-file-size in [tool.cpasync-migrate], "
+                               "0 for no limit)")
+        self.size, self.limit, self.has_needle = size, limit, has_needle
+
+
+def _needle_in(fd: int) -> bool:
+    import mmap
+
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
+        with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as m:
+            return m.find(NEEDLE) != -1
+    except (OSError, ValueError):
+        return True  # cannot tell: treat it as a candidate (reported as too large)
+
+
+def _read_fd(fd: int) -> bytes:
+    parts = []
+    while True:
+        b = os.read(fd, 1 << 20)
+        if not b:
+            return b"".join(parts)
+        parts.append(b)
+
+
+def read_bytes(path: str) -> bytes:
+    """The bytes of a regular file; anything else is an error (nothing that could block is opened
+    in blocking mode)."""
+    return _read(path, 0)
+
+
+def read_source(path: str, max_size: int = 0) -> bytes:
+    """:func:`read_bytes`, but a regular file over ``max_size`` bytes (0: no limit) is not read:
+    :class:`TooLarge` says whether it names the intrinsic (searched through a memory map)."""
+    if max_size:
+        try:
+            st = os.stat(path)
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISREG(st.st_mode) and st.st_size > max_size:
+            return _read(path, max_size)
+    return read_bytes(path)
+
+
+def _read(path: str, max_size: int) -> bytes:
+    try:
+        fd = os.open(path, _OPEN_READ)
     except FileNotFoundError:
         raise FileError(path, "no such file") from None
     except IsADirectoryError:
@@ -324,6 +423,19 @@ def read_bytes(path: str) -> bytes:
         raise FileError(path, "permission denied (cannot read)") from None
     except OSError as e:
         raise FileError(path, f"cannot read: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise FileError(path, "is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise FileError(path, f"{describe_special(path)}, not a regular file; not read")
+        if max_size and st.st_size > max_size:
+            raise TooLarge(path, st.st_size, max_size, _needle_in(fd))
+        return _read_fd(fd)
+    except OSError as e:
+        raise FileError(path, f"cannot read: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
 
 
 def decode(path: str, raw: bytes, python: bool) -> SourceFile:
@@ -355,38 +467,160 @@ def encode(src: SourceFile, text: str) -> bytes:
     return src.bom + text.encode(src.encoding)
 
 
-def atomic_write(src: SourceFile, text: str) -> None:
-    """Write ``text`` back with the file's encoding, BOM and permission bits.
+def _read_only(st: os.stat_result, path: str) -> Optional[str]:
+    """Why a file counts as read-only (None: it does not): its owner's write bit is clear, or
+    this process may not write it."""
+    if not st.st_mode & stat.S_IWUSR:
+        return f"read-only (mode {stat.S_IMODE(st.st_mode):04o})"
+    if not os.access(path, os.W_OK):
+        return "not writable by this user"
+    return None
 
-    Refuses when the file changed on disk since it was read.
+
+def write_target(path: str) -> str:
+    """The file a write of ``path`` changes: the path itself, or the file its symbolic link(s) lead to.
+    A link is never replaced; what it points at is written."""
+    return os.path.realpath(path) if os.path.islink(path) else path
+
+
+def atomic_write(src: SourceFile, text: str, allow_read_only: bool = False) -> None:
+    """Write ``text`` back with the file's encoding, BOM, permission bits, owner and group.
+
+    Refuses when the file changed on disk since it was read, when it is not a regular file, and
+    (unless ``allow_read_only``) when it is read-only.  A symbolic link is written through, never
+    replaced.  A file with one name is replaced atomically by a complete new file (given the old
+    one's mode, owner and group first); a file with several hard links, or whose owner or group
+    this process cannot give a new file, is overwritten in place (see :func:`_write_in_place`), so
+    its identity (inode, links, owner) stays.
     """
     data = encode(src, text)
     path = src.path
+    target = write_target(path)
     try:
-        with open(path, "rb") as fh:
-            current = fh.read()
+        fd = os.open(target, _OPEN_READ)
     except OSError as e:
         raise FileError(path, f"cannot re-read before writing: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise FileError(path, f"{describe_special(target)}, not a regular file; not written")
+        current = _read_fd(fd)
+    except OSError as e:
+        raise FileError(path, f"cannot re-read before writing: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
     if current != src.raw:
         raise FileError(path, "changed on disk since it was read; not overwritten")
+    if not allow_read_only:
+        why = _read_only(st, target)
+        if why:
+            raise FileError(path, f"{why}; not written (--allow-read-only writes it, keeping its mode)")
+    if st.st_nlink > 1 or not _replace(path, target, data, st):
+        _write_in_place(path, target, data, current, st)
+
+
+def _replace(path: str, target: str, data: bytes, st: os.stat_result) -> bool:
+    """Replace ``target`` by a new file holding ``data``, with its mode, owner and group.
+    False (nothing changed) when this process cannot give the new file that owner and group."""
     import tempfile  # write mode only: kept off the start-up of a run that writes nothing
 
-    directory = os.path.dirname(os.path.abspath(path))
+    directory = os.path.dirname(os.path.abspath(target))
     fd, tmp = None, None
     try:
         fd, tmp = tempfile.mkstemp(prefix=".cpasync-", suffix=".tmp", dir=directory)
+        mine = os.fstat(fd)
+        if (mine.st_uid, mine.st_gid) != (st.st_uid, st.st_gid):
+            try:
+                os.fchown(fd, st.st_uid, st.st_gid)
+            except PermissionError:
+                try:
+                    os.fchown(fd, -1, st.st_gid)  # a group the user is in can still be kept...
+                except PermissionError:
+                    pass
+                return False  # ...but not the owner: write the file in place instead
+            except OSError:
+                return False
         with os.fdopen(fd, "wb") as fh:
             fd = None
+            os.fchmod(fh.fileno(), stat.S_IMODE(st.st_mode))  # after fchown, which clears set-id bits
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, src.mode)
-        os.replace(tmp, path)
+        os.replace(tmp, target)
         tmp = None
+        return True
     except OSError as e:
         raise FileError(path, f"cannot write: {e.strerror or e}") from None
     finally:
         if fd is not None:
             os.close(fd)
-        if tmp is not None and os.path.exists(tmp):
+        if tmp is not None and os.path.lexists(tmp):
             os.unlink(tmp)
+
+
+def _write_in_place(path: str, target: str, data: bytes, old: bytes, st: os.stat_result) -> None:
+    """Overwrite the file itself (same inode: hard links, owner, group and mode stay).
+
+    A copy of the old bytes is written and synced next to the file first
+    (``.cpasync-*.orig``); the space for the new text is allocated before any byte of the
+    file changes; on any error the old bytes are written back.  So a failure never leaves the
+    file half-written, and only a process killed in the middle of the overwrite can: then the
+    ``.orig`` copy, which is removed once the new text is synced, still holds the old bytes.
+    """
+    import tempfile
+
+    directory = os.path.dirname(os.path.abspath(target))
+    backup = None
+    try:
+        bfd, backup = tempfile.mkstemp(prefix=".cpasync-", suffix=".orig", dir=directory)
+        with os.fdopen(bfd, "wb") as fh:
+            fh.write(old)
+            fh.flush()
+            os.fsync(fh.fileno())
+        fd = os.open(target, os.O_RDWR | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        if backup is not None:
+            _unlink(backup)
+        raise FileError(path, f"cannot write in place: {e.strerror or e}") from None
+    try:
+        now = os.fstat(fd)
+        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            raise FileError(path, "changed on disk since it was read; not overwritten")
+        if len(data) > len(old) and hasattr(os, "posix_fallocate"):
+            try:
+                os.posix_fallocate(fd, 0, len(data))
+            except OSError as e:
+                if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                    raise FileError(path, f"cannot write in place: {e.strerror or e}; file unchanged") from None
+        try:
+            _pwrite_all(fd, data)
+            os.ftruncate(fd, len(data))
+            os.fsync(fd)
+        except OSError as e:
+            try:
+                _pwrite_all(fd, old)
+                os.ftruncate(fd, len(old))
+                os.fsync(fd)
+            except OSError:
+                keep, backup = backup, None  # the copy is the only whole version left: keep it
+                raise FileError(path, f"cannot write in place: {e.strerror or e}; could not put the old "
+                                      f"bytes back either: they are in {keep}") from None
+            raise FileError(path, f"cannot write in place: {e.strerror or e}; old bytes put back") from None
+    finally:
+        os.close(fd)
+        if backup is not None:
+            _unlink(backup)
+
+
+def _pwrite_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    pos = 0
+    while pos < len(data):
+        pos += os.pwrite(fd, view[pos:], pos)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

@@ -174,14 +174,52 @@ def verdict_lines(outcomes: list[FileOutcome]) -> list[str]:
 # ------------------------------------------------------------------ diff
 
 
+_C_ESCAPES = {0x07: "\\a", 0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0B: "\\v", 0x0C: "\\f", 0x0D: "\\r",
+              0x22: '\\"', 0x5C: "\\\\"}
+
+
+def diff_name(name: str) -> str:
+    """A file name for a ``---``/``+++`` line, quoted the way git quotes it.
+
+    A name with a control character (a newline, a tab), a double quote or a backslash, or one that
+    is not valid UTF-8, is written in double quotes with C escapes (``"a/with\\ttab.py"``; bytes
+    outside ASCII as octal), which ``git apply`` and GNU ``patch`` read back.  Other names are
+    written as they are; one with a space gets a tab after it, as git writes it, because ``patch``
+    ends an unquoted name at the first tab (or at a space followed by a time stamp).
+    """
+    raw = os.fsencode(name)
+    try:
+        raw.decode("utf-8")
+        valid = True
+    except UnicodeDecodeError:
+        valid = False
+    if valid and not any(b < 0x20 or b == 0x7F or b in (0x22, 0x5C) for b in raw):
+        return name + ("\t" if " " in name else "")
+    out = []
+    for b in raw:
+        if b in _C_ESCAPES:
+            out.append(_C_ESCAPES[b])
+        elif b < 0x20 or b >= 0x7F:
+            out.append(f"\\{b:03o}")
+        else:
+            out.append(chr(b))
+    return '"' + "".join(out) + '"'
+
+
 def unified_diff(o: FileOutcome) -> str:
-    if not o.changed:
+    """The file's diff; empty when nothing changes, or when write mode would refuse the file
+    (``o.error``: e.g. --verify found a mismatch), which the error line on stderr says."""
+    if not o.changed or o.error:
         return ""
     p = rel(o.path).replace(os.sep, "/").lstrip("/")
     a = o.old_text.splitlines(True)
     b = o.new_text.splitlines(True)
     out = []
-    for line in difflib.unified_diff(a, b, f"a/{p}", f"b/{p}", n=3):
+    for i, line in enumerate(difflib.unified_diff(a, b, "a", "b", n=3, lineterm="\n")):
+        if i == 0:
+            line = f"--- {diff_name('a/' + p)}\n"
+        elif i == 1:
+            line = f"+++ {diff_name('b/' + p)}\n"
         if not line.endswith("\n"):
             line += "\n\\ No newline at end of file\n"
         out.append(line)

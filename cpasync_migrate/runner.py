@@ -97,11 +97,12 @@ def _cgroup_cpu_limit(proc_cgroup: str, fs: str) -> Optional[tuple[int, int]]:
     return None
 
 
-def _discovered(paths, excludes, respect_gitignore, since_set, errors=None):
-    """Yield (path, explicit) for every source file in scope (no reading); unlistable folders go to ``errors``."""
+def _discovered(paths, excludes, respect_gitignore, since_set, errors=None, skipped=None, special=None):
+    """Yield (path, explicit) for every source file in scope (no reading); unlistable folders go to
+    ``errors``, entries that are not regular files to ``skipped`` (in a walk) or ``special`` (named)."""
     explicit = {p for p in paths if not os.path.isdir(p)}
     changed = None if since_set is None else _since_filter(paths, since_set)
-    for path in files.discover(paths, SUFFIXES, excludes, respect_gitignore, errors):
+    for path in files.discover(paths, SUFFIXES, excludes, respect_gitignore, errors, skipped, special):
         if changed is not None and not changed(path):
             continue
         yield path, path in explicit
@@ -155,7 +156,7 @@ def _prefilter(chunk):
     buf = _buffer()
     find = buf.find
     opn, cls, rd = os.open, os.close, os.readv if _READV else None
-    flags = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+    flags = files._OPEN_READ  # non-blocking: a FIFO put in place of a file after the walk cannot stall the run
     out = []
     with memoryview(buf) as mv:
         bufs = [mv[:block]]
@@ -189,6 +190,10 @@ def _rest_has(fd: int, buf: bytearray, block: int) -> bool:
     """After a first block of ``block`` bytes (already in ``buf``) without the name: the rest of the file."""
     needle = files.NEEDLE
     keep = len(needle) - 1
+    import stat
+
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        return True  # a device or pipe (put there after the walk) never ends: the reader reports it
     if _MMAP:
         import mmap
 
@@ -230,6 +235,65 @@ def _worth_parsing(path: str, explicit: bool) -> bool:
     return bool(_prefilter([(path, explicit)]))
 
 
+# ---------------------------------------------------------------- one file, one name
+
+
+class _Names:
+    """The rules on links and hard links, applied to the files worth parsing (few; each costs
+    an ``lstat`` and a ``stat`` here).
+
+    - A file reached through several names (symbolic links, hard links, a link and the real path)
+      is processed once, under the first of its names in (not a link, path) order; the others go
+      to ``skipped``.  A hit that has other names is held back until the walk is over, so the
+      choice does not depend on timing.
+    - A name that is a symbolic link is processed (the write goes to the file it leads to, the link
+      stays), but write mode does not write it when the file lies outside the scanned paths: the
+      real paths of the folder arguments and of the files named on the command line.
+
+    ``admit`` turns a (path, explicit) pair into a (path, explicit, no_write) task, or holds it
+    back (None); ``release`` gives the tasks held back, once every hit has been admitted.
+    """
+
+    def __init__(self, paths, skipped: list):
+        self.roots = [os.path.join(os.path.realpath(p), "") for p in paths if os.path.isdir(p)]
+        self.named = {os.path.realpath(p) for p in paths if not os.path.isdir(p)}
+        self.skipped = skipped
+        self.held: dict = {}  # (st_dev, st_ino) -> [(is_link, path, explicit), ...]
+        self.only: dict = {}  # (st_dev, st_ino) -> path, of hits that are neither links nor hard-linked
+
+    def _no_write(self, path: str) -> Optional[str]:
+        real = os.path.realpath(path)
+        if real in self.named or any(real.startswith(r) for r in self.roots):
+            return None
+        return f"a symbolic link to {real}, outside the scanned paths; not written"
+
+    def admit(self, pe):
+        path, explicit = pe[0], pe[1]
+        try:
+            link = os.path.islink(path)
+            st = os.stat(path)
+        except OSError:
+            return (path, explicit, None)  # the reader reports it
+        if not link and st.st_nlink <= 1:
+            self.only[(st.st_dev, st.st_ino)] = path  # its one real name: it wins over any link to it
+            return (path, explicit, None)
+        self.held.setdefault((st.st_dev, st.st_ino), []).append((link, path, explicit))
+        return None
+
+    def release(self) -> list:
+        out = []
+        for key, names in self.held.items():
+            names.sort()
+            first = self.only.get(key)
+            if first is None:
+                link, first, explicit = names.pop(0)
+                out.append((first, explicit, self._no_write(first) if link else None))
+            for _, other, _ in names:
+                self.skipped.append((other, f"the same file as {first}; processed once, under that name"))
+        self.held = {}
+        return out
+
+
 # ---------------------------------------------------------------- workers
 
 _SETTINGS: Optional[RunSettings] = None
@@ -241,7 +305,7 @@ def _init_worker(settings: RunSettings) -> None:
 
 
 def _process(pe):
-    return process_file(pe[0], _SETTINGS, pe[1])
+    return process_file(pe[0], _SETTINGS, *pe[1:])
 
 
 def _size(path: str) -> int:
@@ -434,7 +498,7 @@ def _worker_loop(t_r: int, r_w: int) -> None:  # pragma: no cover - runs in the 
         os._exit(code)
 
 
-def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome) -> None:
+def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome, names: "_Names") -> None:
     """Prefilter and process with forked workers.
 
     Prefilter chunks go out as the walk produces them (at most ``DEPTH`` outstanding per
@@ -449,10 +513,16 @@ def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome) ->
     walk = _chunks(pairs, CHUNK)
     walking = True
 
-    def found(pes) -> None:
+    def found(pes, release: bool = False) -> None:
         on_hits(len(pes))
-        hits.extend((_size(pe[0]), pe) for pe in pes)
+        tasks = [t for t in map(names.admit, pes) if t is not None]
+        if release:
+            tasks += names.release()
+        hits.extend((_size(t[0]), t) for t in tasks)
         hits.sort(key=lambda x: x[0])
+
+    def prefiltering() -> bool:
+        return walking or bool(chunks) or any(t[0] == "pre" for w in pool.workers for t in w.tasks)
 
     def answered(task, msg, lost) -> None:
         kind, arg = task
@@ -482,9 +552,12 @@ def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome) ->
             if not pool.workers:  # every worker died (or none could start): finish in this process
                 for c in [*chunks, *walk]:
                     found(_prefilter(c))
+                found([], release=True)
                 for _, pe in reversed(hits):
-                    on_outcome(process_file(pe[0], settings, pe[1]))
+                    on_outcome(process_file(pe[0], settings, *pe[1:]))
                 return
+            if names.held and not prefiltering():
+                found([], release=True)  # every hit is known: the files with several names can go
             for w in pool.workers:
                 while len(w.tasks) < DEPTH and chunks:
                     pool.send(w, ("pre", chunks.pop(0)))
@@ -505,7 +578,7 @@ def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome) ->
         pool.close()
 
 
-def _run_executor(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome) -> None:
+def _run_executor(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome, names: "_Names") -> None:
     """The same work with a ``ProcessPoolExecutor`` (where ``os.fork`` does not exist)."""
     from concurrent.futures import ProcessPoolExecutor
 
@@ -513,7 +586,8 @@ def _run_executor(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome) 
         hits = []
         for batch in pool.map(_prefilter, _chunks(pairs, CHUNK)):
             on_hits(len(batch))
-            hits.extend(batch)
+            hits.extend(t for t in map(names.admit, batch) if t is not None)
+        hits += names.release()
         hits.sort(key=lambda pe: -_size(pe[0]))
         for o in pool.map(_process, hits):
             on_outcome(o)
@@ -578,10 +652,13 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
     outcomes: list[FileOutcome] = []
     scanned = 0
     unlisted: list = []  # folders the walk could not list: their files were not checked
+    skipped: list = []  # (path, why) of entries not read: not regular files, second names of one file
+    special: list = []  # (path, what) of named paths that are not regular files: errors
+    names = _Names(paths, skipped)
 
     def pairs():
         nonlocal scanned
-        for pe in _discovered(paths, excludes, respect_gitignore, since_set, unlisted):
+        for pe in _discovered(paths, excludes, respect_gitignore, since_set, unlisted, skipped, special):
             scanned += 1
             yield pe
 
@@ -595,18 +672,27 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
             for chunk in _chunks(pairs(), CHUNK):
                 for pe in _prefilter(chunk):
                     progress.hits(1)
-                    on_outcome(process_file(pe[0], settings, pe[1]))
+                    task = names.admit(pe)
+                    if task is not None:
+                        on_outcome(process_file(task[0], settings, *task[1:]))
+            for task in names.release():
+                on_outcome(process_file(task[0], settings, *task[1:]))
         elif (pool or ("fork" if hasattr(os, "fork") else "executor")) == "fork":
-            _run_forked(pairs(), jobs, settings, progress.hits, on_outcome)
+            _run_forked(pairs(), jobs, settings, progress.hits, on_outcome, names)
         else:
-            _run_executor(pairs(), jobs, settings, progress.hits, on_outcome)
-    if unlisted:
-        from .engine import _error_outcome
+            _run_executor(pairs(), jobs, settings, progress.hits, on_outcome, names)
+    if unlisted or special:
+        from .engine import _error_outcome, language_of
 
         for folder, why in unlisted:
             outcomes.append(_error_outcome(folder, "folder", f"cannot list this folder ({why}); the files in it "
                                            "were not checked"))
+        for path, what in special:
+            outcomes.append(_error_outcome(path, language_of(path) or "python",
+                                           f"{what}, not a regular file; not read"))
     if verbose:
+        for path, why in sorted(skipped):
+            print(f"skipped {path}: {why}", file=sys.stderr)
         for o in sorted(outcomes, key=lambda o: o.path):
             print(f"processed {o.path}" + (" (analysis from the results cache)" if o.cached else ""), file=sys.stderr)
     outcomes.sort(key=lambda o: o.path)

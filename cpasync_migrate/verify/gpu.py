@@ -695,12 +695,14 @@ def run_bundle(bundle_dir: str, *, seeds: Optional[int] = None, cache_dir: Optio
         log = os.path.join(tmp, "events.jsonl")
         read_pos = 0
         while start < len(items):
-            cmd = [python or sys.executable, "-m", "cpasync_migrate.verify.gpu", "--worker", bundle_dir,
+            # -P and an empty working folder: nothing of the current folder or the scanned tree is importable
+            cmd = [python or sys.executable, "-P", "-m", "cpasync_migrate.verify.gpu", "--worker",
+                   os.path.abspath(bundle_dir),
                    "--results", log, "--start", str(start), "--jobs", str(jobs)]
             if seeds:
                 cmd += ["--seeds", str(seeds)]
             if cache_dir:
-                cmd += ["--cache", cache_dir]
+                cmd += ["--cache", os.path.abspath(cache_dir)]
             if not use_cache:
                 cmd += ["--no-cache"]
             if separate:
@@ -708,7 +710,7 @@ def run_bundle(bundle_dir: str, *, seeds: Optional[int] = None, cache_dir: Optio
             env = dict(os.environ)
             root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
             env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tmp)
             with open(log, encoding="utf-8") as f:
                 f.seek(read_pos)
                 lines = f.read().splitlines()
