@@ -204,14 +204,38 @@ def _may_call(text: str) -> bool:
     return False
 
 
+def _defines(tree: ast.Module, options: FrontEndOptions) -> bool:
+    """A module-level def that definitions.py reports: the intrinsic with the legacy parameters, or a
+    runtime helper with two offset parameters (libcst decides those files)."""
+    helpers = options.rules.python_api.get("helpers", {})
+    names = set(helpers.get("names", []))
+    offset = re.compile(helpers.get("offset_param", "_offset$"))
+    legacy = list(options.rules.legacy.python_params)
+    for node in tree.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        params = [a.arg for a in node.args.args]
+        if node.name == INTRINSIC and params == legacy:
+            return True
+        if node.name in names and sum(1 for p in params if offset.search(p)) >= 2:
+            return True
+    return False
+
+
 def _fast(text: str, path: str, options: FrontEndOptions) -> Optional[Analysis]:
     """Findings from the ast pass, or None when libcst must decide."""
-    if not _may_call(text):
+    names = [INTRINSIC, *options.rules.python_api.get("helpers", {}).get("names", [])]
+    may_define = re.search(r"\bdef\s+(?:%s)\b" % "|".join(map(re.escape, names)), text) is not None
+    if not may_define and not _may_call(text):
         return Analysis([])
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
+    if _defines(tree, options):
+        return None
+    if not _may_call(text):
+        return Analysis([])
     calls, defs, imports, other, nested = _scan(tree)
     if not calls:
         return Analysis([])
