@@ -139,9 +139,12 @@ def _verify_kernel(bo: BuiltKernel, bn: Optional[BuiltKernel], rules, target, so
     detail["shared_memory"] = mp.describe()
     results = []
     for r in readings:
+        # one compilation of one program: legacy calls the new text still holds read the same way
         smem.apply(ko, r)
+        smem.apply(kn, r)
         results.append((r, _one_reading(ko, kn, rules, target, source, widths, seeds, match, detail)))
     smem.apply(ko, smem.default_reading(mp))
+    smem.apply(kn, smem.default_reading(mp))
     if len(results) == 1:
         verdict, reason, sites = results[0][1]
     else:

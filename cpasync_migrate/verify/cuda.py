@@ -486,6 +486,7 @@ def lower_pair(bo, bn, rules, target, prefill: bool = False) -> dict:
 
     mp = smem_rule.plan(bo.kernel, rules)
     smem_rule.apply(bo.kernel, smem_rule.default_reading(mp))
+    smem_rule.apply(bn.kernel, smem_rule.default_reading(mp))  # legacy calls left in the new text
     if len(smem_rule.distinct_readings(bo.kernel, mp)) > 1:
         item["merge_readings"] = [r.label for r in mp.readings]
         item["merge_note"] = "; ".join(mp.open)

@@ -440,10 +440,12 @@ def check_pair(k_old: Kernel, co: SiteCtx, o, n, no, nn, rules, target, old_mean
                     d.witness)
             elif p.style != "legacy":
                 add(f"{side} extent", None, "access pointer without an extent")
-            if p.extent is not None and p.elem_type != p.buf.dtype:
-                # TileLang bounds-checks an access pointer's offset + extent (in units of the pointer
-                # type) against the buffer's element count; a narrower view of a wider buffer fails it
-                # and the copy is guarded out (zero-filled) on the device.
+            if p.extent is not None and p.elem_type != p.buf.dtype and p.buf.scope == "global":
+                # TileLang's safe-memory-access pass bounds-checks an access pointer into a global
+                # buffer by its offset + extent (in units of the pointer type) against the buffer's
+                # element count; a narrower view of a wider tensor fails it and the copy is guarded
+                # out (zero-filled) on the device.  Shared destinations get no such guard (seen with
+                # 0.1.8 and 0.1.15: a uint8 view of a bfloat16 tile lowers to a plain copy).
                 try:
                     d = decide_at_most(nn(Bin("add", p.offset, p.extent)), p.buf.numel, k_old, co)
                 except (NotStatic, RecursionError) as e:
