@@ -18,7 +18,9 @@ modes:
 exit codes:
   0  no legacy site remains (write mode: every site was migrated or suppressed)
   1  legacy sites remain (--check/--diff: any; write mode: those the tool could not migrate)
-  2  an error: bad usage, or a file that cannot be read, decoded, parsed or written
+  2  an error: bad usage or configuration, a file that cannot be read, decoded, parsed or
+     written (or that write mode refuses), a named path that is not a regular file, a file
+     over --max-file-size that names the intrinsic
      (2 wins over 1; a broken file never stops the others from being processed)
 
 suppression: put `# cpasync-migrate: ignore` (Python) or `// cpasync-migrate: ignore` (C++)
@@ -216,7 +218,10 @@ def run(args) -> int:
             if args.config:
                 cfg = cfgmod.load(Path(args.config), required=True)
             else:
-                pp = cfgmod.find_pyproject(Path(args.paths[0]) if Path(args.paths[0]).exists() else Path.cwd())
+                try:
+                    pp = cfgmod.find_pyproject(Path(args.paths[0]) if Path(args.paths[0]).exists() else Path.cwd())
+                except (OSError, RuntimeError):  # a link loop, a vanished folder: no configuration
+                    pp = None
                 if pp is not None:
                     cfg = cfgmod.load(pp)
         except cfgmod.ConfigError as e:

@@ -433,3 +433,53 @@ def scripts(draw, comment_before_comma: bool = True) -> Script:
         text = text.replace("\n", "\r\n")
     tags = {f"import {imp.kind}"} | {f"call {c.form}" for c in calls} | {f"in {c.nesting}" for c in calls}
     return Script(text, imp, calls, crlf, tags)
+
+
+# ---------------------------------------------------------------------------- hostile trees
+
+@dataclass
+class Entry:
+    """One entry of a generated tree: a file, a FIFO or a link (``ref``: the entry a link or a hard
+    link leads to, an index into the tree's entries)."""
+
+    name: str  # a file name (no "/"), possibly with spaces, tabs, newlines or non-ASCII letters
+    folder: str  # "" (the root of the tree) or "sub"
+    kind: str  # legacy | plain | fifo | device | link_in | link_out | hard | dir_link
+    ref: Optional[int] = None
+    device: str = "/dev/zero"
+
+    @property
+    def rel(self) -> str:
+        return f"{self.folder}/{self.name}" if self.folder else self.name
+
+
+@dataclass
+class Tree:
+    entries: list
+    mode: str  # write | check | diff
+    jobs: str
+
+
+_NAME_CHARS = string.ascii_letters[:6] + " \t\n-ñ"
+KINDS = ["legacy", "plain", "fifo", "device", "link_in", "link_out", "hard", "dir_link"]
+
+
+@st.composite
+def hostile_trees(draw) -> Tree:
+    """A small tree mixing regular files (legacy or not), FIFOs, links to devices, links inside and
+    outside the tree, hard links and a link to a folder, under odd names."""
+    n = draw(st.integers(1, 7))
+    entries: list = []
+    for i in range(n):
+        base = draw(st.text(alphabet=_NAME_CHARS, min_size=0, max_size=5))
+        name = f"{i}{base}.py"  # the index keeps names unique; every name is a source name
+        folder = draw(st.sampled_from(["", "sub"]))
+        regular = [j for j, e in enumerate(entries) if e.kind in ("legacy", "plain")]
+        kinds = [k for k in KINDS if k not in ("link_in", "hard") or regular]
+        kind = draw(st.sampled_from(kinds))
+        ref = draw(st.sampled_from(regular)) if kind in ("link_in", "hard") else None
+        dev = draw(st.sampled_from(["/dev/zero", "/dev/urandom"]))
+        entries.append(Entry(name, folder, kind, ref, dev))
+    if not any(e.kind == "legacy" for e in entries):
+        entries.append(Entry(f"{n}.py", "", "legacy"))
+    return Tree(entries, draw(st.sampled_from(["write", "check", "diff"])), draw(st.sampled_from(["1", "2"])))

@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, event, example, given, settings
 
 from cpasync_migrate.engine import RunSettings, process_file
 from cpasync_migrate.findings import Status
-from strategies import LEGACY, Call, Imports, Layout, Script, scripts
+from strategies import LEGACY, Call, Imports, Layout, Script, hostile_trees, scripts
 
 # CPASYNC_PROPERTY_EXAMPLES raises the number of generated scripts for a deeper run (default 60, about 20 s).
 SETTINGS = settings(max_examples=int(os.environ.get("CPASYNC_PROPERTY_EXAMPLES", "60")), deadline=None,
@@ -323,3 +323,109 @@ def test_migration_properties(s: Script):
     check_meaning(s, out)  # 5
     check_exact_text(s, out)  # 5, textually
     check_second_run(s, out)  # 2
+
+
+# ---------------------------------------------------------------------------- hostile trees
+
+HOSTILE_SETTINGS = settings(max_examples=int(os.environ.get("CPASYNC_HOSTILE_EXAMPLES", "10")), deadline=None,
+                            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                                   HealthCheck.large_base_example])
+HANG = 120  # seconds: only a hang takes this long
+
+
+def _build(root: str, tree, text: str):
+    """Write ``tree`` under root/tree (legacy files hold ``text``) and root/outside; returns the paths."""
+    from strategies import Entry  # noqa: F401  (documentation of what the entries are)
+
+    top = os.path.join(root, "tree")
+    outside = os.path.join(root, "outside")
+    os.makedirs(os.path.join(top, "sub"))
+    os.makedirs(outside)
+    with open(os.path.join(outside, "o.py"), "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+    for e in tree.entries:
+        p = os.path.join(top, e.rel)
+        if e.kind in ("legacy", "plain"):
+            with open(p, "w", encoding="utf-8", newline="") as f:
+                f.write(text if e.kind == "legacy" else "x = 1  # no intrinsic here\n")
+        elif e.kind == "fifo":
+            os.mkfifo(p)
+        elif e.kind == "device":
+            os.symlink(e.device, p)
+        elif e.kind == "link_in":
+            os.symlink(os.path.relpath(os.path.join(top, tree.entries[e.ref].rel), os.path.dirname(p)), p)
+        elif e.kind == "link_out":
+            os.symlink(os.path.relpath(os.path.join(outside, "o.py"), os.path.dirname(p)), p)
+        elif e.kind == "hard":
+            os.link(os.path.join(top, tree.entries[e.ref].rel), p)
+        elif e.kind == "dir_link":
+            os.symlink("sub" if not e.folder else "..", p)
+    return top, outside
+
+
+def _snapshot(folder: str) -> dict:
+    """rel path -> (kind, bytes or link target, inode of a FIFO or a hard-linked file) for everything
+    below ``folder`` (links not followed)."""
+    import stat as st_
+
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in dirnames + filenames:
+            p = os.path.join(dirpath, name)
+            s = os.lstat(p)
+            if st_.S_ISLNK(s.st_mode):
+                out[os.path.relpath(p, folder)] = ("link", os.readlink(p), None)
+            elif st_.S_ISREG(s.st_mode):
+                with open(p, "rb") as f:  # the inode must stay where the file has hard links
+                    out[os.path.relpath(p, folder)] = ("file", f.read(), s.st_ino if s.st_nlink > 1 else None)
+            elif st_.S_ISFIFO(s.st_mode):
+                out[os.path.relpath(p, folder)] = ("fifo", None, s.st_ino)
+            elif st_.S_ISDIR(s.st_mode):
+                out[os.path.relpath(p, folder)] = ("dir", None, None)
+    return out
+
+
+@HOSTILE_SETTINGS
+@given(scripts(), hostile_trees())
+def test_hostile_trees_never_hang_and_change_only_the_calls(s: Script, tree):
+    """Over generated trees with links (inside, outside, to devices, to a folder), hard links, FIFOs and
+    odd names: the run ends (a subprocess timeout guards), nothing outside the scanned folder changes,
+    links, FIFOs and hard links stay what they were, and a regular file changes only in write mode, only
+    when it holds legacy calls, and then into exactly the in-process migration, which changes no byte
+    outside the calls (property 3)."""
+    import subprocess
+    import sys
+
+    for e in tree.entries:
+        event(e.kind)
+    event(tree.mode)
+    _, migrated = migrate(s.text)
+    root = tempfile.mkdtemp(dir=_DIR)
+    top, outside = _build(root, tree, s.text)
+    before_tree, before_out = _snapshot(top), _snapshot(outside)
+    args = [] if tree.mode == "write" else [f"--{tree.mode}"]
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR",)}
+    r = subprocess.run([sys.executable, "-m", "cpasync_migrate", *args, "-j", tree.jobs, "--no-cache", "tree"],
+                       cwd=root, capture_output=True, timeout=HANG, env=env)
+    assert r.returncode in (0, 1, 2), r.stderr[-2000:]
+    assert b"Traceback" not in r.stderr, r.stderr[-2000:]
+    assert _snapshot(outside) == before_out, "a file outside the scanned paths changed"
+    after = _snapshot(top)
+    assert after.keys() == before_tree.keys(), "entries appeared or vanished"
+    for rel, (kind, data, ino) in before_tree.items():
+        akind, adata, aino = after[rel]
+        assert akind == kind and aino == ino, (rel, kind, akind)
+        if kind == "link":
+            assert adata == data
+        elif kind == "file":
+            original = s.text.encode("utf-8")
+            if tree.mode == "write" and data == original:
+                assert adata == migrated.encode("utf-8"), rel
+                check_bytes_outside(s, adata.decode("utf-8"))
+            else:
+                assert adata == data, rel
+    if tree.mode == "write":
+        # the only error such a tree can cause: a rewrite refused behind a link that leads outside
+        refused = any(e.kind == "link_out" for e in tree.entries) and migrated != s.text
+        assert (r.returncode == 2) == refused, (r.returncode, r.stdout[-2000:])
+    shutil.rmtree(root, ignore_errors=True)
