@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--emit-bundle", metavar="DIR", help="write a bundle of lowered kernels for the GPU runner")
     p.add_argument("--max-file-size", metavar="SIZE", default=None,
                    help="files larger than SIZE bytes (e.g. 4MB; 0: no limit) that name the intrinsic are a "
-                        "file error, not analysed (default: 2MB)")
+                        "file error, not analysed (default: 1MB)")
     p.add_argument("--allow-read-only", dest="allow_read_only", action="store_true", default=None,
                    help="write mode also rewrites read-only files, keeping their permission bits")
     p.add_argument("-q", "--quiet", action="store_true", help="print only findings and errors")
