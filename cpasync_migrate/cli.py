@@ -48,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--unsafe-fixes", dest="unsafe_fixes", action="store_true", default=None,
                    help="also apply fixes that rest on an assumption the text does not show")
     p.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false")
+    p.add_argument("--accept-partial-sets", dest="accept_partial_sets", action="store_true", default=None,
+                   help="migrate a change set although the paths hold only its builders or only its readers "
+                        "(the rest of the program is not in view)")
     p.add_argument("--target", help="TileLang API to migrate to: a version (0.1.8, tilelang==0.1.13), "
                    "a generation (0.1.8, 0.1.9) or 'latest' (default: the installed TileLang, else 0.1.8)")
     p.add_argument("--from", dest="source", help="API generation the code is written for (default: legacy); "
@@ -293,7 +296,7 @@ def run(args) -> int:
         mode=mode, unsafe_fixes=unsafe, target=target_info["generation"], source=src_gen.name, style=style,
         migrate_tvm=migrate_tvm, verify=args.verify, device=device, require_proof=args.require_proof,
         binds=binds, emit_cuda=args.emit_cuda, cache_dir=cache_dir,
-        keep_texts=mode != "check" or bool(args.emit_bundle),
+        keep_texts=mode != "check" or bool(args.emit_bundle), defer_coupled=mode == "write",
         max_file_size=max_file_size, allow_read_only=allow_read_only,
     )
     if cache_dir:
@@ -303,11 +306,18 @@ def run(args) -> int:
     outcomes, scanned = run_files(args.paths, settings, excludes=excludes, jobs=jobs,
                                   respect_gitignore=not args.no_gitignore, since=args.since,
                                   verbose=args.verbose, quiet=args.quiet, show_progress=True)
+    sets: list = []
+    if any(f.role for o in outcomes for f in o.findings):
+        from .settle import settle
+
+        accept_partial = (args.accept_partial_sets if args.accept_partial_sets is not None
+                          else bool(cfg.get("accept-partial-sets", False)))
+        outcomes, sets = settle(outcomes, settings, args.paths, accept_partial, rules)
     if args.emit_bundle:
         from .verify_bridge import emit_bundle
 
         emit_bundle(outcomes, settings, args.emit_bundle)
-    return emit(outcomes, scanned, mode, args, target_info, rules)
+    return emit(outcomes, scanned, mode, args, target_info, rules, sets)
 
 
 _GPU_PROBE = "import cupy, sys; sys.exit(0 if cupy.cuda.runtime.getDeviceCount() > 0 else 1)"
@@ -338,13 +348,13 @@ def _gpu_available() -> bool:
         return False
 
 
-def emit(outcomes, scanned: int, mode: str, args, target_info: dict, rules) -> int:
+def emit(outcomes, scanned: int, mode: str, args, target_info: dict, rules, sets=()) -> int:
     from . import report
 
     out = sys.stdout
     code = report.exit_code(outcomes, mode)
     if args.format == "json":
-        report.dump_json(report.json_report(outcomes, scanned, mode, target_info, rules.versions), out)
+        report.dump_json(report.json_report(outcomes, scanned, mode, target_info, rules.versions, sets), out)
         return code
     if args.format == "sarif":
         report.dump_json(report.sarif_report(outcomes, target_info, rules.versions), out)
@@ -368,6 +378,8 @@ def emit(outcomes, scanned: int, mode: str, args, target_info: dict, rules) -> i
         _print_unapplied(outcomes, out)
         info = out
     for line in report.verdict_lines(outcomes):
+        info.write(line + "\n")
+    for line in report.set_lines(sets):
         info.write(line + "\n")
     if not args.quiet:
         report.print_summary(info, outcomes, scanned, mode, target_info, _color(info))

@@ -27,6 +27,7 @@ KEYS = {
     "max-file-size": ("a size in bytes (a whole number >= 0, or a string such as \"4MB\"; 0: no limit)",
                       lambda v: parse_size(v) is not None),
     "allow-read-only": _BOOL,
+    "accept-partial-sets": _BOOL,
 }
 
 

@@ -34,6 +34,11 @@ class RunSettings:
     emit_cuda: Optional[str] = None
     cache_dir: Optional[str] = None  # where analyses are remembered (None: no cache)
     keep_texts: bool = True  # False: outcomes drop the file's texts (a --check run reports findings only)
+    # Coupled change sets (sets.py): write mode leaves files with a member of a set unwritten until
+    # the run's sets are decided, and ``hold`` names, per path, the (line, column, code) of the sites
+    # whose fixes a set holds back.
+    defer_coupled: bool = False
+    hold: dict = field(default_factory=dict)
     max_file_size: int = files.DEFAULT_MAX_FILE_SIZE  # bytes; a larger file is a file error (0: no limit)
     allow_read_only: bool = False  # write mode also rewrites read-only files (keeping their mode)
 
@@ -101,7 +106,7 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
         return _error_outcome(path, language, e.message) if e.has_needle else None
     except files.FileError as e:
         return _error_outcome(path, language, e.message)
-    if files.NEEDLE not in raw:
+    if not files.has_needle(raw):
         return None
     try:
         src = files.decode(path, raw, python=(language == "python"))
@@ -125,10 +130,13 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
                           cached=ck is not None and not fresh)
     chosen: list[Edit] = []
     starts = line_starts(text) if any(f.fix is not None for f in outcome.findings) else []
+    held = settings.hold.get(path, ())
     for f in outcome.findings:
         if f.status is None:
             if f.fix is None:
                 f.status = Status.MANUAL
+            elif (f.line, f.column, f.code) in held:
+                f.status = Status.HELD
             elif f.fix.safe or settings.unsafe_fixes:
                 f.status = Status.REWRITTEN
             else:
@@ -161,21 +169,60 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
     if settings.mode == "write" and outcome.changed:
         if refused:
             outcome.error = f"{refused}; file not written"
-        elif no_write:
-            outcome.error = no_write
+        elif settings.defer_coupled and any(f.role for f in outcome.findings):
+            import hashlib
+
+            outcome.deferred_digest = hashlib.sha256(raw).hexdigest()  # written once its sets are decided
+            outcome.no_write = no_write
+            return outcome
         else:
-            try:
-                files.atomic_write(src, outcome.new_text, settings.allow_read_only)
-                outcome.written = True
-            except files.FileError as e:
-                outcome.error = e.message
+            _write(outcome, src, settings, no_write)
+    _not_applied(outcome, settings)
+    if not settings.keep_texts:
+        outcome.drop_texts()  # memory and the workers' answers grow with findings, not with file sizes
+    return outcome
+
+
+def _write(outcome: FileOutcome, src, settings: RunSettings, no_write: Optional[str]) -> None:
+    if no_write:
+        outcome.error = no_write
+        return
+    try:
+        files.atomic_write(src, outcome.new_text, settings.allow_read_only)
+        outcome.written = True
+    except files.FileError as e:
+        outcome.error = e.message
+
+
+def _not_applied(outcome: FileOutcome, settings: RunSettings) -> None:
+    """A rewrite that was not written (or not shown) leaves its sites for a person, saying why."""
     if settings.mode in ("write", "diff") and outcome.error and outcome.changed and not outcome.written:
         for f in outcome.findings:
             if f.status is Status.REWRITTEN:
                 f.status = Status.MANUAL
                 f.message += f" [not {'written' if settings.mode == 'write' else 'shown'}: {outcome.error}]"
+
+
+def finish_deferred(outcome: FileOutcome, settings: RunSettings) -> FileOutcome:
+    """Write a file whose write was deferred, now that no change set holds any of its sites back.
+
+    The file is read again and written only if its bytes are still the ones analysed."""
+    import hashlib
+
+    try:
+        raw = files.read_source(outcome.path, settings.max_file_size)
+        src = files.decode(outcome.path, raw, python=(outcome.language == "python"))
+    except files.FileError as e:
+        outcome.error = e.message
+    else:
+        if hashlib.sha256(raw).hexdigest() != outcome.deferred_digest:
+            outcome.error = "the file changed while the run was deciding its change sets; not written"
+        else:
+            _write(outcome, src, settings, outcome.no_write)
+    outcome.deferred_digest = None
+    _not_applied(outcome, settings)
     if not settings.keep_texts:
-        outcome.drop_texts()  # memory and the workers' answers grow with findings, not with file sizes
+        outcome.drop_texts()
     return outcome
 
 

@@ -23,6 +23,15 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 NEEDLE = b"ptx_cp_async"
+# Byte strings one of which every file worth parsing contains: the intrinsic's name, and the names
+# of the helpers that carry its legacy layout without naming it (the Python runtime helpers of
+# rules/python_api.toml, the C++ printer helpers of rules/cpp.toml; a test checks every name
+# listed there contains one of these).
+NEEDLES = (NEEDLE, b"cp_async_gs", b"CpAsyncAssembly")
+
+
+def has_needle(data) -> bool:
+    return any(n in data for n in NEEDLES)
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 CPP_SUFFIXES = (".cc", ".cpp", ".cxx", ".h", ".hpp", ".cu", ".cuh")
@@ -379,7 +388,7 @@ def _needle_in(fd: int) -> bool:
 
     try:
         with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as m:
-            return m.find(NEEDLE) != -1
+            return any(m.find(n) != -1 for n in NEEDLES)
     except (OSError, ValueError):
         return True  # cannot tell: treat it as a candidate (reported as too large)
 

@@ -19,6 +19,7 @@ class Status(str, Enum):
     MANUAL = "manual"  # left for a person, with a reason
     UNSAFE = "unsafe"  # an unsafe fix exists but was not applied (no --unsafe-fixes)
     SUPPRESSED = "suppressed"  # a suppression comment keeps it as it is
+    HELD = "held"  # its own fix is fine, but its change set cannot be applied whole (sets.py)
     UNPARSABLE = "unparsable"  # the file could not be parsed
     INFO = "info"  # information only; not a legacy site, not a failure
 
@@ -104,6 +105,10 @@ class FileOutcome:
     cached: bool = False  # the analysis came from the results cache
     # Set when the texts were dropped (a --check run keeps only what it reports).
     changed_flag: Optional[bool] = None
+    # Write mode held the write back until the run's change sets are decided (engine.finish_deferred):
+    # the SHA-256 of the bytes the analysis read, and why write mode must not write the file, if so.
+    deferred_digest: Optional[str] = None
+    no_write: Optional[str] = None
 
     @property
     def changed(self) -> bool:

@@ -18,12 +18,13 @@ from .findings import FileOutcome, Finding, Status
 
 JSON_SCHEMA_VERSION = 1
 REMAINING = (Status.REWRITTEN, Status.MANUAL, Status.UNSAFE)
-BUCKETS = ("rewritten", "manual", "unsafe", "suppressed", "unparsable")
+BUCKETS = ("rewritten", "held", "manual", "unsafe", "suppressed", "unparsable")
 
 SEVERITY = {
     Status.REWRITTEN: "error",
     Status.MANUAL: "error",
     Status.UNSAFE: "error",
+    Status.HELD: "error",
     Status.SUPPRESSED: "note",
     Status.UNPARSABLE: "error",
     Status.INFO: "note",
@@ -73,7 +74,7 @@ def exit_code(outcomes: list[FileOutcome], mode: str, usage_error: bool = False)
         for f in o.findings:
             if not f.legacy_site:
                 continue
-            if f.status in (Status.MANUAL, Status.UNSAFE):
+            if f.status in (Status.MANUAL, Status.UNSAFE, Status.HELD):
                 return 1
             if f.status is Status.REWRITTEN and mode != "write":
                 return 1
@@ -121,6 +122,7 @@ def print_summary(out: TextIO, outcomes: list[FileOutcome], files_scanned: int, 
     verb = {"write": "rewritten", "check": "fixable", "diff": "fixable (shown)"}[mode]
     rows = [
         (verb, sites["rewritten"]),
+        *((("held back by its change set", sites["held"]),) if sites["held"] else ()),
         ("left for a person", sites["manual"]),
         ("unsafe fix, not applied (use --unsafe-fixes)", sites["unsafe"]),
         ("suppressed", sites["suppressed"]),
@@ -272,11 +274,14 @@ def finding_dict(f: Finding) -> dict:
         "fixable": f.fix is not None,
         "fix": fix,
         "function": f.function,
+        "op": f.op,
+        "role": f.role,
+        "set_id": f.set_id,
     }
 
 
 def json_report(outcomes: list[FileOutcome], files_scanned: int, mode: str, target_info: dict,
-                rules_versions: dict) -> dict:
+                rules_versions: dict, sets: Iterable = ()) -> dict:
     return {
         "schema_version": JSON_SCHEMA_VERSION,
         "tool": {"name": "cpasync-migrate", "version": __version__},
@@ -288,7 +293,41 @@ def json_report(outcomes: list[FileOutcome], files_scanned: int, mode: str, targ
         "errors": [{"path": rel(o.path), "line": o.error_line, "message": o.error}
                    for o in sorted(outcomes, key=lambda o: o.path) if o.error],
         "verdicts": [dict(v, path=rel(o.path)) for o in sorted(outcomes, key=lambda o: o.path) for v in o.verdicts],
+        "sets": [_set_dict(cs) for cs in sets],
     }
+
+
+def _set_dict(cs) -> dict:
+    d = cs.to_dict()
+    for key in ("members", "blockers", "checklist"):
+        for item in d[key]:
+            item["path"] = rel(item["path"])
+    return d
+
+
+# ------------------------------------------------------------------ change sets
+
+
+def set_lines(sets: Iterable) -> list[str]:
+    """Each change set that is not applied whole: its members, what blocks it, what to run."""
+    lines = []
+    for cs in sets:
+        roles = ", ".join(f"{n} {r}(s)" for r, n in sorted(cs.roles().items()))
+        head = f"change set {cs.id}: {cs.state}: {len(cs.members)} member(s) ({roles})"
+        if cs.state == "applied":
+            lines.append(head + ": every member migrated together")
+            continue
+        lines.append(f"{head}: {cs.why}")
+        for m, reason in cs.blockers:
+            lines.append(f"    blocks it: {rel(m.path)}:{m.finding.line}: {m.finding.code} ({m.role}): {reason}")
+        if cs.checklist:
+            lines.append("    checklist (change by hand in the same change):")
+            for m, change, upstream in cs.checklist:
+                lines.append(f"    [ ] {rel(m.path)}:{m.finding.line}: {m.finding.code} ({m.role}): {change}"
+                             + (f" (upstream: {upstream})" if upstream else ""))
+        if cs.command:
+            lines.append(f"    to apply the rest: {cs.command}")
+    return lines
 
 
 # ------------------------------------------------------------------ github
@@ -362,7 +401,8 @@ def sarif_report(outcomes: list[FileOutcome], target_info: dict, rules_versions:
                 }
             }],
             "properties": {"status": f.status.value, "function": f.function,
-                           "steps": list(f.fix.steps) if f.fix else []},
+                           "steps": list(f.fix.steps) if f.fix else [],
+                           **({"set_id": f.set_id, "role": f.role} if f.set_id else {})},
         }
         if f.status is Status.SUPPRESSED:
             res["suppressions"] = [{"kind": "inSource"}]

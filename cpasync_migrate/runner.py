@@ -151,7 +151,7 @@ def _prefilter(chunk):
     be opened or read is kept: the reader reports it.  This loop runs once per file of
     the tree, so it is written flat, with everything it uses in local variables.
     """
-    needle = files.NEEDLE
+    n0, n1, n2 = files.NEEDLES
     block = _BLOCK
     buf = _buffer()
     find = buf.find
@@ -176,7 +176,8 @@ def _prefilter(chunk):
                     data = os.read(fd, block)
                     n = len(data)
                     mv[:n] = data
-                hit = find(needle, 0, n) != -1 or (n == block and _rest_has(fd, buf, block))
+                hit = (find(n0, 0, n) != -1 or find(n1, 0, n) != -1 or find(n2, 0, n) != -1
+                       or (n == block and _rest_has(fd, buf, block)))
             except OSError:
                 hit = True
             finally:
@@ -188,8 +189,8 @@ def _prefilter(chunk):
 
 def _rest_has(fd: int, buf: bytearray, block: int) -> bool:
     """After a first block of ``block`` bytes (already in ``buf``) without the name: the rest of the file."""
-    needle = files.NEEDLE
-    keep = len(needle) - 1
+    needles = files.NEEDLES
+    keep = max(map(len, needles)) - 1
     import stat
 
     if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -199,7 +200,7 @@ def _rest_has(fd: int, buf: bytearray, block: int) -> bool:
 
         try:
             with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as m:
-                return m.find(needle, max(0, block - keep)) != -1
+                return any(m.find(n, max(0, block - keep)) != -1 for n in needles)
         except (OSError, ValueError):
             pass  # not mappable (a pipe, a special file): read on
     os.lseek(fd, block, os.SEEK_SET)
@@ -212,7 +213,7 @@ def _rest_has(fd: int, buf: bytearray, block: int) -> bool:
                 return False
             n = len(data)
             mv[have : have + n] = data
-            if buf.find(needle, 0, have + n) != -1:
+            if any(buf.find(nd, 0, have + n) != -1 for nd in needles):
                 return True
             tail = max(0, have + n - keep)
             buf[: have + n - tail] = buf[tail : have + n]
@@ -224,7 +225,7 @@ _BUF: Optional[bytearray] = None
 
 def _buffer() -> bytearray:
     global _BUF
-    size = _BLOCK + len(files.NEEDLE)
+    size = _BLOCK + max(map(len, files.NEEDLES))
     if _BUF is None or len(_BUF) != size:
         _BUF = bytearray(size)
     return _BUF

@@ -221,7 +221,10 @@ def legacy_call(draw, imp: Imports, shared: list[Buf], glob: list[Buf], loop: bo
     src = pick(draw, glob)
     nbytes = pick(draw, [n for n in (4, 8, 16) if n % dst.size == 0 and n % src.size == 0])
     bytes_text = hex(nbytes) if one_in(draw, 10) else str(nbytes)
-    call_dtype = pick(draw, sorted(SIZES))
+    # The call's dtype has the destination's element size: where the two differ, the legacy offset's
+    # unit depends on whether the kernel's shared memory was merged, a question of its own
+    # (tests/fixtures/python/merged_smem_call_dtype, smem_* and the verifier's adversarial suite).
+    call_dtype = pick(draw, sorted(k for k, v in SIZES.items() if v == dst.size))
     dtype_text = f"{imp.decl}{call_dtype}" if imp.attr_dtypes and draw(_BOOL) else _quote(draw, call_dtype)
     d_off, s_off = offset(draw, loop), offset(draw, loop)
     values = {"dtype": dtype_text, "shared_ptr": f"{dst.name}.data", "shared_offset": d_off,

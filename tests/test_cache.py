@@ -113,7 +113,7 @@ def test_write_mode_after_a_cached_check_writes_the_expected_text(tmp_path):
         lang = "python" if name.endswith(".py") else "cpp"
         (t / name.replace(".in.", ".")).write_bytes((FIXTURES / lang / name).read_bytes())
     cache = tmp_path / "cache"
-    args = ("--target", "0.1.8", "--unsafe-fixes", "--cache-dir", cache, ".")  # what both fixtures ask for
+    args = ("--target", "0.1.8", "--unsafe-fixes", "--accept-partial-sets", "--cache-dir", cache, ".")  # what both fixtures ask for
     assert run_cli("--check", *args, cwd=t).returncode == 1
     assert list(cache.rglob("*.json"))
     r = run_cli(*args, cwd=t)

@@ -161,7 +161,7 @@ def test_error_wins_over_remaining_sites_and_others_still_processed(tmp_path):
     assert MIGRATED_CALL in good.read_text()
     rep = json.loads(r.stdout)
     assert rep["errors"][0]["path"] == "a_broken.py" and rep["errors"][0]["line"]
-    assert rep["summary"]["sites"] == {"rewritten": 1, "manual": 1, "unsafe": 0, "suppressed": 0, "unparsable": 1}
+    assert rep["summary"]["sites"] == {"rewritten": 1, "held": 0, "manual": 1, "unsafe": 0, "suppressed": 0, "unparsable": 1}
 
 
 def test_python_m_and_console_script_agree(tmp_path):

@@ -508,3 +508,14 @@ def test_registration_arity(arity, found):
     if found:
         (e,) = fs[0].fix.edits
         assert text[e.start:e.end] == arity and e.replacement == "-1" and not fs[0].fix.safe
+
+
+def test_every_helper_name_passes_the_byte_prefilter():
+    """A file that only defines a helper carrying the legacy layout is still read past the byte check."""
+    from cpasync_migrate import files
+    from cpasync_migrate.cpp.cpprules import load_cpp_rules
+
+    names = list(load_rules().python_api["helpers"]["names"]) + list(load_cpp_rules().helper_names)
+    assert names
+    for n in names:
+        assert files.has_needle(n.encode()), n

@@ -1,0 +1,168 @@
+"""Coupled change sets: everything that builds, reads, defines or calls one op changes together.
+
+What: the sites of one IR op across the scanned files form one set: C++ constructions
+(``builder``), code generators, the shared-memory merge pass and any pass or runtime helper
+that reads the call's arguments (``reader``), the Python API's own definition (``definition``),
+and the kernels and tests that call that definition where the tree defines it (``caller``).
+``builtin::ptx_cp_async()`` (``tir.ptx_cp_async``) and ``tl::ptx_cp_async()``
+(``tl.ptx_cp_async``) are different ops, so different sets.
+
+Why: a tree whose builders emit the new layout while a reader still expects the old one is a
+broken compiler, although every edit is right on its own; the same holds for a fork whose
+API definition and its callers disagree.
+
+Rules (``decide``):
+
+* A set is **incomplete** when it has builders (or a definition) but no reader, or readers but
+  no builder: the scanned paths cannot show the whole program.  Nothing of it is applied
+  unless ``accept_partial`` (``--accept-partial-sets``).
+* Default mode applies a set only when every legacy member is rewritten by a safe fix; any
+  member left for a person, not fixed without ``--unsafe-fixes``, suppressed, or in a file
+  that cannot be parsed **blocks** it, and its other members are **held** (status ``held``).
+* With ``--unsafe-fixes`` every automatic member is applied and the members left for a person
+  make the set's checklist.
+
+Pure: takes findings with their engine status, returns the sets and which findings to hold.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
+
+from .findings import Finding, Status
+
+BUILDERS = ("builder", "definition")
+READERS = ("reader",)
+
+
+@dataclass
+class Member:
+    path: str
+    finding: Finding
+
+    @property
+    def role(self) -> str:
+        return self.finding.role or ""
+
+
+@dataclass
+class ChangeSet:
+    id: str
+    op: str
+    members: list = field(default_factory=list)  # Member, in path/line order
+    state: str = "applied"  # "applied" | "held" | "incomplete" | "partial"
+    why: str = ""  # one sentence: what keeps it from being applied whole
+    blockers: list = field(default_factory=list)  # (Member, reason)
+    checklist: list = field(default_factory=list)  # (Member, what to change, upstream commit or "")
+    command: str = ""  # what would apply the rest
+
+    def roles(self) -> dict:
+        out: dict = {}
+        for m in self.members:
+            out[m.role] = out.get(m.role, 0) + 1
+        return out
+
+    def to_dict(self) -> dict:
+        return {
+            "id": self.id, "op": self.op, "state": self.state, "why": self.why, "command": self.command,
+            "roles": self.roles(),
+            "members": [{"path": m.path, "line": m.finding.line, "code": m.finding.code, "role": m.role,
+                         "status": m.finding.status.value if m.finding.status else None} for m in self.members],
+            "blockers": [{"path": m.path, "line": m.finding.line, "code": m.finding.code, "reason": r}
+                         for m, r in self.blockers],
+            "checklist": [{"path": m.path, "line": m.finding.line, "code": m.finding.code, "change": c,
+                           "upstream": u} for m, c, u in self.checklist],
+        }
+
+
+def group(outcomes: Iterable) -> list[ChangeSet]:
+    """The change sets of a run: one per op, its members the findings that name a role.
+
+    Python calls of the intrinsic (role ``caller``, no op of their own) join the set of the op
+    that a definition in the scanned tree builds; without such a definition they stand alone.
+    """
+    by_op: dict[str, ChangeSet] = {}
+    callers: list[Member] = []
+    defined: list[str] = []
+    for o in outcomes:
+        for f in o.findings:
+            if not f.role:
+                continue
+            m = Member(o.path, f)
+            if f.role == "caller" and not f.op:
+                callers.append(m)
+                continue
+            if not f.op:
+                continue
+            cs = by_op.setdefault(f.op, ChangeSet(id=f.op, op=f.op))
+            cs.members.append(m)
+            if f.role == "definition" and o.language == "python" and f.op not in defined:
+                defined.append(f.op)
+    for op in defined[:1]:  # the tree's own Python API: its callers are part of the op it builds
+        by_op[op].members.extend(callers)
+    for cs in by_op.values():
+        cs.members.sort(key=lambda m: (m.path, m.finding.line, m.finding.column))
+    return [by_op[k] for k in sorted(by_op)]
+
+
+def decide(sets: list[ChangeSet], unsafe_fixes: bool, accept_partial: bool, paths: list[str],
+           upstream: Optional[dict] = None) -> list[Finding]:
+    """Fill each set's state; return the findings whose fixes must be held back."""
+    upstream = upstream or {}
+    held: list[Finding] = []
+    where = " ".join(paths) or "."
+    for cs in sets:
+        legacy = [m for m in cs.members if m.finding.legacy_site]
+        roles = {m.role for m in cs.members}
+        has_builder = bool(roles & set(BUILDERS))
+        has_reader = bool(roles & set(READERS))
+        applying = [m for m in legacy if m.finding.status is Status.REWRITTEN]
+        for m in legacy:
+            if m.finding.status is Status.MANUAL and m.finding.fix is None:
+                cs.checklist.append((m, _first_line(m.finding.message), upstream_for(upstream, m.path)))
+        if not (has_builder and has_reader) and not accept_partial:
+            cs.state = "incomplete"
+            found, missing = ("builders", "reader") if has_builder else ("readers", "builder")
+            cs.why = (f"the scanned paths hold {found} of {cs.op} but no {missing}: the rest of the program "
+                      "is not in view, so a rewrite could leave it reading the other layout")
+            cs.command = (f"run on the whole source tree, or `cpasync-migrate --accept-partial-sets "
+                          f"{'--unsafe-fixes ' if unsafe_fixes else ''}{where}` to migrate the part in view")
+            for m in applying:
+                held.append(m.finding)
+            continue
+        if unsafe_fixes:
+            cs.state = "partial" if cs.checklist else "applied"
+            if cs.checklist:
+                cs.why = f"{len(cs.checklist)} member(s) must be changed by hand in the same change (checklist)"
+            continue
+        for m in legacy:
+            st = m.finding.status
+            if st is Status.REWRITTEN:
+                continue
+            reason = {
+                Status.UNSAFE: "its fix rests on an assumption (--unsafe-fixes applies it)",
+                Status.MANUAL: "it is left for a person",
+                Status.SUPPRESSED: "a suppression comment keeps it in the legacy form",
+                Status.UNPARSABLE: "its file cannot be parsed",
+            }.get(st, f"its status is {st.value if st else 'unknown'}")
+            cs.blockers.append((m, reason))
+        if cs.blockers:
+            cs.state = "held"
+            cs.why = (f"{len(cs.blockers)} member(s) would stay in the legacy layout, so none of the set's "
+                      f"{len(legacy)} legacy site(s) is rewritten")
+            only_unsafe = all(m.finding.status is Status.UNSAFE for m, _ in cs.blockers)
+            cs.command = (f"`cpasync-migrate --unsafe-fixes {where}`" if only_unsafe else
+                          f"change the members left for a person by hand, then `cpasync-migrate --unsafe-fixes "
+                          f"{where}` applies every automatic member")
+            held.extend(m.finding for m in applying)
+    return held
+
+
+def upstream_for(upstream: dict, path: str) -> str:
+    """The upstream commit that made the same change to a file of this name, where one is known."""
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    return str(upstream.get(name, ""))
+
+
+def _first_line(message: str) -> str:
+    return message.split("\n", 1)[0]

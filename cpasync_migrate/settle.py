@@ -1,0 +1,53 @@
+"""Settle a run's coupled change sets once every file is analysed.
+
+``sets.py`` decides which sets are applied whole and which sites they hold back; this module
+carries that decision out on the outcomes: a file with a held site is processed again with
+those sites held (so its diff, its re-parse check, its verification and its write cover exactly
+what is applied), a file whose write was deferred and holds nothing is written now, and every
+member learns its set's id.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from . import engine
+from .findings import FileOutcome, Status
+from .sets import decide, group
+
+
+def settle(outcomes: list[FileOutcome], settings: engine.RunSettings, paths: list[str],
+           accept_partial: bool, rules) -> tuple[list[FileOutcome], list]:
+    sets = group(outcomes)
+    upstream = dict(rules.python_api.get("upstream", {}))
+    held = decide(sets, settings.unsafe_fixes, accept_partial, paths, upstream)
+    key_set = {}
+    for cs in sets:
+        for m in cs.members:
+            key_set[(m.path, m.finding.line, m.finding.column, m.finding.code)] = cs
+    hold: dict = {}
+    for f in held:
+        hold.setdefault(f.path, set()).add((f.line, f.column, f.code))
+    out = []
+    for o in outcomes:
+        if o.path in hold and settings.mode == "check":
+            for f in o.findings:  # nothing is written or shown: the statuses say it all
+                if (f.line, f.column, f.code) in hold[o.path]:
+                    f.status = Status.HELD
+        elif o.path in hold:
+            again = dataclasses.replace(settings, hold={o.path: frozenset(hold[o.path])}, defer_coupled=False)
+            o = engine.process_file(o.path, again, no_write=o.no_write) or o
+        elif o.deferred_digest is not None:
+            o = engine.finish_deferred(o, settings)
+        for f in o.findings:
+            cs = key_set.get((o.path, f.line, f.column, f.code))
+            if cs is None:
+                continue
+            f.set_id = cs.id
+            for m in cs.members:  # the set reports the findings the outcome now holds
+                if m.path == o.path and (m.finding.line, m.finding.column, m.finding.code) == \
+                        (f.line, f.column, f.code):
+                    m.finding = f
+            if f.status is Status.HELD:
+                f.message += f" [held: change set {cs.id} is {cs.state}]"
+        out.append(o)
+    return out, sets
