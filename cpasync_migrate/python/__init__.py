@@ -156,6 +156,23 @@ def _scan(tree: ast.Module):
     return calls, defs, imports, other, nested
 
 
+def _used_as_value(tree: ast.Module) -> bool:
+    """The intrinsic's name is read other than as a callee or an import: an attribute or name in a
+    value position, or the string of a ``getattr``."""
+    callees = set()
+    refs = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            callees.add(id(node.func))
+        elif isinstance(node, ast.Attribute) and node.attr == INTRINSIC:
+            refs.append(node)
+        elif isinstance(node, ast.Name) and node.id == INTRINSIC and isinstance(node.ctx, ast.Load):
+            refs.append(node)
+        elif isinstance(node, ast.Constant) and node.value == INTRINSIC:
+            refs.append(node)
+    return any(id(r) not in callees for r in refs)
+
+
 def _qualify(func: ast.expr, imports, other, nested) -> Optional[str]:
     """The callee's qualified name; None when its root is never imported (then it is no module's function)."""
     parts = []
@@ -196,7 +213,14 @@ _CALL_TEXT = re.compile(r"ptx_cp_async(?:\s|\\|#[^\n]*)*\(|ptx_cp_async(?:\s|\\)
 _DEF_BEFORE = re.compile(r"(?:^|[^\w.])def(?:\s|\\)+$")
 
 
+# The intrinsic used as a value (``cp = T.ptx_cp_async``, ``getattr(T, "ptx_cp_async")``, a bare name
+# bound by an import): a call through that binding can reach it.
+_VALUE_TEXT = re.compile(r"""(?<![\w'"])ptx_cp_async(?!\w|\s*\(|['"])|['"]ptx_cp_async['"]""")
+
+
 def _may_call(text: str) -> bool:
+    if _VALUE_TEXT.search(text):
+        return True
     for m in _CALL_TEXT.finditer(text):
         if m.group().endswith("(") and _DEF_BEFORE.search(text, max(0, m.start() - 64), m.start()):
             continue
@@ -236,6 +260,8 @@ def _fast(text: str, path: str, options: FrontEndOptions) -> Optional[Analysis]:
         return None
     if not _may_call(text):
         return Analysis([])
+    if _used_as_value(tree):
+        return None  # a binding of the intrinsic may be called under another name: libcst follows it
     calls, defs, imports, other, nested = _scan(tree)
     if not calls:
         return Analysis([])

@@ -150,6 +150,7 @@ class _Context:
         self._import_edit: Optional[Edit] = None
         self._emit_alias: Optional[str] = None
         self._smem = None  # smem.SharedMemory, made on the first call whose dtypes differ
+        self._resolver = None  # reach.Resolver, made on the first call
 
     # ---------------------------------------------------------------- metadata helpers
 
@@ -211,20 +212,20 @@ class _Context:
 
     # ---------------------------------------------------------------- classification
 
-    def which_api(self, func: cst.BaseExpression) -> Optional[str]:
-        for q in self.qnames(func):
-            mod, _, name = q.rpartition(".")
-            if name != INTRINSIC:
-                continue
-            if mod in self.tl_modules:
-                return "tilelang"
-            if mod in self.tvm_modules:
-                return "tvm"
-        return None
+    def which_api(self, func: cst.BaseExpression):
+        """The API the callee reaches (reach.py): a Reach with api "tilelang", "tvm" or None."""
+        if self._resolver is None:
+            from .reach import Resolver
+
+            self._resolver = Resolver(self, INTRINSIC)
+        return self._resolver.callee(func)
 
     def visit_call(self, node: cst.Call) -> None:
-        api = self.which_api(node.func)
+        reach = self.which_api(node.func)
+        api = reach.api
         if api is None:
+            if reach.unresolved and self.call_shape(node) != "new":
+                self._unresolved(node, reach.unresolved)
             return
         r = self.pos(node)
         line_text = self.lines[r.start.line - 1] if r.start.line - 1 < len(self.lines) else ""
@@ -292,6 +293,18 @@ class _Context:
         if api == "tilelang" and finding.legacy_site:
             finding.role = "caller"  # of the tree's own definition, when it has one (sets.py)
         self.findings.append(finding)
+
+    def _unresolved(self, node: cst.Call, route: str) -> None:
+        """A legacy-shaped call that may reach the intrinsic along a route the tool does not follow."""
+        r = self.pos(node)
+        line_text = self.lines[r.start.line - 1] if r.start.line - 1 < len(self.lines) else ""
+        f = Finding(path=self.path, line=r.start.line, column=r.start.column + 1, end_line=r.end.line,
+                    end_column=r.end.column + 1, code=CODE_MANUAL,
+                    message=f"legacy ptx_cp_async cannot be migrated automatically: {route}",
+                    function=self.enclosing_function(node), role="caller")
+        if SUPPRESS_RE.search(line_text):
+            f.status = Status.SUPPRESSED
+        self.findings.append(f)
 
     def legacy_dtype_kw(self) -> str:
         return self.legacy.python_params[0]
@@ -416,6 +429,11 @@ class _Context:
             mod, _, name = q.rpartition(".")
             if name in self.rules.declarations and (mod in self.tl_modules or mod in self.tvm_modules):
                 return name
+        if isinstance(func, cst.Name) and func.value in self.rules.declarations and \
+                not self.assignments(func, func.value):
+            self.which_api(func)  # makes the resolver, which knows the module's star imports
+            if self._resolver.star:
+                return func.value  # only `from tilelang.language import *` can bind it
         return None
 
     def same_binding(self, a: cst.CSTNode, b: cst.CSTNode, expr: cst.BaseExpression) -> bool:

@@ -99,7 +99,27 @@ class ModuleInfo:
                         self.aliases[a.name.split(".")[0]] = a.name.split(".")[0]
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 for a in node.names:
+                    if a.name == "*":
+                        self.star = node.module
+                        continue
                     self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        # Module-level names bound once to a TileLang/TVM object or module (cp = T.ptx_cp_async,
+        # lang = tilelang.language): read as what they name.  Names bound anywhere else are not.
+        stores: dict = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                stores[node.id] = stores.get(node.id, 0) + 1
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                stores[node.name] = stores.get(node.name, 0) + 1
+            elif isinstance(node, ast.arg):
+                stores[node.arg] = stores.get(node.arg, 0) + 1
+        self._bound = set(stores) | set(self.aliases)
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and stores.get(node.targets[0].id) == 1 and node.targets[0].id not in self.aliases:
+                q = self.qualname(node.value)
+                if q and q.split(".")[0] in ("tilelang", "tvm"):
+                    self.aliases[node.targets[0].id] = q
         self.functions: dict = {}
         self._plain_functions = {}
         for node in tree.body:
@@ -112,9 +132,16 @@ class ModuleInfo:
         self._scan_body(tree.body, dict(), prefix="", macros={})
 
     # names ----------------------------------------------------------------
+    star: Optional[str] = None  # module of a top-level `from M import *`
+    _bound: set = set()
+
     def qualname(self, node) -> Optional[str]:
         if isinstance(node, ast.Name):
-            return self.aliases.get(node.id)
+            if node.id in self.aliases:
+                return self.aliases[node.id]
+            if self.star and node.id not in self._bound:
+                return f"{self.star}.{node.id}"  # only the star import can bind it
+            return None
         if isinstance(node, ast.Attribute):
             base = self.qualname(node.value)
             return f"{base}.{node.attr}" if base else None

@@ -1,0 +1,170 @@
+"""Which calls reach the intrinsic: through imports, and through the bindings the text shows.
+
+What: a callee reaches TileLang's (or TVM's) ``ptx_cp_async`` when its qualified name says so
+(``T.ptx_cp_async`` with ``import tilelang.language as T``), and also when it is a name bound
+once, by a plain assignment, to something that does (``cp = T.ptx_cp_async``), an attribute of
+a name bound to the module (``lang = tilelang.language`` or ``L2 = T``, then
+``lang.ptx_cp_async``), or a bare ``ptx_cp_async`` that only ``from tilelang.language import *``
+can bind.  Such calls are migrated like the direct spelling.
+
+Why: a CI lint that passes while a legacy call remains is worse than none.  Calls that may reach
+the intrinsic along a route the tool does not follow exactly (``getattr(T, "ptx_cp_async")``, a
+name bound more than once, or bound to an expression that merely mentions the intrinsic, such as
+``functools.partial(T.ptx_cp_async, ...)``) are reported as left for a person, with the route.
+
+Pure: reads names through the rewrite context (``qnames``, ``assignments``, ``parent``,
+``node_text``, ``module``, ``tl_modules``, ``tvm_modules``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import libcst as cst
+from libcst.metadata import Assignment
+
+_DEPTH = 6
+
+
+@dataclass
+class Reach:
+    api: Optional[str]  # "tilelang" | "tvm" | None (not the intrinsic)
+    # set when the call may reach the intrinsic along a route the tool does not follow exactly
+    unresolved: Optional[str] = None
+
+
+class Resolver:
+    def __init__(self, ctx, intrinsic: str):
+        self.ctx = ctx
+        self.intrinsic = intrinsic
+        self.star = self._star_imports()
+
+    def _star_imports(self) -> Optional[str]:
+        for stmt in self.ctx.module.body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for s in stmt.body:
+                    if isinstance(s, cst.ImportFrom) and isinstance(s.names, cst.ImportStar) and s.module is not None \
+                            and not s.relative:
+                        mod = _dotted(s.module)
+                        if mod in self.ctx.tl_modules:
+                            return "tilelang"
+                        if mod in self.ctx.tvm_modules:
+                            return "tvm"
+        return None
+
+    # ------------------------------------------------------------------ the callee
+
+    def callee(self, func: cst.BaseExpression, depth: int = 0) -> Reach:
+        api = self._by_name(func)
+        if api is not None:
+            return Reach(api)
+        if depth >= _DEPTH:
+            return Reach(None)
+        if isinstance(func, cst.Name):
+            return self._through_name(func, depth)
+        if isinstance(func, cst.Attribute) and func.attr.value == self.intrinsic:
+            mod = self.module_of(func.value, depth)
+            if mod is not None:
+                return Reach(mod)
+            return Reach(None)
+        if isinstance(func, cst.Call) and self._is_getattr_of_intrinsic(func):
+            return Reach(None, f"reached through `{self.ctx.node_text(func)}`; spell the call "
+                               f"`T.{self.intrinsic}(...)` so that it can be migrated")
+        return Reach(None)
+
+    def _by_name(self, func) -> Optional[str]:
+        for q in self.ctx.qnames(func):
+            mod, _, name = q.rpartition(".")
+            if name != self.intrinsic:
+                continue
+            if mod in self.ctx.tl_modules:
+                return "tilelang"
+            if mod in self.ctx.tvm_modules:
+                return "tvm"
+        return None
+
+    def _through_name(self, name: cst.Name, depth: int) -> Reach:
+        asgs = self.ctx.assignments(name, name.value)
+        if not asgs:
+            if name.value == self.intrinsic and self.star:
+                return Reach(self.star)  # only the star import can bind it
+            return Reach(None)
+        values = [self._assigned_value(a) for a in asgs]
+        reaches = [self.callee(v, depth + 1) if v is not None else Reach(None) for v in values]
+        apis = {r.api for r in reaches}
+        if len(asgs) == 1 and values[0] is not None:
+            r = reaches[0]
+            if r.api is not None or r.unresolved:
+                return r
+            if self._mentions(values[0]):
+                return Reach(None, f"reached through `{name.value}`, bound to `{self.ctx.node_text(values[0])}`, "
+                                   "which the tool does not follow")
+            return Reach(None)
+        if apis - {None}:
+            return Reach(None, f"reached through `{name.value}`, which is bound more than once "
+                               "(not every binding is the intrinsic)" if None in apis or len(apis) > 1 else
+                         f"reached through `{name.value}`, which is bound more than once")
+        return Reach(None)
+
+    def _assigned_value(self, asg) -> Optional[cst.BaseExpression]:
+        if not isinstance(asg, Assignment):
+            return None
+        n = asg.node
+        par = self.ctx.parent(n)
+        if isinstance(par, cst.AssignTarget):
+            stmt = self.ctx.parent(par)
+            if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and par.target is n:
+                return stmt.value
+        if isinstance(par, cst.AnnAssign) and par.target is n and par.value is not None:
+            return par.value
+        return None
+
+    def module_of(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[str]:
+        """'tilelang' / 'tvm' when ``expr`` is the module that holds the intrinsic."""
+        for q in self.ctx.qnames(expr):
+            if q in self.ctx.tl_modules:
+                return "tilelang"
+            if q in self.ctx.tvm_modules:
+                return "tvm"
+        if depth < _DEPTH and isinstance(expr, cst.Name):
+            asgs = self.ctx.assignments(expr, expr.value)
+            if len(asgs) == 1:
+                v = self._assigned_value(next(iter(asgs)))
+                if v is not None:
+                    return self.module_of(v, depth + 1)
+        return None
+
+    def _is_getattr_of_intrinsic(self, call: cst.Call) -> bool:
+        if not (isinstance(call.func, cst.Name) and call.func.value == "getattr" and len(call.args) >= 2):
+            return False
+        if "builtins.getattr" not in self.ctx.qnames(call.func) and self.ctx.assignments(call.func, "getattr"):
+            return False
+        name = call.args[1].value
+        return isinstance(name, cst.SimpleString) and name.evaluated_value == self.intrinsic and \
+            self.module_of(call.args[0].value) is not None
+
+    def _mentions(self, expr: cst.BaseExpression) -> bool:
+        """``expr`` holds a reference that resolves to the intrinsic (``partial(T.ptx_cp_async, ...)``)."""
+        found = []
+        intrinsic = self.intrinsic
+        by_name = self._by_name
+
+        class V(cst.CSTVisitor):
+            def visit_Attribute(self, node: cst.Attribute) -> None:
+                if node.attr.value == intrinsic and by_name(node) is not None:
+                    found.append(node)
+
+            def visit_Name(self, node: cst.Name) -> None:
+                if node.value == intrinsic and by_name(node) is not None:
+                    found.append(node)
+
+        expr.visit(V())
+        return bool(found)
+
+
+def _dotted(node) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    return ""
