@@ -149,7 +149,37 @@ def _metadata_version(folder: str) -> Optional[str]:
     return None
 
 
-def choose_target(spec: Optional[str], rules, origin: str) -> dict:
+# Where a TileLang tree keeps the Python API's definition, relative to a scanned folder (the
+# repository root, or the tilelang package itself).
+_DEFINITION_PLACES = ("tilelang/language/tir/op.py", "language/tir/op.py")
+
+
+def tree_definition(paths, rules) -> Optional[tuple]:
+    """(generation, "path:line") of the intrinsic's own definition in a scanned TileLang tree, if any.
+
+    The generation is the one whose Python parameters the definition's are; None when no scanned
+    folder holds the definition where TileLang keeps it, or its parameters match no generation."""
+    import ast
+
+    for p in paths:
+        for rel in _DEFINITION_PLACES:
+            f = Path(p) / rel
+            if not f.is_file():
+                continue
+            try:
+                tree = ast.parse(f.read_bytes())
+            except (OSError, SyntaxError, ValueError):
+                continue
+            for node in tree.body:
+                if isinstance(node, ast.FunctionDef) and node.name == "ptx_cp_async":
+                    params = tuple(a.arg for a in node.args.args)
+                    for gen in rules.generations:
+                        if params == tuple(gen.python_params):
+                            return gen, f"{f}:{node.lineno}"
+    return None
+
+
+def choose_target(spec: Optional[str], rules, origin: str, paths=()) -> dict:
     """Resolve --target into a generation, with the reason shown in every summary."""
     from .rules import RulesError, version_spec
 
@@ -167,8 +197,16 @@ def choose_target(spec: Optional[str], rules, origin: str) -> dict:
         if gen.form != "access_ptr":
             raise UsageError(f"--target {spec}: that is the legacy API itself; choose 0.1.8 or later")
         return info(gen, f"--target {spec} {origin}")
-    v = installed_tilelang()
     default = rules.generations[1]
+    own = tree_definition(paths, rules)
+    if own is not None:
+        gen, where = own
+        if gen.form == "access_ptr":
+            return info(gen, f"the scanned tree defines the {gen.name} API itself ({where}); the installed "
+                             "TileLang plays no part")
+        return info(default, f"the scanned tree defines the legacy API itself ({where}); migrating it to the "
+                             "first access-pointer generation (the installed TileLang plays no part)")
+    v = installed_tilelang()
     if v:
         try:
             gen = rules.generation_for_version(v)
@@ -237,7 +275,7 @@ def run(args) -> int:
     mode = "check" if args.check else "diff" if args.diff else "write"
     origin = "(command line)" if args.target else f"({cfg['__file__']})" if "target" in cfg else ""
     try:
-        target_info = choose_target(args.target or cfg.get("target"), rules, origin.strip())
+        target_info = choose_target(args.target or cfg.get("target"), rules, origin.strip(), args.paths)
     except UsageError as e:
         if args.target or "target" not in cfg:
             raise

@@ -398,3 +398,21 @@ def test_compiled_walk_filter_gives_the_pattern_by_pattern_answers():
             rel, name, is_dir = "/".join(parts), parts[-1], rng.random() < 0.4
             reference = bool(excludes and _excluded(rel, name, excludes) or pats and files._ignored(pats, rel, is_dir))
             assert filt.skip(rel, name, is_dir) == reference, (rel, is_dir, [(p.base, p.regex.pattern) for p in pats], excludes)
+
+
+def test_a_tree_that_defines_the_intrinsic_sets_the_target_from_its_definition(tmp_path):
+    """A TileLang tree is its own TileLang: its definition of the API, not the installed release,
+    says which generation its callers are written for."""
+    op = tmp_path / "tilelang" / "language" / "tir" / "op.py"
+    op.parent.mkdir(parents=True)
+    op.write_text("def ptx_cp_async(dst_access_ptr, src_access_ptr, num_elems, predicate=None):\n    pass\n")
+    r = run_cli("--check", "--format", "json", ".", cwd=tmp_path)
+    target = json.loads(r.stdout)["target"]
+    assert target["generation"] == "0.1.9", target
+    assert "defines the 0.1.9 API itself" in target["reason"] and "op.py:1" in target["reason"]
+    op.write_text("def ptx_cp_async(dtype, shared_ptr, shared_offset, global_ptr, global_offset, bytes):\n    pass\n")
+    target = json.loads(run_cli("--check", "--format", "json", ".", cwd=tmp_path).stdout)["target"]
+    assert target["generation"] == "0.1.8" and "defines the legacy API itself" in target["reason"], target
+    # --target still wins
+    target = json.loads(run_cli("--check", "--format", "json", "--target", "0.1.9", ".", cwd=tmp_path).stdout)["target"]
+    assert target["generation"] == "0.1.9" and target["reason"].startswith("--target"), target
