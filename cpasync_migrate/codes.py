@@ -18,5 +18,6 @@ CODES = {
     "CPA108": {"name": "cpp-site-near-parse-error", "summary": "Site inside or next to a region tree-sitter cannot parse (macros, #if); not edited", "fix": "none"},
     "CPA109": {"name": "cpp-macro-names-op", "summary": "Macro definition that names the ptx_cp_async op; macros are not rewritten", "fix": "none"},
     "CPA110": {"name": "cpp-registration-legacy-arity", "summary": "C++ registration of the ptx_cp_async op that declares a legacy arity (set_num_inputs(5) or (6))", "fix": "unsafe (sets the target's arity)"},
+    "CPA111": {"name": "cpp-merge-rebase-rewritable", "summary": "Shared-memory merge pass branch that re-bases the legacy destination and rebuilds the call, in the upstream shape", "fix": "unsafe (opens the destination access pointer and re-bases it in its own type's units)"},
     "CPA900": {"name": "file-error", "summary": "File cannot be read, decoded or parsed, or its rewrite does not re-parse", "fix": "none"},
 }

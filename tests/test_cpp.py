@@ -519,3 +519,114 @@ def test_every_helper_name_passes_the_byte_prefilter():
     assert names
     for n in names:
         assert files.has_needle(n.encode()), n
+
+
+# ------------------------------------------------------------------ the merge pass (CPA111)
+
+_MERGE = """\
+class R : public StmtExprMutator {
+  PrimExpr VisitExpr_(const CallNode* op) final {
+    if (op->op.same_as(builtin::tvm_access_ptr())) {
+      Var b = Downcast<Var>(op->args[1]);
+      if (!Shared(b)) return StmtExprMutator::VisitExpr_(op);
+      return Call(op->dtype, op->op, {op->args[0], pool_, Off(b, op->args[0].dtype()) + op->args[2],
+                                      op->args[3], op->args[4]});
+    } else if (op->op.same_as(builtin::ptx_cp_async())) {
+      DataType dtype = op->dtype;
+      Var b = Downcast<Var>(op->args[0]);
+      if (!Shared(b)) return StmtExprMutator::VisitExpr_(op);
+      PrimExpr e = Off(b, dtype);
+      PrimExpr o = this->VisitExpr(op->args[1]);
+      if (op->args.size() == 5)
+        return Call(dtype, op->op, {pool_, mul(e + o, dtype.bytes()), op->args[2], op->args[3], op->args[4]});
+      return Call(dtype, op->op, {pool_, mul(e + o, dtype.bytes()), op->args[2], op->args[3], op->args[4],
+                                  op->args[5]});
+    }
+    return StmtExprMutator::VisitExpr_(op);
+  }
+};
+"""
+
+
+def test_merge_branch_is_rewritten_in_pointer_type_units():
+    [f] = analyze(_MERGE, "m.cc", OPTS).findings
+    assert (f.line, f.code, f.role, f.op) == (8, "CPA111", "reader", "tir.ptx_cp_async")
+    assert f.fix is not None and f.fix.applicability is Applicability.UNSAFE
+    assert len(f.fix.assumptions) == 3 and "tvm_access_ptr" in f.fix.assumptions[0]
+    new = apply_edits(_MERGE, f.fix.edits)
+    # No size check in the branch: one is added before the access pointer is opened.
+    assert "ICHECK(op->args.size() == 3U || op->args.size() == 4U);\n      Call dst_access_ptr = Downcast<Call>(op->args[0]);" in new
+    assert "PrimExpr e = Off(b, dst_access_ptr->args[0].dtype());" in new
+    assert "PrimExpr o = this->VisitExpr(dst_access_ptr->args[2]);" in new
+    assert "{dst_access_ptr->args[0], pool_, e + o, dst_access_ptr->args[3], dst_access_ptr->args[4]}" in new
+    assert "mul(" not in new and "args[5]" not in new
+    assert "return Call(dtype, op->op, {rebased_dst, op->args[1], op->args[2], op->args[3]});" in new
+    assert reparse_problem(_MERGE, new) is None
+    assert analyze(new, "m.cc", OPTS).findings == []
+
+
+def test_merge_branch_without_an_access_ptr_branch_is_manual_with_the_change():
+    text = _MERGE.replace("builtin::tvm_access_ptr()", "builtin::address_of()")
+    [f] = analyze(text, "m.cc", OPTS).findings
+    assert f.code == "CPA104" and f.fix is None and f.role == "reader"
+    assert "no `tvm_access_ptr` branch of the same if/else chain re-bases access pointers with `Off`" in f.message
+    assert "change: open the destination access pointer (`Call dst = Downcast<Call>(op->args[0])`" in f.message
+    assert "no byte factor" in f.message and "args[1] dst_offset -> offset inside args[0] dst_access_ptr" in f.message
+
+
+@pytest.mark.parametrize("old, new, reason", [
+    ("mul(e + o, dtype.bytes())", "mul(e + o, 4)", "is not `mul(e + o, <call dtype bytes>)`"),
+    ("PrimExpr e = Off(b, dtype);", "PrimExpr e = Off(b, DataType::Int(8));",
+     "line 12 holds a statement the merge-pass rewrite does not follow (`PrimExpr e = Off(b, DataType::Int(8));`)"),
+    ("if (!Shared(b)) return StmtExprMutator::VisitExpr_(op);\n      PrimExpr e",
+     "PrimExpr e", "lacks a guard on the destination"),
+    ("op->args[3], op->args[4]});\n      return", "op->args[4], op->args[3]});\n      return",
+     "element 3 of a rebuilt list is `op->args[4]`"),
+    ("return Call(dtype, op->op, {pool_, mul(e + o, dtype.bytes()), op->args[2], op->args[3], op->args[4],",
+     "return Call(dtype, op->op, {scratch_, mul(e + o, dtype.bytes()), op->args[2], op->args[3], op->args[4],",
+     "re-base the destination differently"),
+    ("if (op->args.size() == 5)\n", "if (flag_)\n", "not a test of the argument count"),
+    ("PrimExpr o = this->VisitExpr(op->args[1]);", "PrimExpr o = this->VisitExpr(op->args[1]);\n      Log(o);",
+     "holds a statement the merge-pass rewrite does not follow (`Log(o);`)"),
+])
+def test_merge_branch_other_shapes_stay_manual(old, new, reason):
+    assert old in _MERGE
+    [f] = analyze(_MERGE.replace(old, new), "m.cc", OPTS).findings
+    assert f.code == "CPA104" and f.fix is None, f.message
+    assert reason in f.message and "change: open the destination access pointer" in f.message
+
+
+def test_merge_branch_of_tl_op_counting_elements_is_manual():
+    opts = FrontEndOptions(rules=RULES, target=RULES.generation("0.1.9"), source=RULES.legacy)
+    text = _MERGE.replace("builtin::ptx_cp_async()", "tl::ptx_cp_async()")
+    [f] = analyze(text, "m.cc", opts).findings
+    assert f.code == "CPA104" and f.fix is None and f.op == "tl.ptx_cp_async"
+    assert "destinations, which this rewrite does not open" in f.message
+    # TVM's builtin keeps bytes under 0.1.9: its merge branch is rewritten there too.
+    [g] = analyze(_MERGE, "m.cc", opts).findings
+    assert g.code == "CPA111" and g.fix is not None
+
+
+def test_cutedsl_printer_names_the_runtime_helper():
+    text = """\
+void CodeGenDSL::VisitExpr_(const CallNode* op, std::ostream& os) {
+  if (op->op.same_as(builtin::ptx_cp_async())) {
+    std::string d = PrintExpr_(op->args[0]);
+    std::string d_offset = PrintExpr_(op->args[1]);
+    std::string s = PrintExpr_(op->args[2]);
+    std::string s_offset = PrintExpr_(op->args[3]);
+    std::string n = PrintExpr_(op->args[4]);
+    if (op->args.size() == 5) {
+      stream << "rt.copy_async(" << n << ", " << d << ", " << d_offset << ", " << s << ", " << s_offset << ")\\n";
+    } else {
+      stream << "rt.copy_async_if(" << n << ", " << d << ", " << d_offset << ", " << s << ", " << s_offset
+             << ", " << PrintExpr_(op->args[5]) << ")\\n";
+    }
+  }
+}
+"""
+    [f] = analyze(text, "g.cc", OPTS).findings
+    assert (f.code, f.role, f.op, f.fix) == ("CPA104", "reader", "tir.ptx_cp_async", None)
+    assert "runtime helpers `rt.copy_async`, `rt.copy_async_if`" in f.message
+    assert "the runtime helper must change with it" in f.message
+    assert "give the runtime's `copy_async`, `copy_async_if` a pointer-only form" in f.message

@@ -12,6 +12,8 @@ Site kinds (codes are documented in docs/cpp.md):
 - CPA108 site inside or next to a parse error (not edited)
 - CPA109 intrinsic named inside a macro definition (not edited)
 - CPA110 registration of the op that declares a legacy arity (``set_num_inputs(5)``)
+- CPA111 the merge pass's legacy branch (re-bases the destination, rebuilds the call), rewritten in the
+  upstream shape (see merge.py)
 
 Every finding carries the IR op it concerns (``Finding.op``: TVM's builtin or TileLang's own
 op, by the spelling or, unqualified, by the file's context; see ``[op.context]`` in
@@ -30,6 +32,7 @@ from typing import Optional
 
 from ..findings import Analysis, Applicability, Edit, Finding, Fix, FrontEndOptions, Status, apply_edits
 from .cpprules import CppRules, load_cpp_rules
+from .merge import MergeRebase
 from .source import Source, ancestors, error_nodes, error_summary, named, nodes_of_types, squash, walk
 
 _WRAP_COLUMN = 40  # a rewritten list starting further right begins on its own line
@@ -61,7 +64,7 @@ class _Site:
     role: Optional[str] = None  # "builder" | "reader" | "definition"
 
 
-class CppAnalyzer:
+class CppAnalyzer(MergeRebase):
     gate = True  # look for consumers and constructions only in _hot_ranges; tests compare both settings
 
     def __init__(self, text: str, path: str, options: FrontEndOptions):
@@ -669,6 +672,8 @@ class CppAnalyzer:
             ) == self.r.op_field:
                 objs.append(squash(self.t(inner.child_by_field_name("argument"))))
                 self._tested_ops.append(self.ir_op(opnode))
+                if len(objs) == 1:
+                    self._tested_opnode = opnode
         return objs
 
     def _chain_conditions(self, s) -> list[str]:
@@ -733,6 +738,25 @@ class CppAnalyzer:
             self.sites.append(site)
             return
         why = self._codegen_rewrite(site, obj, cond, body, reads, sizes, loose)
+        merge_why = None
+        if why is not None and var_reads and self.target.form == "access_ptr":
+            merge_why, rebuilds = self._merge_rewrite(site, obj, s, cond, body, self._tested_opnode)
+            if merge_why is None:
+                site.message = (
+                    f"`{self.r.op_name}` merge-pass branch re-bases the legacy destination (data `args[0]`, offset "
+                    f"`args[1]` scaled by the call dtype's size) and rebuilds the "
+                    f"{'/'.join(map(str, self.legacy.cpp_arity))}-argument call; fix: open the destination "
+                    f"access pointer (data at its args[1], offset at its args[2]), rebuild it on the merged buffer "
+                    f"with its offset in the access pointer's own type, keep the other arguments, "
+                    f"args.size() {'/'.join(map(str, self.target.cpp_arity))}"
+                )
+                self.sites.append(site)
+                return
+            if rebuilds:
+                why = f"a merge-style pass that re-bases the destination, in a shape the tool does not rewrite: {merge_why}"
+                site.message = f"`{self.r.op_name}` consumer reads the legacy layout ({why}); {self._merge_todo(obj)}; {self._index_map()}"
+                self.sites.append(site)
+                return
         if why is None:
             site.code = "CPA103"
             site.message = (
@@ -965,6 +989,18 @@ class CppAnalyzer:
                 span = self._joined_offset(u, ptr_name)
                 if span is None:
                     ln = self.src.linecol(self.src.c(u.start_byte))[0]
+                    helpers = self._printed_helpers(body, off_name)
+                    if helpers:
+                        names = ", ".join(f"`{h}`" for h in helpers)
+                        runtime = ", ".join("`" + re.split(r"[.:]+", h)[-1] + "`" for h in helpers)
+                        return (
+                            f"it prints the offsets as separate arguments of the runtime helper"
+                            f"{'s' if len(helpers) > 1 else ''} {names} (`{off_name}` at line {ln}), so the runtime "
+                            f"helper must change with it: print only the access pointers "
+                            f"(`{helpers[0]}(size, {ptr_name}, src)`, the predicate last) and give the runtime's "
+                            f"{runtime} a pointer-only form "
+                            f"in the same change (CPA007 where the runtime is Python in the scanned tree)"
+                        )
                     return f"`{off_name}` is used at line {ln} other than as `{ptr_name} << \"+\" << {off_name}`"
                 edits.append(span)
             edits.append(self._delete_statement(decl))
@@ -976,6 +1012,29 @@ class CppAnalyzer:
             f"({'/'.join(map(str, tgt.cpp_arity))} arguments), so the branch no longer needs to accept the legacy one.",
         ]
         return None
+
+    def _printed_helpers(self, body, off_name: str) -> list[str]:
+        """Runtime helpers a printer branch prints calls of with ``off_name`` among their
+        arguments: string literals ``"name("`` in the same ``<<`` chain as a use of the offset
+        (CuTeDSL prints ``tl.cp_async_gs(size, dst, dst_offset, src, src_offset)``)."""
+        out: list[str] = []
+        for n in walk(body):
+            if n.type != "identifier" or self.t(n) != off_name:
+                continue
+            top = n
+            while top.parent is not None and top.parent.type == "binary_expression" and \
+                    self.t(top.parent.child_by_field_name("operator")) == "<<":
+                top = top.parent
+            if top is n:
+                continue
+            for lit in walk(top):
+                if lit.type != "string_literal" or lit.start_byte > n.start_byte:
+                    continue
+                content = "".join(self.t(c) for c in lit.named_children if c.type == "string_content")
+                m = re.search(r"([A-Za-z_][\w.:]*)\(\s*$", content)
+                if m and m.group(1) not in out:
+                    out.append(m.group(1))
+        return out
 
     def _joined_offset(self, use, ptr_name):
         """For ``... << ptr << "+" << use``: the byte span from after ``ptr`` to after ``use``."""

@@ -43,6 +43,8 @@ class CppRules:
     registration_macros: dict = None  # type: ignore[assignment]
     arity_method: str = "set_num_inputs"
     helper_op: Optional[str] = None
+    # Checks of a whole condition (ICHECK(cond) << ...).
+    condition_macros: tuple = ()
 
     def is_op_spelling(self, text: str) -> bool:
         """``text`` (the callee of a zero-argument call) names the intrinsic's Op."""
@@ -107,6 +109,7 @@ def _load(path: Path) -> CppRules:
         registration_macros=dict(data.get("registration", {}).get("macros", {})),
         arity_method=data.get("registration", {}).get("arity_method", "set_num_inputs"),
         helper_op=helpers.get("op"),
+        condition_macros=tuple(cons.get("condition_macros", ())),
     )
 
 

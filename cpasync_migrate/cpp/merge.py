@@ -1,0 +1,480 @@
+"""CPA111: the shared-memory merge pass's legacy ``ptx_cp_async`` branch, rewritten in the upstream shape.
+
+What: every TileLang fork carries ``SharedMemoryRewriter::VisitExpr_`` (in
+``merge_shared_memory_allocations.cc``), whose ``ptx_cp_async`` branch takes the legacy
+destination data ``Var`` from ``args[0]``, re-bases the offset ``args[1]`` into the merged
+byte buffer (scaled by the call dtype's size) and rebuilds the 5/6-argument call.
+
+The branch is recognised by what it reads and builds, statement by statement (names,
+spellings, comments and the way the predicated form is told apart are free):
+
+- an optional size check (``ICHECK``/``TVM_FFI_ICHECK``... of ``X->args.size()`` against 5/6);
+- optional ``T D = X->dtype;`` and ``int K = <call dtype>.bytes();`` locals;
+- ``V B = Downcast<V>(X->args[0]);`` with ``V`` a ``Var`` spelling (the destination data);
+- a guard ``if (...B...) return ...;`` that does not build the op;
+- ``E = F(B, <call dtype>);`` (the buffer's place in the merged buffer);
+- ``O = [this->]VisitExpr(X->args[1]);`` (the destination offset);
+- the rebuilt call(s), at the end of the branch: ``return Call(<call dtype>, X->op, L[, ann]);``,
+  directly or in an ``if``/``else`` on ``X->args.size()``, with ``L`` an inline list or a local
+  ``Array`` (plus ``A.push_back(X->args[5])``); every list is
+  ``{M, mul(E + O, <factor>), X->args[2], X->args[3], X->args[4][, X->args[5]]}``, the factor
+  being ``K`` or the call dtype's ``.bytes()``, the same ``M`` and sum everywhere;
+- and, in the same if/else chain, a ``tvm_access_ptr`` branch that re-bases access pointers
+  with the same ``F`` and ``M``: its existence is what shows ``F(B, T)`` counts in units of ``T``.
+
+Fix (unsafe): open the destination access pointer (``Downcast<Call>(X->args[0])``, checked to
+be ``tvm_access_ptr``), take the data ``Var`` at its ``args[1]`` and the offset at its
+``args[2]``, compute ``E`` in the access pointer's own type (``args[0].dtype()``) with no byte
+factor, rebuild the access pointer on ``M`` with ``E + O``, keep its type, extent and mask and
+the call's other arguments, and check the size 3/4.  That is what the ``tvm_access_ptr``
+branch of the same visitor does for every other access pointer, so an access pointer means
+``&((ptype*)data)[offset]`` merged or not.  Upstream PR #1590 kept the byte factor
+(``mul(E + O, op->dtype.bytes())`` with ``E`` in call-dtype units, inside a pointer of the
+access pointer's type): the two agree only when the access pointer's type is one byte wide and
+the call dtype is too (docs/cpp.md).
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from ..findings import Applicability
+from .source import ancestors, named, squash, walk
+
+CODE = "CPA111"
+_DOWNCAST = re.compile(r"^((?:[A-Za-z_]\w*::)*Downcast)<(.+)>$")
+_VISIT = re.compile(r"^(?:this->|\(\*this\)\.)?(?:[A-Za-z_]\w*::)*VisitExpr$")
+_ACCESS_PTR_TEST = re.compile(r"same_as\(\s*(?:[\w:]*::)?tvm_access_ptr\(\s*\)\s*\)")
+
+
+class _NotMerge(Exception):
+    """The branch is not the merge pass's legacy shape; ``rebuilds`` says whether it rebuilds the call."""
+
+    def __init__(self, reason: str, rebuilds: bool = True):
+        super().__init__(reason)
+        self.reason = reason
+        self.rebuilds = rebuilds
+
+
+class MergeRebase:
+    """Mixin for CppAnalyzer: detection and rewrite of the merge pass's legacy branch."""
+
+    def _merge_rewrite(self, site, obj: str, s, cond, body, opnode) -> tuple[Optional[str], bool]:
+        """Give ``site`` the CPA111 fix; (None, True) on success, else (reason, rebuilds the call)."""
+        try:
+            self._merge_fix(site, obj, s, cond, body, opnode)
+        except _NotMerge as e:
+            return e.reason, e.rebuilds
+        return None, True
+
+    # -------------------------------------------------------------- matching
+    def _is_obj_arg(self, node, k: Optional[int] = None) -> bool:
+        """``node`` is ``<obj>->args[k]`` (any k when None)."""
+        if node is None or node.type != "subscript_expression":
+            return False
+        if not self._args_access(node.child_by_field_name("argument"), self._m_obj):
+            return False
+        idx = named(node.child_by_field_name("indices"))
+        if len(idx) != 1 or idx[0].type != "number_literal":
+            return False
+        return k is None or self.t(idx[0]).rstrip("uUlL") == str(k)
+
+    def _arg_index(self, node) -> Optional[int]:
+        if not self._is_obj_arg(node):
+            return None
+        return int(self.t(named(node.child_by_field_name("indices"))[0]).rstrip("uUlL"))
+
+    def _is_call_dtype(self, node, d_name: Optional[str]) -> bool:
+        text = squash(self.t(node))
+        return (d_name is not None and text == d_name) or text in (f"{self._m_obj}->dtype", f"{self._m_obj}.dtype")
+
+    def _uses(self, region, name: str) -> list:
+        return [n for n in walk(region) if n.type == "identifier" and self.t(n) == name]
+
+    def _single_init(self, st):
+        """(type node, name, value node) of ``T NAME = value;``, else None."""
+        if st.type != "declaration":
+            return None
+        decls = st.children_by_field_name("declarator")
+        if len(decls) != 1 or decls[0].type != "init_declarator":
+            return None
+        ident = decls[0].child_by_field_name("declarator")
+        val = decls[0].child_by_field_name("value")
+        if ident is None or ident.type != "identifier" or val is None:
+            return None
+        return st.child_by_field_name("type"), self.t(ident), val
+
+    def _check_call(self, st):
+        """The check macro call of a statement ``MACRO(...) [<< ...];``, else None."""
+        if st.type != "expression_statement" or not named(st):
+            return None
+        e = named(st)[0]
+        while e.type == "binary_expression" and self.t(e.child_by_field_name("operator")) == "<<":
+            e = e.child_by_field_name("left")
+        if e.type != "call_expression":
+            return None
+        fn = self.t(e.child_by_field_name("function"))
+        if fn in self.r.check_macros or fn in self.r.condition_macros:
+            return e
+        return None
+
+    def _returned_call(self, st):
+        """``return Ctor(dtype, <obj>->op, list[, more]);`` -> the call node, else None."""
+        if st.type != "return_statement" or not named(st):
+            return None
+        c = named(st)[0]
+        if c.type != "call_expression" or squash(self.t(c.child_by_field_name("function"))) not in self.r.call_constructors:
+            return None
+        a = named(c.child_by_field_name("arguments"))
+        if len(a) < 3 or squash(self.t(a[1])) not in (f"{self._m_obj}->{self.r.op_field}", f"{self._m_obj}.{self.r.op_field}"):
+            return None
+        return c
+
+    def _returns_only(self, node):
+        """The statements of a branch: a compound statement's, or the single statement."""
+        if node is None:
+            return []
+        if node.type == "compound_statement":
+            return named(node)
+        if node.type == "else_clause":
+            return self._returns_only(named(node)[0] if named(node) else None)
+        return [node]
+
+    # -------------------------------------------------------------- the fix
+    def _merge_fix(self, site, obj: str, s, cond, body, opnode) -> None:
+        self._m_obj = obj
+        ir_op = self._tested_ops[0] if self._tested_ops else None
+        if self.target.tl_access_ptr and self.target.size_meaning_for(ir_op) != "bytes":
+            raise _NotMerge(
+                f"under the target API {self.target.name} the producers of `{ir_op}` build "
+                f"`{self.target.tl_access_ptr}(BufferLoad, ...)` destinations, which this rewrite does not open")
+        if body.type != "compound_statement":
+            raise _NotMerge("the branch is not a block", rebuilds=False)
+        stmts = named(body)
+        var_types = {squash(v) for v in self.r.emit["var_types"]}
+        check = None  # (statement, call node)
+        d_decl = k_decl = b_decl = e_decl = o_decl = None
+        d_name = k_name = b_name = e_name = o_name = None
+        guard = None
+        tail: list = []
+        arrays: dict = {}  # name -> initializer list
+        for st in stmts:
+            ln = self.src.linecol(self.src.c(st.start_byte))[0]
+            if tail:
+                tail.append(st)
+                continue
+            chk = self._check_call(st)
+            if chk is not None and f"{self.r.args_field}.size()" in squash(self.t(chk)) and check is None and b_decl is None:
+                check = (st, chk)
+                continue
+            init = self._single_init(st)
+            if init is not None:
+                ty, name, val = init
+                if self._is_call_dtype(val, None) and d_decl is None:
+                    d_decl, d_name = st, name
+                    continue
+                if val.type == "call_expression":
+                    fn = squash(self.t(val.child_by_field_name("function")))
+                    a = named(val.child_by_field_name("arguments"))
+                    m = _DOWNCAST.match(fn)
+                    if m and m.group(2) in var_types and len(a) == 1 and self._is_obj_arg(a[0], 0) and b_decl is None:
+                        b_decl, b_name, b_sub, downcast = st, name, a[0], m.group(1)
+                        continue
+                    if (b_name and e_decl is None and len(a) == 2 and a[0].type == "identifier"
+                            and self.t(a[0]) == b_name and self._is_call_dtype(a[1], d_name)):
+                        e_decl, e_name, e_dtype, e_fn = st, name, a[1], fn
+                        continue
+                    if _VISIT.match(fn) and len(a) == 1 and self._is_obj_arg(a[0], 1) and o_decl is None:
+                        o_decl, o_name, o_sub, o_type = st, name, a[0], self.t(ty) if ty is not None else "PrimExpr"
+                        continue
+                    if (fn.endswith(".bytes") or fn.endswith("->bytes")) and not a and k_decl is None:
+                        recv = val.child_by_field_name("function").child_by_field_name("argument")
+                        if recv is not None and self._is_call_dtype(recv, d_name):
+                            k_decl, k_name = st, name
+                            continue
+                if ty is not None and self.r.is_array_type(self.t(ty)) and val.type == "initializer_list":
+                    arrays[name] = val
+                    tail.append(st)
+                    continue
+            if st.type == "if_statement" and b_name and guard is None and e_decl is None:
+                c = st.child_by_field_name("condition")
+                cons = self._returns_only(st.child_by_field_name("consequence"))
+                if (self._uses(c, b_name) and st.child_by_field_name("alternative") is None and len(cons) == 1
+                        and cons[0].type == "return_statement" and self._returned_call(cons[0]) is None
+                        and self.r.op_name not in self.t(cons[0])):
+                    guard = st
+                    continue
+            if st.type in ("if_statement", "return_statement"):
+                tail.append(st)
+                continue
+            raise _NotMerge(
+                f"line {ln} holds a statement the merge-pass rewrite does not follow (`{_short(self.t(st))}`)",
+                rebuilds=b_decl is not None)
+        if b_decl is None:
+            raise _NotMerge(f"it does not take the destination as `Downcast<Var>({obj}->args[0])`", rebuilds=False)
+        missing = [what for what, d in (("a guard on the destination", guard),
+                                         (f"the buffer offset `F({b_name}, <call dtype>)`", e_decl),
+                                         (f"the offset `VisitExpr({obj}->args[1])`", o_decl)) if d is None]
+        if missing:
+            raise _NotMerge("it lacks " + ", ".join(missing) + " in the upstream order")
+        if not tail:
+            raise _NotMerge("it does not end by rebuilding the call")
+        # The rebuilt calls and their lists.
+        calls, pushes = [], []
+        for st in tail:
+            self._collect_tail(st, calls, pushes, arrays)
+        if not calls:
+            raise _NotMerge("it does not end by returning the rebuilt call")
+        merged = summed = None
+        dtype_text = ann = ctor = None
+        lists = []
+        for c in calls:
+            a = named(c.child_by_field_name("arguments"))
+            if not self._is_call_dtype(a[0], d_name):
+                raise _NotMerge(f"the rebuilt call's dtype `{_short(self.t(a[0]))}` is not the call's own")
+            lst = a[2]
+            if lst.type == "identifier" and self.t(lst) in arrays:
+                lst = arrays[self.t(lst)]
+            if lst.type != "initializer_list":
+                raise _NotMerge(f"the rebuilt argument list `{_short(self.t(a[2]))}` is not visible")
+            extra = ", ".join(self.t(x) for x in a[3:])
+            if ann is None:
+                ann, dtype_text, ctor = extra, self.t(a[0]), squash(self.t(c.child_by_field_name("function")))
+                opcall_text = self.t(a[1])
+                first_call = c
+            elif extra != ann:
+                raise _NotMerge("the rebuilt calls pass different extra arguments")
+            lists.append(lst)
+        for lst in lists:
+            el = named(lst)
+            if len(el) not in self.legacy.cpp_arity and len(el) != 2:
+                raise _NotMerge(f"a rebuilt list has {len(el)} elements")
+            if any(c.type == "comment" for c in lst.named_children):
+                raise _NotMerge("a rebuilt list holds comments")
+            m_text = squash(self.t(el[0]))
+            if f"{obj}->" in m_text or f"{obj}." in m_text:
+                raise _NotMerge("the rebuilt destination is taken from the call's own arguments")
+            s_node = self._scaled_sum(el[1], d_name, k_name)
+            if s_node is None:
+                raise _NotMerge(f"the rebuilt offset `{_short(self.t(el[1]))}` is not `mul({e_name} + {o_name}, "
+                                "<call dtype bytes>)`")
+            s_text = self.t(s_node)
+            if not (self._uses(s_node, e_name) and self._uses(s_node, o_name)):
+                raise _NotMerge(f"the rebuilt offset does not add `{e_name}` and `{o_name}`")
+            for k, x in enumerate(el[2:], start=2):
+                if not self._is_obj_arg(x, k):
+                    raise _NotMerge(f"element {k} of a rebuilt list is `{_short(self.t(x))}`, not `{obj}->args[{k}]`")
+            if merged is None:
+                merged, summed = self.t(el[0]), s_text
+            elif (m_text, squash(s_text)) != (squash(merged), squash(summed)):
+                raise _NotMerge("the rebuilt lists re-base the destination differently")
+        for p in pushes:
+            if not self._is_obj_arg(p, 5):
+                raise _NotMerge(f"it appends `{_short(self.t(p))}` to the rebuilt list")
+        # The same visitor re-bases tvm_access_ptr with the same offset function and merged buffer.
+        sib = self._access_ptr_branch(s, e_fn, merged)
+        if sib is None:
+            raise _NotMerge(
+                f"no `tvm_access_ptr` branch of the same if/else chain re-bases access pointers with `{e_fn}` "
+                f"onto `{_short(merged)}`, so nothing shows `{e_fn}` counts in the unit of the type it is given")
+        # Only the rebuilt calls may use the index factor, the sum's parts and the destination Var.
+        tail_lo, tail_hi = tail[0].start_byte, tail[-1].end_byte
+        for name, decl in ((e_name, e_decl), (o_name, o_decl), (k_name, k_decl)):
+            if name is None:
+                continue
+            for u in self._uses(body, name):
+                if decl.start_byte <= u.start_byte < decl.end_byte or tail_lo <= u.start_byte < tail_hi:
+                    continue
+                ln = self.src.linecol(self.src.c(u.start_byte))[0]
+                raise _NotMerge(f"`{name}` is used again at line {ln}")
+        for u in self._uses(body, b_name):
+            if tail_lo <= u.start_byte < tail_hi:
+                raise _NotMerge(f"the destination `{b_name}` is used in the rebuilt call")
+        self._merge_emit(site, s, body, opnode, first_call, check, b_decl, b_sub, downcast, e_dtype, e_fn, o_sub,
+                         o_type, k_decl, tail, merged, summed, dtype_text, opcall_text, ann, ctor)
+
+    def _collect_tail(self, st, calls, pushes, arrays) -> None:
+        obj = self._m_obj
+        if st.type == "declaration":
+            return  # a rebuilt-list array (recorded)
+        if st.type == "return_statement":
+            c = self._returned_call(st)
+            if c is None:
+                raise _NotMerge(f"it returns `{_short(self.t(st))}`, not the rebuilt call")
+            calls.append(c)
+            return
+        if st.type == "expression_statement":
+            e = named(st)[0] if named(st) else None
+            if e is not None and e.type == "call_expression":
+                f = e.child_by_field_name("function")
+                if f is not None and f.type == "field_expression" and self.t(f.child_by_field_name("field")) in \
+                        self.r.append_methods and self.t(f.child_by_field_name("argument")) in arrays:
+                    a = named(e.child_by_field_name("arguments"))
+                    pushes.extend(a)
+                    return
+            raise _NotMerge(f"the rebuilt call is followed by `{_short(self.t(st))}`")
+        if st.type == "if_statement":
+            c = squash(self.t(st.child_by_field_name("condition")))
+            if f"{obj}->{self.r.args_field}.size()" not in c and f"{obj}.{self.r.args_field}.size()" not in c:
+                raise _NotMerge(f"it rebuilds the call under `{_short(c)}`, not a test of the argument count")
+            for part in ("consequence", "alternative"):
+                for inner in self._returns_only(st.child_by_field_name(part)):
+                    self._collect_tail(inner, calls, pushes, arrays)
+            return
+        if st.type == "compound_statement":
+            for inner in named(st):
+                self._collect_tail(inner, calls, pushes, arrays)
+            return
+        raise _NotMerge(f"the branch ends with `{_short(self.t(st))}`")
+
+    def _scaled_sum(self, node, d_name, k_name):
+        """``mul(SUM, F)`` / ``SUM * F`` with F the call dtype's size: the SUM node."""
+        while node.type == "parenthesized_expression":
+            node = named(node)[0]
+        if node.type == "call_expression":
+            fn = squash(self.t(node.child_by_field_name("function")))
+            a = named(node.child_by_field_name("arguments"))
+            if re.fullmatch(r"(?:\w+::)*mul", fn) and len(a) == 2:
+                s, f = a
+            else:
+                return None
+        elif node.type == "binary_expression" and self.t(node.child_by_field_name("operator")) == "*":
+            s, f = node.child_by_field_name("left"), node.child_by_field_name("right")
+        else:
+            return None
+        while s.type == "parenthesized_expression":
+            s = named(s)[0]
+        ft = squash(self.t(f))
+        m = re.fullmatch(r"(?:\w+::)*(?:PrimExpr|Integer)\((.+)\)", ft)
+        inner = m.group(1) if m else ft
+        obj = self._m_obj
+        ok = (k_name is not None and inner == k_name) or inner in (
+            f"{d_name}.bytes()" if d_name else "-", f"{obj}->dtype.bytes()")
+        if not ok:
+            return None
+        if s.type != "binary_expression" or self.t(s.child_by_field_name("operator")) != "+":
+            return None
+        return s
+
+    def _access_ptr_branch(self, s, e_fn: str, merged: str):
+        """The ``tvm_access_ptr`` branch of ``s``'s if/else chain that calls ``e_fn`` and builds on ``merged``."""
+        top = s
+        while top.parent is not None and top.parent.type == "else_clause" and top.parent.parent is not None \
+                and top.parent.parent.type == "if_statement":
+            top = top.parent.parent
+        cur = top
+        while cur is not None and cur.type == "if_statement":
+            c = cur.child_by_field_name("condition")
+            b = cur.child_by_field_name("consequence")
+            if cur is not s and c is not None and b is not None and _ACCESS_PTR_TEST.search(squash(self.t(c))):
+                text = squash(self.t(b))
+                if f"{e_fn}(" in text and squash(merged) in text:
+                    return cur
+            alt = cur.child_by_field_name("alternative")
+            cur = named(alt)[0] if alt is not None and named(alt) else None
+        return None
+
+    def _merge_emit(self, site, s, body, opnode, first_call, check, b_decl, b_sub, downcast, e_dtype, e_fn, o_sub,
+                    o_type, k_decl, tail, merged, summed, dtype_text, opcall_text, ann, ctor) -> None:
+        obj = self._m_obj
+        nl = self.nl
+        ctx = self._emit_context(first_call, opnode)
+        tvm, builtin = ctx["tvm"], ctx["builtin"]
+        taken = {self.t(n) for n in walk(self.func_of(s) or body) if n.type == "identifier"}
+        dptr = "dst_access_ptr"
+        while dptr in taken:
+            dptr += "_"
+        new_dst = "rebased_dst"
+        while new_dst in taken:
+            new_dst += "_"
+        ind = self.src.indent_of_line(self.src.c(b_decl.start_byte))
+        outer = self.src.indent_of_line(self.src.c(s.start_byte))
+        unit = ind[len(outer):] if ind.startswith(outer) and len(ind) > len(outer) else "  "
+        edits = []
+        # The size check: 5/6 -> 3/4, in the macro the branch uses.
+        arity_map = dict(zip(self.legacy.cpp_arity, self.target.cpp_arity))
+        if check is not None:
+            _, sizes, _ = self._args_uses(obj, [check[0]])
+            for lit, v in sizes:
+                if v not in arity_map:
+                    raise _NotMerge(f"the size check compares with {v}")
+                m = re.match(r"^(\d+)([uUlL]*)$", self.t(lit).strip())
+                edits.append((lit.start_byte, lit.end_byte, str(arity_map[v]) + m.group(2)))
+            macro = self.t(check[1].child_by_field_name("function"))
+            cond_macro = re.sub(r"_(EQ|NE|GE|LE|GT|LT)$", "", macro)
+        else:
+            cond_macro = "TVM_FFI_ICHECK" if "TVM_FFI_ICHECK" in self.text else "ICHECK"
+        # Open the destination access pointer before the data Var is taken from it.
+        lines = []
+        if check is None:
+            n3, n4 = self.target.cpp_arity[0], self.target.cpp_arity[-1]
+            lines.append(f"{cond_macro}({obj}->{self.r.args_field}.size() == {n3}U || "
+                         f"{obj}->{self.r.args_field}.size() == {n4}U);")
+        lines += [
+            f"{ctor} {dptr} = {downcast}<{ctor}>({obj}->{self.r.args_field}[0]);",
+            f"{cond_macro}({dptr}->{self.r.op_field}.same_as({builtin}tvm_access_ptr()))",
+            f"{unit}{unit}<< \"{self.r.op_name}'s destination must be a tvm_access_ptr\";",
+        ]
+        at = self.src.data.rfind(b"\n", 0, b_decl.start_byte) + 1
+        edits.append((at, at, "".join(ind + ln + nl for ln in lines)))
+        edits.append((b_sub.start_byte, b_sub.end_byte, f"{dptr}->{self.r.args_field}[1]"))
+        edits.append((e_dtype.start_byte, e_dtype.end_byte, f"{dptr}->{self.r.args_field}[0].dtype()"))
+        edits.append((o_sub.start_byte, o_sub.end_byte, f"{dptr}->{self.r.args_field}[2]"))
+        if k_decl is not None:
+            lo = k_decl
+            prev = k_decl.prev_sibling
+            while prev is not None and prev.type == "comment":  # the comment that explains the byte factor
+                lo = prev
+                prev = prev.prev_sibling
+            start = self.src.data.rfind(b"\n", 0, lo.start_byte) + 1
+            end = self.src.data.find(b"\n", k_decl.end_byte)
+            end = len(self.src.data) if end == -1 else end + 1
+            if self.src.data[start:lo.start_byte].strip() or self.src.data[k_decl.end_byte:end].strip():
+                edits.append((lo.start_byte, k_decl.end_byte, ""))
+            else:
+                edits.append((start, end, ""))
+        a = self.r.args_field
+        extra = f", {ann}" if ann else ""
+        n3 = self.target.cpp_arity[0]
+        tail_text = [
+            f"{o_type} {new_dst} = {ctor}({tvm}DataType::Handle(), {builtin}tvm_access_ptr(),",
+            f"{unit}{unit}{{{dptr}->{a}[0], {merged}, {summed}, {dptr}->{a}[3], {dptr}->{a}[4]}});",
+            f"if ({obj}->{a}.size() == {n3}U) {{",
+            f"{unit}return {ctor}({dtype_text}, {opcall_text}, {{{new_dst}, {obj}->{a}[1], {obj}->{a}[2]}}{extra});",
+            "}",
+            f"return {ctor}({dtype_text}, {opcall_text}, {{{new_dst}, {obj}->{a}[1], {obj}->{a}[2], "
+            f"{obj}->{a}[3]}}{extra});",
+        ]
+        tail_ind = self.src.indent_of_line(self.src.c(tail[0].start_byte))
+        text = (nl + tail_ind).join(tail_text)
+        edits.append((tail[0].start_byte, tail[-1].end_byte, text))
+        site.code = CODE
+        site.edits = edits
+        site.fixable = True
+        site.applicability = Applicability.UNSAFE
+        site.assumptions = [
+            f"Every producer of this call in the program now builds the access-pointer layout "
+            f"({'/'.join(map(str, self.target.cpp_arity))} arguments) with a `tvm_access_ptr` destination "
+            f"(a legacy call or another destination form now fails the check).",
+            f"The buffer offset `{e_fn}(buffer, T)` counts in units of `T`, as the "
+            f"`tvm_access_ptr` branch of the same visitor uses it: the destination is re-based in its own pointer "
+            f"type's units, with no byte factor, exactly as that branch re-bases every other access pointer.",
+            "The merged buffer's offset of the destination is a whole number of the access pointer's element "
+            "size (the merged allocations are aligned to at least that size).",
+        ]
+
+    def _merge_todo(self, obj: str) -> str:
+        """What a person changes in a merge-style branch (one clause of the message)."""
+        a = self.r.args_field
+        return (
+            f"change: open the destination access pointer (`Call dst = Downcast<Call>({obj}->{a}[0])`, checked to be "
+            f"`tvm_access_ptr`; its data Var at `dst->{a}[1]`, its offset at `dst->{a}[2]`), re-base the offset onto "
+            f"the merged buffer in the access pointer's own type (the data Var's place in the merged buffer counted in "
+            f"`dst->{a}[0].dtype()`, plus the offset, no byte factor, as a `tvm_access_ptr` branch does), rebuild it with the same type, extent "
+            f"and mask, keep `{obj}->{a}[1..]` and accept {'/'.join(map(str, self.target.cpp_arity))} arguments"
+        )
+
+
+def _short(text: str, limit: int = 60) -> str:
+    s = " ".join(text.split())
+    return s if len(s) <= limit else s[: limit - 3] + "..."
