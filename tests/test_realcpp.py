@@ -38,7 +38,7 @@ EXPECTED = [
     ("transform/inject_ptx_async_copy.cc", 106, "CPA102", "PTXAsyncCopyInjector::InjectPTX"),
     ("transform/inject_ptx_async_copy.cc", 138, "CPA101", "PTXAsyncCopyInjector::InjectPTX"),
     ("transform/inject_ptx_async_copy.cc", 171, "CPA101", "PTXAsyncCopyInjector::InjectPTX"),
-    ("transform/merge_shared_memory_allocations.cc", 568, "CPA104", "SharedMemoryRewriter::VisitExpr_"),
+    ("transform/merge_shared_memory_allocations.cc", 568, "CPA111", "SharedMemoryRewriter::VisitExpr_"),
     ("target/codegen_cuda.cc", 1454, "CPA103", "CodeGenTileLangCUDA::VisitExpr_"),
     ("target/codegen_cuda.cc", 2279, "CPA106", "CodeGenTileLangCUDA::VisitExpr_"),
     ("target/codegen_hip.cc", 770, "CPA103", "CodeGenTileLangHIP::VisitExpr_"),
@@ -51,7 +51,7 @@ EXPECTED = [
 # Files that name the intrinsic but hold no legacy site (a bare same_as test).
 CLEAN = ["transform/inject_fence_proxy.cc"]
 # Sites that carry a fix (the rest are for a person).
-FIXED = {"CPA101", "CPA102", "CPA103", "CPA106"}
+FIXED = {"CPA101", "CPA102", "CPA103", "CPA106", "CPA111"}
 
 _OP_RE = re.compile(rb"\bptx_cp_async\s*\(")
 
@@ -147,7 +147,18 @@ def test_sites_rewrite_compile_and_second_run(cache, options, tmp_path):
         "transform/inject_ptx_async_copy.cc",
         "target/codegen_cuda.cc",
         "target/codegen_hip.cc",
+        "transform/merge_shared_memory_allocations.cc",
     }
+    # The merge pass opens the destination access pointer and re-bases it in its own type's units.
+    merged = rewritten["transform/merge_shared_memory_allocations.cc"]
+    assert "Call dst_access_ptr = Downcast<Call>(op->args[0]);" in merged
+    assert "GetBufferOffset(buffer, dst_access_ptr->args[0].dtype())" in merged
+    assert "index_factor" not in merged and "op->args[5]" not in merged
+    # The CuTeDSL printer stays for a person, naming the runtime helper that changes with it.
+    cute = analyze((src / "target/codegen_cutedsl.cc").read_text(encoding="utf-8"), "codegen_cutedsl.cc", options)
+    [c] = cute.findings
+    assert c.role == "reader" and "`tl.cp_async_gs`, `tl.cp_async_gs_conditional`" in c.message
+    assert "the runtime helper must change with it" in c.message
 
     # Second run: nothing more to rewrite, and no legacy site with a fix is left.
     for rel, new in rewritten.items():
@@ -248,7 +259,7 @@ EXPECTED_TIRX = [
      "tir.ptx_cp_async", "builder"),
     ("s_tir/transform/inject_ptx_async_copy.cc", 150, "CPA101", "PTXAsyncCopyInjector::InjectPTX",
      "tir.ptx_cp_async", "builder"),
-    ("s_tir/transform/merge_shared_memory_allocations.cc", 439, "CPA104", "SharedMemoryRewriter::VisitExpr_",
+    ("s_tir/transform/merge_shared_memory_allocations.cc", 439, "CPA111", "SharedMemoryRewriter::VisitExpr_",
      "tir.ptx_cp_async", "reader"),
     ("target/cuda/codegen_cuda.cc", 1134, "CPA104", "CodeGenCUDA::VisitExpr_", "tir.ptx_cp_async", "reader"),
 ]
@@ -289,11 +300,34 @@ def test_tirx_tree_sites_and_fixes_compile(cache, tmp_path, target):
     out = tmp_path / "tirx" / rel
     out.parent.mkdir(parents=True)
     out.write_text(new, encoding="utf-8")
+    # The merge pass (TVM's own, tvm-ffi checks, call annotations): its unsafe fix.
+    mrel = "s_tir/transform/merge_shared_memory_allocations.cc"
+    mold = (src / mrel).read_text(encoding="utf-8")
+    [m] = analyze(mold, mrel, options).findings
+    assert m.code == "CPA111" and m.fix is not None and not m.fix.safe
+    mnew = apply_edits(mold, m.fix.edits)
+    assert reparse_problem(mold, mnew) is None and not analyze(mnew, mrel, options).findings
+    assert "TVM_FFI_ICHECK(dst_access_ptr->op.same_as(builtin::tvm_access_ptr()))" in mnew
+    assert "op->args[3]}, op->annotations);" in mnew
+    mout = tmp_path / "tirx" / mrel
+    mout.write_text(mnew, encoding="utf-8")
     includes = _tirx_includes(cache)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        a = pool.submit(_compile, src / rel, (src / rel).parent, includes, cache / "compiled")
-        b = pool.submit(_compile, out, (src / rel).parent, includes, cache / "compiled")
-        assert a.result() == (0, []) and b.result() == (0, [])
+        jobs = [pool.submit(_compile, p, (src / r).parent, includes, cache / "compiled")
+                for p, r in ((src / rel, rel), (out, rel), (src / mrel, mrel), (mout, mrel))]
+        assert [j.result() for j in jobs] == [(0, [])] * 4
+
+
+def test_merge_fixtures_compile(cache):
+    """The merge-pass fixtures, before and after, against the headers of their era: the tir::
+    spelling with 0.1.7.post1's, the tirx one with 0.1.15's."""
+    fx = ROOT / "tests" / "fixtures" / "cpp"
+    jobs = [(name, _includes(cache)) for name in ("merge_rebase.in.cc", "merge_rebase.out.cc",
+                                                   "merge_variants_manual.in.cc")]
+    jobs += [(name, _tirx_includes(cache)) for name in ("merge_rebase_tirx.in.cc", "merge_rebase_tirx.out.cc")]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = [pool.submit(_compile, fx / name, fx, inc, cache / "compiled") for name, inc in jobs]
+        assert [r.result() for r in results] == [(0, [])] * len(jobs)
 
 
 def test_tirx_fixture_compiles(cache):
