@@ -46,6 +46,42 @@ def fill_bytes(size: int, fill: str, salt: int) -> np.ndarray:
     return np.full(size, int(value, 16), dtype=np.uint8)
 
 
+def run_isolated(bundle: Path, form: dict) -> tuple[dict, str | None]:
+    """Run one form for every fill in a child process (a fault such as a misaligned address leaves
+    a CUDA context unusable, so it must not share one with the other forms).
+
+    Returns ({fill: [(name, bytes), ...]}, error)."""
+    import pickle
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        req, res = Path(d) / "form.json", Path(d) / "result.pickle"
+        req.write_text(json.dumps(form))
+        proc = subprocess.run([sys.executable, "-P", str(Path(__file__).resolve()), "--child", str(bundle),
+                               str(req), str(res)], capture_output=True, text=True, timeout=300)
+        if proc.returncode != 0 or not res.is_file():
+            return {}, f"child exited {proc.returncode}: {proc.stderr.strip()[-400:]}"
+        out = pickle.loads(res.read_bytes())
+    return out["bytes"], out["error"]
+
+
+def child(bundle: Path, req: Path, res: Path) -> int:
+    import pickle
+
+    import cupy as cp
+
+    form = json.loads(req.read_text())
+    got, err = {}, None
+    for fill in FILLS:
+        b, err = run_form(cp, bundle, form, fill)
+        if err:
+            break
+        got[fill] = b
+    res.write_bytes(pickle.dumps({"bytes": got, "error": err}))
+    return 0
+
+
 def run_form(cp, bundle: Path, form: dict, fill: str) -> tuple[list, str | None]:
     """Launch every device function of one form; return each parameter's bytes (by name)."""
     mod = cp.RawModule(path=str(bundle / form["cubin"]))
@@ -81,11 +117,14 @@ def first_difference(a: list, b: list) -> str:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--child":
+        return child(Path(argv[1]), Path(argv[2]), Path(argv[3]))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("bundle", type=Path)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
-    import cupy as cp
+    import cupy as cp  # the device's name; every form runs in a child process of its own
 
     manifest = json.loads((args.bundle / "manifest.json").read_text())
     rows, ok = [], True
@@ -93,16 +132,14 @@ def main(argv=None) -> int:
         legacy = item["forms"].get("legacy")
         row = {"file": item["file"], "kernel": item["kernel"], "merged": legacy and legacy.get("merged"),
                "forms": {}}
-        ref = {}
-        for fill in FILLS:
-            a, err = run_form(cp, args.bundle, legacy, fill)
-            b, err2 = run_form(cp, args.bundle, legacy, fill) if err is None else ([], None)
-            if err or err2:
-                row["legacy_error"] = err or err2
-                break
-            if a != b:
-                row["legacy_nondeterministic"] = fill
-            ref[fill] = a
+        ref, err = run_isolated(args.bundle, legacy)
+        again, err2 = run_isolated(args.bundle, legacy) if err is None else ({}, None)
+        if err or err2:
+            row["legacy_error"] = err or err2
+        else:
+            odd = [f for f in FILLS if ref[f] != again[f]]
+            if odd:
+                row["legacy_nondeterministic"] = odd[0]
         for form in [k for k in item["forms"] if k != "legacy"] or ["0.1.8"]:
             f = item["forms"].get(form)
             if f is None:
@@ -114,13 +151,14 @@ def main(argv=None) -> int:
                 ok = False
                 continue
             verdict = {"verdict": "identical"}
+            got, err = run_isolated(args.bundle, f)
+            if err:
+                verdict = {"verdict": "error", "detail": err, "fill": FILLS[len(got)] if len(got) < len(FILLS) else ""}
             for fill in FILLS:
-                got, err = run_form(cp, args.bundle, f, fill)
                 if err:
-                    verdict = {"verdict": "error", "detail": err, "fill": fill}
                     break
-                if got != ref[fill]:
-                    verdict = {"verdict": "differs", "detail": first_difference(ref[fill], got), "fill": fill}
+                if got[fill] != ref[fill]:
+                    verdict = {"verdict": "differs", "detail": first_difference(ref[fill], got[fill]), "fill": fill}
                     break
             verdict["expected"] = f.get("expect", "identical")
             row["forms"][form] = verdict
