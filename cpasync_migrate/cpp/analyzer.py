@@ -1070,16 +1070,22 @@ class CppAnalyzer(MergeRebase):
             return (lo, hi, "")
         return (st.start_byte, st.end_byte, "")
 
+    def _parked_near_error(self, site, node) -> bool:
+        """A site inside or next to a parse error is reported as CPA108 and not edited (True then)."""
+        if not self.near_error(node):
+            return False
+        site.code = "CPA108"
+        site.message += "; not edited: it is inside or next to a parse error"
+        self.sites.append(site)
+        return True
+
     def _dead(self, s, cond, body) -> None:
         self._dead_ranges.append((s.start_byte, s.end_byte))
         site = _Site(s, "CPA106", "")
         site.message = (
             f"unreachable branch: an earlier branch of this if/else chain already tests `{_short(self.t(cond), 80)}`"
         )
-        if self.near_error(s):
-            site.code = "CPA108"
-            site.message += "; not edited: it is inside or next to a parse error"
-            self.sites.append(site)
+        if self._parked_near_error(site, s):
             return
         clause = s.parent  # else_clause
         alt = s.child_by_field_name("alternative")
@@ -1195,10 +1201,7 @@ class CppAnalyzer(MergeRebase):
             f"arity ({'/'.join(map(str, self.legacy.cpp_arity))} arguments); the access-pointer layout has "
             f"{'/'.join(map(str, self.target.cpp_arity))}"
         )
-        if self.near_error(arity):
-            site.code = "CPA108"
-            site.message += "; not edited: it is inside or next to a parse error"
-            self.sites.append(site)
+        if self._parked_near_error(site, arity):
             return
         new = str(target[0]) if target else None
         if new is None:
