@@ -244,15 +244,8 @@ def test_a_wrong_pointer_type_is_caught_by_real_lowering(envs, legacy, migrated,
     """The comparison has teeth: the classic mistake of typing the source pointer
     with the call's dtype (uint8) instead of the tensor's (float16) lowers fine
     under 0.1.8 but addresses the wrong bytes, and must be reported."""
-    good = (migrated("0.1.8")["work"] / "pack_f16_bytes.py").read_text()
-    needle = 'T.type_annotation("float16"), A.data'
-    assert good.count(needle) == 1, good
-    mutant = tmp_path / "pack_f16_bytes.py"
-    mutant.write_text(good.replace(needle, 'T.type_annotation("uint8"), A.data'))
-    new = lower_all(envs["0.1.8"], [mutant])["pack_f16_bytes.py"]
-    check_lowered(new, ENV_NAMES["0.1.8"])
-    old = legacy["pack_f16_bytes.py"]["kernels"]["pack_f16_bytes"]
-    problems = addresses.compare_kernel(old, new["kernels"]["pack_f16_bytes"], textual=True)
+    problems = _mutant_problems(envs, legacy, migrated, tmp_path, "pack_f16_bytes.py", "pack_f16_bytes",
+                                'T.type_annotation("float16"), A.data', 'T.type_annotation("uint8"), A.data')
     assert any("src" in p and "bytes" in p for p in problems), problems
 
 
@@ -262,17 +255,25 @@ def test_the_buffer_dtype_in_merged_shared_memory_is_caught_by_real_lowering(env
     """In merged dynamic shared memory the legacy offset counts the call's dtype: typing the
     destination with the tile's own type (uint8), right only where nothing is merged, lowers
     under 0.1.8 at half the legacy byte offset, and the comparison must say so."""
-    good = (migrated("0.1.8")["work"] / "merged_mixed_dtypes.py").read_text()
-    needle = 'T.type_annotation("float16"), stage.data, tx * 8, 8, 2)'
-    assert good.count(needle) == 1, good
-    mutant = tmp_path / "merged_mixed_dtypes.py"
-    mutant.write_text(good.replace(needle, 'T.type_annotation("uint8"), stage.data, tx * 8, 16, 2)'))
-    new = lower_all(envs["0.1.8"], [mutant])["merged_mixed_dtypes.py"]
-    check_lowered(new, ENV_NAMES["0.1.8"])
-    old = legacy["merged_mixed_dtypes.py"]["kernels"]["halves_into_bytes"]
-    assert old["dyn_shmem"], "the legacy kernel is expected to merge its shared memory"
-    problems = addresses.compare_kernel(old, new["kernels"]["halves_into_bytes"], textual=False)
+    assert legacy["merged_mixed_dtypes.py"]["kernels"]["halves_into_bytes"]["dyn_shmem"], \
+        "the legacy kernel is expected to merge its shared memory"
+    problems = _mutant_problems(envs, legacy, migrated, tmp_path, "merged_mixed_dtypes.py", "halves_into_bytes",
+                                'T.type_annotation("float16"), stage.data, tx * 8, 8, 2)',
+                                'T.type_annotation("uint8"), stage.data, tx * 8, 16, 2)')
     assert any("dst" in p for p in problems), problems
+
+
+def _mutant_problems(envs, legacy, migrated, tmp_path, name: str, kernel: str, needle: str, wrong: str) -> list:
+    """Lower the tool's 0.1.8 migration of ``name`` with ``needle`` (once in it) replaced by ``wrong``,
+    and compare ``kernel`` with its legacy lowering (by byte address where shared memory is merged)."""
+    good = (migrated("0.1.8")["work"] / name).read_text()
+    assert good.count(needle) == 1, good
+    mutant = tmp_path / name
+    mutant.write_text(good.replace(needle, wrong))
+    new = lower_all(envs["0.1.8"], [mutant])[name]
+    check_lowered(new, ENV_NAMES["0.1.8"])
+    old = legacy[name]["kernels"][kernel]
+    return addresses.compare_kernel(old, new["kernels"][kernel], textual=not old["dyn_shmem"])
 
 
 # ---------------------------------------------------------------- unit tests (always run)
