@@ -391,14 +391,16 @@ def emit(outcomes, scanned: int, mode: str, args, target_info: dict, rules, sets
 
     out = sys.stdout
     code = report.exit_code(outcomes, mode)
+    if mode == "write":
+        report.relocate_written(outcomes)  # what remains, where it now stands
     if args.format == "json":
         report.dump_json(report.json_report(outcomes, scanned, mode, target_info, rules.versions, sets), out)
         return code
     if args.format == "sarif":
-        report.dump_json(report.sarif_report(outcomes, target_info, rules.versions), out)
+        report.dump_json(report.sarif_report(outcomes, target_info, rules.versions, mode), out)
         return code
     if args.format == "github":
-        for line in report.github_lines(outcomes):
+        for line in report.github_lines(outcomes, mode):
             out.write(line + "\n")
         if mode == "diff":
             _write_diffs(outcomes, out)

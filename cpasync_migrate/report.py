@@ -81,6 +81,57 @@ def exit_code(outcomes: list[FileOutcome], mode: str, usage_error: bool = False)
     return 0
 
 
+# ------------------------------------------------------------------ after a write
+
+
+def relocate_written(outcomes: Iterable[FileOutcome]) -> None:
+    """Move every finding of a file write mode wrote to where it now stands in the new text.
+
+    A rewritten site spans its replacement; any other site (left for a person, an unsafe fix not
+    applied, information) keeps its text, shifted by the edits before it.  Reports made after a
+    write then point at the file as it is, and an unapplied fix's region is one of the new text."""
+    from .findings import line_starts, offset_to_linecol
+
+    for o in outcomes:
+        if not o.written or o.old_text is None or o.new_text is None:
+            continue
+        edits = sorted({e for f in o.findings if f.status is Status.REWRITTEN and f.fix for e in f.fix.edits},
+                       key=lambda e: (e.start, e.end))
+        if not edits:
+            continue
+        old_starts, new_starts = line_starts(o.old_text), line_starts(o.new_text)
+        n_old, n_new = len(o.old_text), len(o.new_text)
+
+        def shift(off: int, insertions_before: bool) -> int:
+            d = 0
+            for e in edits:
+                if e.start < off or (insertions_before and e.start == e.end == off):
+                    if e.end <= off:
+                        d += len(e.replacement) - (e.end - e.start)
+                    else:  # inside an edit: its start
+                        return e.start + d
+                else:
+                    break
+            return off + d
+
+        for f in o.findings:
+            if f.line < 1 or f.line > len(old_starts) or f.end_line > len(old_starts):
+                continue
+            s = min(old_starts[f.line - 1] + f.column - 1, n_old)
+            e = min(old_starts[f.end_line - 1] + f.end_column - 1, n_old)
+            rewritten = f.status is Status.REWRITTEN and f.replacement is not None
+            ns = min(shift(s, not rewritten), n_new)
+            ne = min(ns + len(f.replacement) if rewritten else shift(e, False), n_new)
+            f.line, f.column = offset_to_linecol(new_starts, ns)
+            f.end_line, f.end_column = offset_to_linecol(new_starts, max(ne, ns))
+
+
+def reported(f: Finding, mode: str) -> bool:
+    """Whether github and sarif output list the finding: what remains (after a write, a site the
+    run just rewrote is gone) and is not suppressed."""
+    return not (mode == "write" and f.status is Status.REWRITTEN)
+
+
 # ------------------------------------------------------------------ text
 
 
@@ -341,10 +392,10 @@ def _gh_escape_prop(s: str) -> str:
     return _gh_escape_data(s).replace(":", "%3A").replace(",", "%2C")
 
 
-def github_lines(outcomes: list[FileOutcome]) -> list[str]:
+def github_lines(outcomes: list[FileOutcome], mode: str = "check") -> list[str]:
     lines = []
     for f in all_findings(outcomes):
-        if f.status is Status.SUPPRESSED:
+        if f.status is Status.SUPPRESSED or not reported(f, mode):
             continue
         level = {"error": "error", "warning": "warning", "note": "notice"}[f.severity or SEVERITY[f.status]]
         if f.status is Status.UNSAFE:
@@ -366,10 +417,11 @@ def github_lines(outcomes: list[FileOutcome]) -> list[str]:
 # ------------------------------------------------------------------ sarif
 
 
-def sarif_report(outcomes: list[FileOutcome], target_info: dict, rules_versions: dict) -> dict:
+def sarif_report(outcomes: list[FileOutcome], target_info: dict, rules_versions: dict,
+                 mode: str = "check") -> dict:
     from .codes import CODES
 
-    findings = all_findings(outcomes)
+    findings = [f for f in all_findings(outcomes) if reported(f, mode)]
     used = sorted({f.code for f in findings})
     rule_index = {c: i for i, c in enumerate(used)}
     rules = []
