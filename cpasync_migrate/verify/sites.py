@@ -420,7 +420,13 @@ def check_pair(k_old: Kernel, co: SiteCtx, o, n, no, nn, rules, target, old_mean
     add("byte count", d.ok, f"{show(nb_old)} vs {show(nb_new)} bytes ({n.size_meaning} meaning): {d.how}", d.witness)
     w = const_value(nn(nb_new))
     if w is not None:
-        add("width", w in target.widths, f"{w} bytes (allowed {', '.join(map(str, target.widths))})")
+        w_old = const_value(nn(nb_old))
+        if w not in target.widths and w_old == w and o.form == n.form == "legacy":
+            # a site the rewrite left as it was: its width is the original's problem, not the rewrite's
+            add("width", None, f"{w} bytes (allowed {', '.join(map(str, target.widths))}), as in the original line, "
+                               "which the rewrite did not change")
+        else:
+            add("width", w in target.widths, f"{w} bytes (allowed {', '.join(map(str, target.widths))})")
     if n.form == "access_ptr" and n.size_meaning == "num_elems":
         if target.size_literal:
             add("size literal", n.size_literal, "num_elems is an integer literal" if n.size_literal
