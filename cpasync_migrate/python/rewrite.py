@@ -64,6 +64,9 @@ class Pointer:
     # the pointer type is the call's dtype rather than the buffer's (merged shared memory), and why
     retyped: bool = False
     why: str = ""
+    # a macro parameter read through the macro's calls (callers.py): the callers' declarations
+    routed_decls: list = field(default_factory=list)
+    note: str = ""  # information for the finding's message (an annotation the calls contradict)
 
 
 def _is_atom(node: cst.BaseExpression) -> bool:
@@ -499,6 +502,13 @@ class _Context:
     def pointer(self, arg: cst.Arg, call: cst.Call, call_dtype: Optional[cst.Arg]) -> Pointer:
         v = arg.value
         buf = None
+        if not (isinstance(v, cst.Name) or (isinstance(v, cst.Attribute) and v.attr.value == "data"
+                                            and isinstance(v.value, cst.Name))):
+            raise NoFix(f"the data pointer `{self.node_text(v)}` is not a buffer's `.data` or a name: "
+                        "tvm_access_ptr takes the buffer's data Var")
+        routed = self.through_callers(arg, call)
+        if routed is not None:
+            return routed
         if isinstance(v, cst.Attribute) and v.attr.value == "data" and isinstance(v.value, cst.Name):
             buf = v.value.value
             found = self.declaration_of(call, buf)
@@ -528,6 +538,69 @@ class _Context:
         ]
         return Pointer(arg, buf, dt)
 
+    def through_callers(self, arg: cst.Arg, call: cst.Call) -> Optional[Pointer]:
+        """A pointer that is a T.macro's parameter, typed by the buffers the macro's calls pass (callers.py).
+
+        None when the pointer is not a macro parameter or no call of the macro is visible (then the
+        declaration or the call's dtype decides, with its assumption)."""
+        from .callers import param_route
+
+        v = arg.value
+        data = isinstance(v, cst.Attribute)
+        name = v.value.value if data else v.value
+        route = param_route(self, call, name, set(self.rules.shared_memory.get("functions", {}).get("macro", [])))
+        if route is None or route.why_unknown or not route.bindings:
+            return None
+        macro = route.macro.name.value
+        seen = []
+        for b in route.bindings:
+            e = b.expr
+            line = self.pos(b.site).start.line
+            if data and isinstance(e, cst.Name):
+                bufname = e.value
+            elif not data and isinstance(e, cst.Attribute) and e.attr.value == "data" and isinstance(e.value, cst.Name):
+                bufname = e.value.value
+            else:
+                raise NoFix(f"the call of macro `{macro}` at line {line} passes `{self.node_text(e)}` for `{name}`, "
+                            "not a buffer whose declaration the tool can read")
+            found = self.declaration_of(b.site, bufname)
+            if found is None:
+                raise NoFix(f"the call of macro `{macro}` at line {line} passes `{bufname}` for `{name}`, and no "
+                            "single declaration of it is visible there")
+            dexpr, fname = self.decl_dtype_expr(found[1])
+            if dexpr is None:
+                dn = self.rules.default_dtype
+                dt = DType(f'"{dn}"', dn, self.rules.dtype_size(dn))
+            else:
+                dt = self.dtype_of_expr(dexpr, found[0])
+            if dt.name is None:
+                raise NoFix(f"the call of macro `{macro}` at line {line} passes `{bufname}`, whose dtype "
+                            f"`{dt.text}` is not known inside the macro")
+            seen.append((dt, bufname, line, found[1]))
+        kinds = {dt.name for dt, _, _, _ in seen}
+        sizes = {dt.size for dt, _, _, _ in seen}
+        if len(sizes) > 1 or len(kinds) > 1:
+            listing = ", ".join(f"`{b}` ({dt.name}, line {ln})" for dt, b, ln, _ in seen)
+            raise NoFix(f"the calls of macro `{macro}` pass buffers of different element types for `{name}`: "
+                        f"{listing}; one rewrite cannot serve them all")
+        dt0 = seen[0][0]
+        d = DType(f'"{dt0.name}"', dt0.name, dt0.size)
+        if route.public:
+            d.assumptions.append(f"only the calls of macro `{macro}` in this file pass `{name}` (another file could "
+                                 "import the macro and pass another buffer)")
+        note = ""
+        ann = route.param.annotation
+        if data and ann is not None:
+            try:
+                aexpr, _ = self.decl_dtype_expr(ann.annotation)
+                adt = self.dtype_of_expr(aexpr, route.param) if aexpr is not None else None
+            except NoFix:
+                adt = None
+            if adt is not None and adt.name is not None and adt.size != dt0.size:
+                note = (f"; the annotation of `{name}` says {adt.name}, but every call of `{macro}` passes "
+                        f"{dt0.name}: the calls decide")
+        return Pointer(arg, name if data else None, d, routed_decls=[x[3] for x in seen], note=note)
+
     def destination(self, ptr: Pointer, call: cst.Call, call_dtype: cst.Arg) -> Pointer:
         """The destination's pointer type under the legacy lowering's own addressing.
 
@@ -535,8 +608,13 @@ class _Context:
         shared memory, where it counts elements of the call's dtype (``smem.py``).  The question
         only arises when the two types differ.
         """
-        found = self.declaration_of(call, ptr.buffer) if ptr.buffer else None
-        if found is None or ptr.dtype.assumptions:
+        if ptr.routed_decls:
+            found = (call, ptr.routed_decls[0])  # the buffer the macro's calls pass
+            if any(not self._same_decl_scope(d, ptr.routed_decls[0]) for d in ptr.routed_decls[1:]):
+                raise NoFix("the calls of the macro pass destination buffers of different storage scopes")
+        else:
+            found = self.declaration_of(call, ptr.buffer) if ptr.buffer else None
+        if found is None or (ptr.dtype.assumptions and not ptr.routed_decls):
             return ptr  # no declaration: the call's dtype is already the pointer type (an assumption)
         try:
             cdt = self.dtype_of_expr(call_dtype.value, call)
@@ -563,7 +641,14 @@ class _Context:
             raise NoFix(f"`{ptr.buffer}` sits in merged shared memory ({reading.why}), so its offset counts elements "
                         f"of the call's dtype `{call_t}`, which is not a known dtype")
         cdt.assumptions = cdt.assumptions + reading.assumptions
-        return Pointer(ptr.arg, ptr.buffer, cdt, retyped=True, why=reading.why)
+        return Pointer(ptr.arg, ptr.buffer, cdt, retyped=True, why=reading.why, routed_decls=ptr.routed_decls)
+
+    def _same_decl_scope(self, a, b) -> bool:
+        from .smem import SharedMemory
+
+        if self._smem is None:
+            self._smem = SharedMemory(self)
+        return self._smem.scope_of_declaration(a) == self._smem.scope_of_declaration(b)
 
     def _same_type(self, a: DType, b: DType, a_at, b_expr, b_at) -> bool:
         """Pointer arithmetic in ``a`` and in ``b`` moves by the same bytes, whatever their values."""
@@ -976,6 +1061,7 @@ class _Context:
         note = ""
         if assumptions:
             note = f" (unsafe fix: rests on {len(assumptions)} assumption(s))"
+        note += dst.note + src.note
         if dst.retyped:
             note += (f"; the destination's offset counts elements of the call's dtype "
                      f"{self.node_text(call_dtype.value)} (merged shared memory: {dst.why})")
