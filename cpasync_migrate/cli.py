@@ -23,8 +23,10 @@ exit codes:
      over --max-file-size that names the intrinsic
      (2 wins over 1; a broken file never stops the others from being processed)
 
-suppression: put `# cpasync-migrate: ignore` (Python) or `// cpasync-migrate: ignore` (C++)
-on the line where a call starts to keep it as it is and out of the report.
+suppression: `# cpasync-migrate: ignore` (Python) or `// cpasync-migrate: ignore` (C++) on the line
+where a site starts keeps it as it is and out of the report; `ignore[CPA001,CPA003]` only those codes;
+`ignore-file` / `ignore-file[CODE,...]` anywhere in a file: the whole file.  A comment that suppresses
+nothing is reported as CPA010 (a warning).
 """
 
 
@@ -391,8 +393,9 @@ def emit(outcomes, scanned: int, mode: str, args, target_info: dict, rules, sets
 
     out = sys.stdout
     code = report.exit_code(outcomes, mode)
-    if mode == "write":
-        report.relocate_written(outcomes)  # what remains, where it now stands
+    if mode == "write" and args.format != "json":
+        # what remains, where it now stands (the JSON ledger keeps the positions read, as --check has them)
+        report.relocate_written(outcomes)
     if args.format == "json":
         report.dump_json(report.json_report(outcomes, scanned, mode, target_info, rules.versions, sets), out)
         return code

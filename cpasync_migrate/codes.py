@@ -8,6 +8,7 @@ CODES = {
     "CPA005": {"name": "suspicious-size", "summary": "Access-pointer call whose size is not a whole number of elements or not a legal cp.async width under the target", "fix": "none"},
     "CPA006": {"name": "legacy-api-definition", "summary": "The tree's own Python definition of ptx_cp_async with the legacy signature", "fix": "safe in the upstream shape (rewritten with its callers), else none"},
     "CPA007": {"name": "legacy-runtime-helper", "summary": "Python runtime helper that takes the legacy (dst, dst_offset, src, src_offset) shape from a code generator", "fix": "none"},
+    "CPA010": {"name": "unused-suppression", "summary": "Suppression comment that suppresses nothing (no such site on its line or in its file, or an unknown code)", "fix": "none"},
     "CPA101": {"name": "cpp-construction-brace-list", "summary": "C++ construction of a legacy ptx_cp_async call with an inline argument list", "fix": "safe or unsafe"},
     "CPA102": {"name": "cpp-construction-args-array", "summary": "C++ construction of a legacy ptx_cp_async call through an argument array or an Op variable", "fix": "safe or unsafe"},
     "CPA103": {"name": "cpp-consumer-rewritable", "summary": "C++ consumer branch with the shape of the upstream code generator branch", "fix": "unsafe"},

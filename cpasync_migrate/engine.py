@@ -121,7 +121,12 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
         analysis = cache.load_analysis(settings.cache_dir, ck, path)
     fresh = analysis is None
     if fresh:
-        analysis = front_end(language).analyze(text, path, front_end_options(settings))
+        fe, opts = front_end(language), front_end_options(settings)
+        analysis = fe.analyze(text, path, opts)
+        if "cpasync-migrate" in text:  # suppression comments by code, per file, unused (suppress.py)
+            from . import suppress
+
+            analysis = suppress.resolve(text, path, language, analysis, lambda t: fe.analyze(t, path, opts))
         if ck is not None:
             cache.store_analysis(settings.cache_dir, ck, analysis)
     if analysis.error:
