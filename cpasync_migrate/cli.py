@@ -65,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip paths matching GLOB (repeatable; replaces the configured list)")
     p.add_argument("--extend-exclude", action="append", default=None, metavar="GLOB",
                    help="skip paths matching GLOB, in addition to the configured list")
+    p.add_argument("--force-exclude", action="store_true",
+                   help="apply the excludes to files named on the command line too (pre-commit names every file)")
     p.add_argument("--no-gitignore", action="store_true", help="do not honour .gitignore files")
     p.add_argument("--since", metavar="REV", help="only files changed since git revision REV")
     p.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: the CPUs this process may use)")
@@ -262,7 +264,7 @@ def run(args) -> int:
                 cfg = cfgmod.load(Path(args.config), required=True)
             else:
                 try:
-                    pp = cfgmod.find_pyproject(Path(args.paths[0]) if Path(args.paths[0]).exists() else Path.cwd())
+                    pp = cfgmod.find_config(Path(args.paths[0]) if Path(args.paths[0]).exists() else Path.cwd())
                 except (OSError, RuntimeError):  # a link loop, a vanished folder: no configuration
                     pp = None
                 if pp is not None:
@@ -276,19 +278,26 @@ def run(args) -> int:
 
     mode = "check" if args.check else "diff" if args.diff else "write"
     origin = "(command line)" if args.target else f"({cfg['__file__']})" if "target" in cfg else ""
-    try:
-        target_info = choose_target(args.target or cfg.get("target"), rules, origin.strip(), args.paths)
-    except UsageError as e:
-        if args.target or "target" not in cfg:
-            raise
-        raise UsageError(f"{cfg['__file__']}: [tool.cpasync-migrate] target: {e}") from None
+    if "target" in cfg:  # checked even where --target overrides it: a mistake in the file is one
+        try:
+            choose_target(cfg["target"], rules, "", args.paths)
+        except UsageError as e:
+            why = str(e).split(": ", 1)[1] if str(e).startswith("--target ") else str(e)
+            raise UsageError(f"{cfg['__file__']}: [tool.cpasync-migrate] target = {cfg['target']!r}: {why}") from None
+    if "from" in cfg:
+        try:
+            rules.resolve(version_spec(cfg["from"]))
+        except RulesError as e:
+            raise UsageError(f"{cfg['__file__']}: [tool.cpasync-migrate] from = {cfg['from']!r}: {e}") from None
+    target_info = choose_target(args.target or cfg.get("target"), rules, origin.strip(), args.paths)
     source = version_spec(args.source or cfg.get("from") or "legacy")
     try:
         src_gen = rules.resolve(source)
         rules.chain(src_gen.name, target_info["generation"])
     except RulesError as e:
         if not args.source and "from" in cfg:
-            raise UsageError(f"{cfg['__file__']}: [tool.cpasync-migrate] from: {source}: {e}") from None
+            where = "from" if args.target or "target" not in cfg else "from and target"
+            raise UsageError(f"{cfg['__file__']}: [tool.cpasync-migrate] {where}: {source}: {e}") from None
         raise UsageError(f"--from {source}: {e}") from None
     target_info["from"] = src_gen.name
     target_info["steps"] = rules.steps(src_gen.name, target_info["generation"])
@@ -297,8 +306,24 @@ def run(args) -> int:
     unsafe = args.unsafe_fixes if args.unsafe_fixes is not None else bool(cfg.get("unsafe-fixes", False))
     style = args.style or cfg.get("style") or "tvm_access_ptr"
     migrate_tvm = args.migrate_tvm if args.migrate_tvm is not None else bool(cfg.get("migrate-tvm", False))
-    excludes = tuple(args.exclude if args.exclude is not None else cfg.get("exclude", []))
-    excludes += tuple(cfg.get("extend-exclude", [])) + tuple(args.extend_exclude or [])
+    # each glob with the folder it is relative to: the config file's for the file's, the current one's
+    # for the command line's
+    here = os.getcwd()
+    there = os.path.dirname(os.path.abspath(cfg["__file__"])) if "__file__" in cfg else here
+    anchored = ([(g, here) for g in args.exclude] if args.exclude is not None
+                else [(g, there) for g in cfg.get("exclude", [])])
+    anchored += [(g, there) for g in cfg.get("extend-exclude", [])] + [(g, here) for g in args.extend_exclude or []]
+    excludes = _excludes_for(anchored) if anchored else ()
+    force_exclude = args.force_exclude or bool(cfg.get("force-exclude", False))
+    if force_exclude and anchored:
+        kept = []
+        for p in args.paths:
+            if not os.path.isdir(p) and _named_file_excluded(p, anchored):
+                if args.verbose:
+                    print(f"skipped {p}: excluded (--force-exclude)", file=sys.stderr)
+                continue
+            kept.append(p)
+        args.paths = kept  # none left: nothing to do, exit 0 (as a pre-commit hook expects)
     if args.jobs is not None or cfg.get("jobs"):
         jobs = args.jobs if args.jobs is not None else cfg["jobs"]
     else:
@@ -345,7 +370,8 @@ def run(args) -> int:
 
     outcomes, scanned = run_files(args.paths, settings, excludes=excludes, jobs=jobs,
                                   respect_gitignore=not args.no_gitignore, since=args.since,
-                                  verbose=args.verbose, quiet=args.quiet, show_progress=True)
+                                  verbose=args.verbose, quiet=args.quiet,
+                                  show_progress=True) if args.paths else ([], 0)
     sets: list = []
     if any(f.role for o in outcomes for f in o.findings):
         from .settle import settle
@@ -358,6 +384,44 @@ def run(args) -> int:
 
         emit_bundle(outcomes, settings, args.emit_bundle)
     return emit(outcomes, scanned, mode, args, target_info, rules, sets)
+
+
+def _rel_to(path: str, anchor: str) -> Optional[str]:
+    """``path`` relative to ``anchor`` with ``/`` separators; None when it lies outside it."""
+    r = os.path.relpath(os.path.abspath(path), anchor)
+    return None if r == ".." or r.startswith(".." + os.sep) else r.replace(os.sep, "/")
+
+
+def _excludes_for(anchored):
+    """For a folder argument, the exclude globs as the walk there needs them (relative to it)."""
+    from .config import glob_for_folder
+
+    def for_folder(arg: str) -> tuple:
+        out = []
+        for g, anchor in anchored:
+            prefix = _rel_to(arg, anchor)
+            if prefix is None:  # the folder lies outside the glob's anchor: only a name glob can match
+                if "/" not in g.rstrip("/") or g[:1] in "*?[":
+                    out.append(g)
+                continue
+            t = glob_for_folder(g, prefix)
+            if t is not None:
+                out.append(t)
+        return tuple(out)
+
+    return for_folder
+
+
+def _named_file_excluded(path: str, anchored) -> bool:
+    from .config import path_excluded
+
+    for g, anchor in anchored:
+        rel = _rel_to(path, anchor)
+        if rel is None:
+            rel = os.path.basename(path) if "/" not in g.rstrip("/") else None
+        if rel is not None and path_excluded(rel, (g,)):
+            return True
+    return False
 
 
 _GPU_PROBE = "import cupy, sys; sys.exit(0 if cupy.cuda.runtime.getDeviceCount() > 0 else 1)"

@@ -1,10 +1,11 @@
-"""``[tool.cpasync-migrate]`` in the nearest pyproject.toml, merged under the command line.
+"""``[tool.cpasync-migrate]`` of the nearest pyproject.toml that has the table, merged under the command line.
 
 Every mistake in the file is a :class:`ConfigError` whose message is one line naming the file and
 the key; the command line turns it into exit code 2 (never a traceback).
 """
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 from typing import Optional
@@ -28,6 +29,7 @@ KEYS = {
                       lambda v: parse_size(v) is not None),
     "allow-read-only": _BOOL,
     "accept-partial-sets": _BOOL,
+    "force-exclude": _BOOL,
 }
 
 
@@ -56,6 +58,39 @@ def find_pyproject(start: Path) -> Optional[Path]:
     while True:
         cand = cur / "pyproject.toml"
         if cand.is_file():
+            return cand
+        if cur.parent == cur:
+            return None
+        cur = cur.parent
+
+
+def has_table(path: Path) -> bool:
+    """Whether a pyproject.toml has a ``[tool.cpasync-migrate]`` table (or any ``tool.cpasync-migrate``
+    key, or a ``tool`` that is not a table: a malformed one is then an error of this file).  A file
+    that is not UTF-8 TOML counts only where it names the tool (its error is then shown)."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return False
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return b"cpasync-migrate" in raw
+    tool = data.get("tool")
+    return tool is not None and (not isinstance(tool, dict) or "cpasync-migrate" in tool)
+
+
+def find_config(start: Path) -> Optional[Path]:
+    """The nearest pyproject.toml at or above ``start`` that has a ``[tool.cpasync-migrate]`` table.
+
+    A sub-package's own pyproject.toml without the table does not hide the root's configuration
+    (as ruff looks for the nearest file with a ``[tool.ruff]`` table)."""
+    cur = start.resolve()
+    if cur.is_file():
+        cur = cur.parent
+    while True:
+        cand = cur / "pyproject.toml"
+        if cand.is_file() and has_table(cand):
             return cand
         if cur.parent == cur:
             return None
@@ -110,3 +145,59 @@ def _what(v) -> str:
     kind = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list",
             dict: "a table"}.get(type(v), type(v).__name__)
     return f"{kind} ({' '.join(text.split())})"
+
+
+# ------------------------------------------------------------------ excludes
+
+
+_WILD = "*?["
+
+
+def _norm_glob(g: str) -> str:
+    g = g.replace("\\", "/") if os.sep == "\\" else g
+    while g.startswith("./"):
+        g = g[2:]
+    return g
+
+
+def glob_for_folder(glob: str, prefix: str) -> Optional[str]:
+    """The exclude glob, written relative to its anchor folder, as a glob relative to a folder
+    ``prefix`` below that anchor ("." : the anchor itself); None when it cannot match there.
+
+    A glob without a ``/`` matches names, wherever they are, and stays as it is.  One whose literal
+    start names the folder loses that start (``3rdparty/**`` seen from ``3rdparty/sub``: ``**``);
+    one that starts with a wildcard stays as it is; one whose literal start leads elsewhere is dropped."""
+    g = _norm_glob(glob)
+    if "/" not in g.rstrip("/") or prefix in ("", "."):
+        return g
+    cut = min((g.index(c) for c in _WILD if c in g), default=len(g))
+    lit = g[:cut]
+    if not lit:
+        return g
+    pre = prefix.rstrip("/") + "/"
+    if lit.startswith(pre):
+        return g[len(pre):]
+    if pre.startswith(lit):
+        rest = g[len(lit):]
+        return rest if rest.startswith("*") else g
+    if lit.rstrip("/") == prefix.rstrip("/") and g[len(lit.rstrip("/")):] in ("", "/"):
+        return "*"
+    return None
+
+
+def path_excluded(rel: str, globs) -> bool:
+    """Whether a file at ``rel`` (relative to the globs' anchor, ``/``-separated) is excluded: a glob
+    matches the path, one of its folders, or the name of the file or of one of its folders."""
+    import fnmatch
+
+    norm = os.path.normcase
+    parts = rel.split("/")
+    for g in globs:
+        g = norm(_norm_glob(g))
+        gd = g.rstrip("/")
+        for i in range(1, len(parts) + 1):
+            sub = norm("/".join(parts[:i]))
+            name = norm(parts[i - 1])
+            if fnmatch.fnmatchcase(sub, g) or fnmatch.fnmatchcase(name, g) or fnmatch.fnmatchcase(sub, gd):
+                return True
+    return False

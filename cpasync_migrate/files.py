@@ -221,7 +221,7 @@ def _git_root_patterns(start: Path) -> tuple[Optional[Path], list[_Pattern]]:
 def discover(
     paths: Iterable[str],
     suffixes: tuple[str, ...],
-    excludes: tuple[str, ...] = (),
+    excludes=(),  # globs, or a function of a folder argument giving its globs
     respect_gitignore: bool = True,
     errors: Optional[list] = None,
     skipped: Optional[list] = None,
@@ -242,7 +242,8 @@ def discover(
             st = None
         if st is not None and stat.S_ISDIR(st.st_mode):
             outer = _git_root_patterns(Path(arg))[1] if respect_gitignore else []
-            for f in _walk(arg, outer, suffixes, excludes, respect_gitignore, errors, skipped):
+            ex = tuple(excludes(arg)) if callable(excludes) else excludes  # per folder: globs anchored elsewhere
+            for f in _walk(arg, outer, suffixes, ex, respect_gitignore, errors, skipped):
                 if f not in seen:
                     seen.add(f)
                     yield f
