@@ -314,6 +314,16 @@ def run(args) -> int:
                 else [(g, there) for g in cfg.get("exclude", [])])
     anchored += [(g, there) for g in cfg.get("extend-exclude", [])] + [(g, here) for g in args.extend_exclude or []]
     excludes = _excludes_for(anchored) if anchored else ()
+    from .files import CPP_SUFFIXES, PYTHON_SUFFIXES
+
+    kept = []
+    for p in args.paths:  # a named file of another kind (a .c file from a hook) is skipped, with a note
+        if not p.endswith(PYTHON_SUFFIXES + CPP_SUFFIXES) and os.path.isfile(p):
+            print(f"cpasync-migrate: note: skipped {p}: not a Python ({' '.join(PYTHON_SUFFIXES)}) or C++ "
+                  f"({' '.join(CPP_SUFFIXES)}) file", file=sys.stderr)
+            continue
+        kept.append(p)
+    args.paths = kept
     force_exclude = args.force_exclude or bool(cfg.get("force-exclude", False))
     if force_exclude and anchored:
         kept = []
@@ -454,6 +464,7 @@ def _gpu_available() -> bool:
 
 def emit(outcomes, scanned: int, mode: str, args, target_info: dict, rules, sets=()) -> int:
     from . import report
+    from .findings import Status
 
     out = sys.stdout
     code = report.exit_code(outcomes, mode)
@@ -482,6 +493,10 @@ def emit(outcomes, scanned: int, mode: str, args, target_info: dict, rules, sets
             out.write(line + "\n")
         info = sys.stderr
     else:
+        if args.quiet:  # one line per change (the fixing pre-commit hook runs quiet)
+            for f in report.all_findings(outcomes):
+                if f.status is Status.REWRITTEN and f.legacy_site and not (f.fix and f.fix.assumptions):
+                    out.write(f"{report.rel(f.path)}:{f.line}:{f.column}: {f.code} fixed\n")
         _print_unapplied(outcomes, out)
         info = out
     for line in report.verdict_lines(outcomes):

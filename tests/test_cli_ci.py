@@ -121,8 +121,8 @@ def test_pre_commit_hooks_file():
 
     hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     ids = {h["id"]: h for h in hooks}
-    assert ids["cpasync-migrate"]["entry"] == "cpasync-migrate"
-    assert ids["cpasync-migrate-check"]["entry"] == "cpasync-migrate --check"
+    assert ids["cpasync-migrate"]["entry"] == "cpasync-migrate --force-exclude --quiet"
+    assert ids["cpasync-migrate-check"]["entry"] == "cpasync-migrate --check --force-exclude"
 
 
 # ------------------------------------------------------------------ --verify through the CLI
@@ -400,6 +400,11 @@ def test_readme_github_actions_example(monkeypatch):
         args = build_parser().parse_args(argv[1:])
         assert args.check and args.paths == ["."]
     assert "--format github" in commands[0] and "--since" in commands[0]
+    installs = [s["run"] for s in steps if s.get("run", "").startswith("pip install")]
+    assert len(installs) == 1
+    target = shlex.split(installs[0])[2]
+    assert re.fullmatch(r"git\+https://\S+@[0-9a-f]{40}", target), "installed from the repository at a pinned commit"
+    assert "pip install cpasync-migrate" not in readme, "the name is not ours on the package index"
     restore = uses.index("actions/cache/restore@v4")
     save = uses.index("actions/cache/save@v4")
     lint = next(i for i, s in enumerate(steps) if s.get("run", "").startswith("cpasync-migrate --check --format github"))
