@@ -504,7 +504,7 @@ def emit(outcomes, scanned: int, mode: str, args, target_info: dict, rules, sets
     for line in report.set_lines(sets):
         info.write(line + "\n")
     if not args.quiet:
-        report.print_summary(info, outcomes, scanned, mode, target_info, _color(info))
+        report.print_summary(info, outcomes, scanned, mode, target_info, _color(info), sets)
     info.flush()
     return code
 

@@ -166,9 +166,20 @@ def target_line(target_info: dict) -> str:
     return line
 
 
+def sets_line(sets) -> str:
+    """``N change set(s): K applied, ...`` ("" when the run has none)."""
+    sets = list(sets)
+    if not sets:
+        return ""
+    by_state = Counter(cs.state for cs in sets)
+    order = ("applied", "partial", "held", "incomplete")
+    return f"{len(sets)} change set(s): " + ", ".join(f"{by_state[k]} {k}" for k in order if by_state[k])
+
+
 def print_summary(out: TextIO, outcomes: list[FileOutcome], files_scanned: int, mode: str,
-                  target_info: dict, color: bool) -> None:
+                  target_info: dict, color: bool, sets=()) -> None:
     s = summarize(outcomes, files_scanned, mode)
+    sets_text = sets_line(sets)
     sites = s["sites"]
     verb = {"write": "rewritten", "check": "fixable", "diff": "fixable (shown)"}[mode]
     rows = [
@@ -184,7 +195,8 @@ def print_summary(out: TextIO, outcomes: list[FileOutcome], files_scanned: int, 
     if mode != "write":
         # one line, no table: the lint path stays light
         parts = ", ".join(f"{v} {k.split(' (')[0]}" for k, v in rows)
-        out.write(f"{header}: {parts}" + (f"; {s['errors']} file(s) with errors" if s["errors"] else "") + "\n")
+        out.write(f"{header}: {parts}" + (f"; {s['errors']} file(s) with errors" if s["errors"] else "")
+                  + (f"; {sets_text}" if sets_text else "") + "\n")
         out.write(target_line(target_info) + "\n")
         return
     header += f", {s['files_written']} file(s) written"
@@ -197,6 +209,8 @@ def print_summary(out: TextIO, outcomes: list[FileOutcome], files_scanned: int, 
         out.write(header + "\n")
         for k, v in rows:
             out.write(f"  {k}: {v}\n")
+        if sets_text:
+            out.write(sets_text + "\n")
         out.write(target_line(target_info) + "\n")
         return
     console = Console(file=out, force_terminal=color, no_color=not color, highlight=False, width=100)
@@ -212,6 +226,8 @@ def print_summary(out: TextIO, outcomes: list[FileOutcome], files_scanned: int, 
         console.print(f"{s['info']} information-only finding(s)")
     if s["errors"]:
         console.print(f"[red]{s['errors']} file(s) with errors[/red]" if color else f"{s['errors']} file(s) with errors")
+    if sets_text:
+        console.print(sets_text, soft_wrap=True)
     console.print(target_line(target_info), soft_wrap=True)
 
 

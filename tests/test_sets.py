@@ -85,6 +85,14 @@ def test_change_set_run(tmp_path, case, run):
     assert len(in_sets) == len(remaining), "every remaining set member carries its set in SARIF"
     assert all(r["properties"]["role"] for r in in_sets)
 
+    gh = run_cli("--format", "github", *run["args"], cwd=_copy(tree, tmp_path, "g"))
+    assert gh.returncode == run["exit"], gh.stdout + gh.stderr
+    for site, status in run.get("status", {}).items():
+        if status == "held":
+            path, line = site.rsplit(":", 1)
+            assert any(f"file={path},line={line}," in ln and "held: change set" in ln for ln in gh.stdout.splitlines()), \
+                gh.stdout
+
     if write_mode:
         diff_tree = _copy(tree, tmp_path, "d")
         diff = run_cli("--diff", *[a for a in run["args"]], cwd=diff_tree)
@@ -93,6 +101,8 @@ def test_change_set_run(tmp_path, case, run):
         assert text.returncode == run["exit"], text.stdout + text.stderr
         if run.get("sets") and any(v != "applied" for v in run["sets"].values()):
             assert "change set" in text.stdout, text.stdout
+        if run.get("sets"):
+            assert f"{len(run['sets'])} change set(s): " in text.stdout, text.stdout
         if diff.stdout:
             (diff_tree / "p.diff").write_text(diff.stdout)
             p = subprocess.run(["patch", "-p1", "-s", "-i", "p.diff"], cwd=diff_tree, capture_output=True, text=True)
