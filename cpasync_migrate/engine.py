@@ -59,7 +59,7 @@ def front_end(language: str):
     return fe
 
 
-def front_end_options(settings: RunSettings) -> FrontEndOptions:
+def front_end_options(settings: RunSettings, line_length: int = 88) -> FrontEndOptions:
     from .rules import load_rules
 
     rules = load_rules(settings.rules_dir)
@@ -69,7 +69,43 @@ def front_end_options(settings: RunSettings) -> FrontEndOptions:
         source=rules.generation(settings.source),
         style=settings.style,
         migrate_tvm=settings.migrate_tvm,
+        line_length=line_length,
     )
+
+
+_LINE_LENGTHS: dict = {}  # (pyproject path, mtime, size) -> its line length
+
+
+def line_length_of(path: str) -> int:
+    """``[tool.ruff] line-length``, else ``[tool.black] line-length``, of the file's nearest pyproject.toml; else 88."""
+    import os
+    import tomllib
+    from pathlib import Path
+
+    from .config import find_pyproject
+
+    pp = find_pyproject(Path(os.path.dirname(os.path.abspath(path))))
+    if pp is None:
+        return 88
+    try:
+        st = pp.stat()
+    except OSError:
+        return 88
+    k = (str(pp), st.st_mtime_ns, st.st_size)
+    if k not in _LINE_LENGTHS:
+        n = 88
+        try:
+            tool = tomllib.loads(pp.read_text("utf-8")).get("tool")
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            tool = None
+        for name in ("ruff", "black"):
+            v = tool.get(name) if isinstance(tool, dict) else None
+            v = v.get("line-length") if isinstance(v, dict) else None
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                n = v
+                break
+        _LINE_LENGTHS[k] = n
+    return _LINE_LENGTHS[k]
 
 
 def _count_sites(text: str) -> list[tuple[int, int]]:
@@ -114,14 +150,15 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
         return _error_outcome(path, language, e.message, e.line)
     text = src.text
     analysis = ck = None
+    line_length = line_length_of(path) if language == "python" else 88
     if settings.cache_dir:
         from . import cache
 
-        ck = cache.key(settings, path, language, raw)
+        ck = cache.key(settings, path, language, raw, line_length=line_length)
         analysis = cache.load_analysis(settings.cache_dir, ck, path)
     fresh = analysis is None
     if fresh:
-        fe, opts = front_end(language), front_end_options(settings)
+        fe, opts = front_end(language), front_end_options(settings, line_length)
         analysis = fe.analyze(text, path, opts)
         if "cpasync-migrate" in text:  # suppression comments by code, per file, unused (suppress.py)
             from . import suppress

@@ -156,6 +156,9 @@ class FrontEndOptions:
     source: object
     style: str = "tvm_access_ptr"  # or "access_ptr" (0.1.9+ only)
     migrate_tvm: bool = False  # also migrate calls through TVM's namespace
+    # The line length rewritten code is laid out within: the file's nearest pyproject.toml
+    # ([tool.ruff] line-length, else [tool.black] line-length), else 88; the engine finds it.
+    line_length: int = 88
 
 
 def apply_edits(text: str, edits: list[Edit]) -> str:
