@@ -26,8 +26,12 @@ LEGACY = textwrap.dedent('''\
             for i in T.serial(8):
                 B[tx * 8 + i] = S[tx * 8 + i]
     ''')
-MIGRATED_CALL = ('T.ptx_cp_async(T.tvm_access_ptr(T.type_annotation("float16"), S.data, tx * 8, 8, 2), '
-                 'T.tvm_access_ptr(T.type_annotation("float16"), A.data, tx * 8, 8, 1), 16)')
+# laid out like the file (python/layout.py): one line would be 151 columns, so one argument per line
+MIGRATED_CALL = ('T.ptx_cp_async(\n'
+                 '            T.tvm_access_ptr(T.type_annotation("float16"), S.data, tx * 8, 8, 2),\n'
+                 '            T.tvm_access_ptr(T.type_annotation("float16"), A.data, tx * 8, 8, 1),\n'
+                 '            16,\n'
+                 '        )')
 MANUAL = textwrap.dedent('''\
     import tilelang.language as T
 
@@ -279,7 +283,7 @@ def test_crlf_bom_and_permissions_preserved(tmp_path):
     data = f.read_bytes()
     assert data.startswith(b"\xef\xbb\xbf")
     assert b"\n" not in data.replace(b"\r\n", b"")
-    assert MIGRATED_CALL.encode() in data
+    assert MIGRATED_CALL.replace("\n", "\r\n").encode() in data
     assert stat.S_IMODE(os.stat(f).st_mode) == 0o751
     assert [p.name for p in tmp_path.iterdir()] == ["k.py"], "no temporary files left behind"
 

@@ -5,8 +5,8 @@ import textwrap
 from conftest import run_cli
 from test_cli import SARIF_SCHEMA, write
 
-# A multi-line legacy call with a safe fix (its rewrite is one line shorter) and, below it, an
-# unsafe one that write mode leaves: after the write it stands on line 21, not 22.
+# A multi-line legacy call with a safe fix (its rewrite, one argument per line, is three lines shorter)
+# and, below it, an unsafe one that write mode leaves: after the write it stands on line 19, not 22.
 SAFE_THEN_UNSAFE = textwrap.dedent('''\
     import tilelang.language as T
 
@@ -50,8 +50,8 @@ def test_write_mode_github_lists_only_what_remains_where_it_now_is(tmp_path):
     assert f.read_text() != SAFE_THEN_UNSAFE
     lines = r.stdout.splitlines()
     assert len(lines) == 1, lines  # the rewritten site is gone from the report
-    assert lines[0].startswith("::warning file=k.py,line=21,col=5,endLine=21,endColumn=60,title=CPA001::")
-    assert f.read_text().splitlines()[20].strip() == UNSAFE_CALL
+    assert lines[0].startswith("::warning file=k.py,line=19,col=5,endLine=19,endColumn=60,title=CPA001::")
+    assert f.read_text().splitlines()[18].strip() == UNSAFE_CALL
     # a second run finds what the first one reported, at the same place
     again = run_cli("--check", "--format", "github", "k.py", cwd=tmp_path)
     assert again.stdout.splitlines()[0].split("::")[1] == lines[0].split("::")[1]

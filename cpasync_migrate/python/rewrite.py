@@ -31,6 +31,7 @@ from ..findings import (
 )
 
 from . import INTRINSIC, SUPPRESS_RE  # noqa: E402
+from . import layout  # noqa: E402
 
 CODE_FIX = "CPA001"
 CODE_MANUAL = "CPA002"
@@ -1053,6 +1054,7 @@ class _Context:
             fs, fe = self.vspan(node.func)
             edits.append(Edit(fs, fe, f"{T}.{INTRINSIC}"))
             steps = ["tvm->tilelang"] + steps
+        edits = layout.lay_out(self, node, edits)  # the new call laid out like the file (python/layout.py)
         if self._import_edit is not None:
             # every fix that needs the import carries the same edit; the engine applies it once
             edits.append(self._import_edit)

@@ -1,0 +1,501 @@
+"""Lay a rewritten call out the way the file lays out its calls.
+
+What it does: takes the edits that turn one legacy ``ptx_cp_async(...)`` into the access-pointer form
+(``rewrite.layout_edits``), applies the ones inside the call, and replaces them with one edit whose text
+is the new call laid out again: on one line when it fits, else split the way the call was split, within
+the line length the project configures (``FrontEndOptions.line_length``: ``[tool.ruff] line-length``,
+else ``[tool.black] line-length`` of the file's nearest pyproject.toml, else 88; the engine finds it).
+
+Why: the new form is about 60 columns longer than the old one.  Splicing it into the old layout left
+continuation lines at the wrong indent and one-line calls of 184-212 columns, so a file that ``ruff
+format`` or black left unchanged no longer was after the migration.
+
+Rules (each split is tried in this order, the first that fits wins, as black and ruff do):
+
+1. **One line** when the whole line (what precedes the call on its line, the call, what follows it)
+   fits and nothing forces a split: a comment inside the call, an argument that spans lines, or a
+   *magic trailing comma* (the call's arguments ended with a comma).
+2. Otherwise the arguments go on their own lines, one indent deeper than the line the call starts on:
+   - **all on one line** between ``(`` and ``)`` when they fit there (black's right-hand split);
+   - a **sole argument** that is itself a call is split in turn, and takes no trailing comma
+     (``T.evaluate(T.ptx_cp_async(...))``: the ``T.evaluate`` of a one-line call is laid out with it);
+   - else **one argument per line**, each laid out by these same rules (a ``T.tvm_access_ptr(...)``
+     that does not fit on its line is split inside), with a trailing comma after the last.
+3. What "the way the call was" means:
+   - the continuation indent is the call's own (its first argument's line, less its first line's
+     indent) when its arguments started on a new line; else the file's indent step (4 spaces when the
+     file has no indented block);
+   - a call whose arguments were aligned after ``(`` (a first argument on the ``(`` line) keeps that
+     alignment, one argument per line under the first, where each fits there (else as above);
+   - the trailing comma: kept where the call had one; left out where the call had its arguments on
+     several lines without one; else as the file does (its multi-line lists of one item per line end
+     with a comma, or not; with none, a comma, as the formatters add);
+   - ``)`` stays after the last argument where the call put it there (unless a comment ends that line),
+     else it goes on its own line at the call's line indent.
+4. Comments stay with what they annotate: a comment after an argument's comma stays after it (two
+   spaces before ``#``), a comment on its own line stays on its own line before the next argument (or
+   before ``)``), a comment after ``(`` stays there.  An argument that spans lines (a parenthesized
+   offset with comments) keeps its lines, moved by the distance its first line moved.
+5. Widths count characters as black does (East Asian wide characters count 2, a tab 4).
+
+A call this module cannot read back (an argument holding a multi-line string or a backslash
+continuation, whose lines cannot be moved without changing it) keeps the spliced text.
+"""
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from ..findings import Edit, apply_edits
+
+DEFAULT_LINE_LENGTH = 88
+
+_NEWLINE_RE = re.compile(r"\r\n|\r|\n")
+
+
+class _Unsupported(Exception):
+    """The call holds something this module does not lay out; keep the spliced text."""
+
+
+@dataclass
+class _Atom:
+    lines: list[str]  # the text of one argument as written; continuation lines keep their indent
+    shift_from: Optional[int]  # column its first line had in the original text (None: not known)
+
+    def flat(self) -> Optional[str]:
+        return self.lines[0] if len(self.lines) == 1 else None
+
+
+@dataclass
+class _Arg:
+    node: Union["_Call", _Atom]
+    prefix: str = ""  # "name=" or "*"
+    leading: list[str] = field(default_factory=list)  # own-line comments before it
+    trailing: Optional[str] = None  # comment after its comma
+
+
+@dataclass
+class _Call:
+    head: str
+    args: list[_Arg]
+    magic: bool  # its arguments end with a comma: always split
+    open_comment: Optional[str] = None  # comment after "("
+    dangling: list[str] = field(default_factory=list)  # own-line comments before ")"
+
+    def flat(self) -> Optional[str]:
+        if self.magic or self.open_comment or self.dangling:
+            return None
+        parts = []
+        for a in self.args:
+            t = a.node.flat()
+            if t is None or a.leading or a.trailing:
+                return None
+            parts.append(a.prefix + t)
+        return f"{self.head}({', '.join(parts)})"
+
+
+@dataclass
+class _Style:
+    width: int
+    unit: str  # one continuation indent step
+    comma: bool  # trailing comma after the last of one-per-line arguments
+    close_own_line: bool
+    visual: bool  # arguments aligned after "("
+
+
+def str_width(s: str) -> int:
+    if s.isascii() and "\t" not in s:
+        return len(s)
+    w = 0
+    for ch in s:
+        if ch == "\t":
+            w += 4
+        elif unicodedata.combining(ch):
+            continue
+        else:
+            w += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return w
+
+
+def lay_out(ctx, node: cst.Call, edits: list[Edit]) -> list[Edit]:
+    """The fix's edits with those inside ``node`` (or its one-line wrapper) replaced by one laid-out edit.
+
+    ``ctx`` is rewrite's ``_Context``: its ``text``, ``vspan``, ``pos``, ``parent``, ``newline`` and
+    ``opts.line_length`` are used.
+    """
+    try:
+        return _lay_out(ctx, node, edits)
+    except _Unsupported:
+        return edits
+
+
+def _lay_out(ctx, node: cst.Call, edits: list[Edit]) -> list[Edit]:
+    text = ctx.text
+    cs, ce = ctx.vspan(node)
+    one_line = "\n" not in text[cs:ce] and "\r" not in text[cs:ce]
+    root, rs, re_ = node, cs, ce
+    if one_line:
+        root, rs, re_ = _wrapper(ctx, node, cs, ce)
+    inside = [e for e in edits if rs <= e.start and e.end <= re_]
+    outside = [e for e in edits if e not in inside]
+    if any(e.start < re_ and e.end > rs for e in outside):
+        raise _Unsupported("an edit crosses the call")
+    new = apply_edits(text[rs:re_], [Edit(e.start - rs, e.end - rs, e.replacement) for e in inside])
+    to_original = _back_mapper(rs, inside)
+
+    tree = _read(new, to_original, text)
+    ls = text.rfind("\n", 0, rs) + 1
+    prefix = text[ls:rs]
+    le = len(text)
+    for nl in ("\r\n", "\n", "\r"):
+        i = text.find(nl, re_)
+        if i != -1:
+            le = min(le, i)
+    suffix = text[re_:le]
+    line_indent = prefix[: len(prefix) - len(prefix.lstrip(" \t"))]
+    style = _style(ctx, node, line_indent, one_line)
+    lines = _render(tree, str_width(prefix), line_indent, str_width(suffix), style, top=True)
+    out = ctx.newline.join(lines)
+    if out == text[rs:re_]:
+        return outside
+    return outside + [Edit(rs, re_, out)]
+
+
+def _wrapper(ctx, node: cst.Call, cs: int, ce: int):
+    """The outermost one-line call whose sole argument is the call (``T.evaluate(T.ptx_cp_async(...))``)."""
+    root, rs, re_ = node, cs, ce
+    while True:
+        arg = ctx.parent(root)
+        call = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
+        if not isinstance(call, cst.Call) or len(call.args) != 1 or arg.keyword is not None or arg.star:
+            return root, rs, re_
+        ws, we = ctx.vspan(call)
+        t = ctx.text[ws:we]
+        if "\n" in t or "\r" in t or "#" in ctx.text[ws:rs] + ctx.text[re_:we] or call.lpar:
+            return root, rs, re_
+        root, rs, re_ = call, ws, we
+
+
+def _back_mapper(base: int, edits: list[Edit]):
+    """Offset in the new text of the span -> offset in the original file (None inside inserted text)."""
+    segs = []  # (new_start, new_end, orig_start) of text the edits left as it was
+    new_pos = orig = 0
+    for e in sorted(edits, key=lambda e: (e.start, e.end)):
+        s, t = e.start - base, e.end - base
+        segs.append((new_pos, new_pos + (s - orig), orig))
+        new_pos += (s - orig) + len(e.replacement)
+        orig = t
+    segs.append((new_pos, None, orig))
+
+    def back(p: int) -> Optional[int]:
+        for ns, ne, os_ in segs:
+            if ns <= p and (ne is None or p < ne):
+                return base + os_ + (p - ns)
+        return None
+
+    return back
+
+
+def _read(new: str, to_original, text: str) -> _Call:
+    try:
+        module = cst.parse_module(new)
+    except Exception as e:  # noqa: BLE001
+        raise _Unsupported(str(e)) from None
+    body = module.body
+    if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine) or len(body[0].body) != 1 \
+            or not isinstance(body[0].body[0], cst.Expr) or not isinstance(body[0].body[0].value, cst.Call):
+        raise _Unsupported("not one call")
+    call = body[0].body[0].value
+    if call.lpar:
+        raise _Unsupported("parenthesized call")
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    starts = [0] + [m.end() for m in _NEWLINE_RE.finditer(new)]
+
+    def column_in_original(n) -> Optional[int]:
+        p = positions.get(n.lpar[0] if getattr(n, "lpar", None) else n)
+        if p is None:
+            return None
+        o = to_original(starts[p.start.line - 1] + p.start.column)
+        if o is None:
+            return None
+        return o - (max(text.rfind("\n", 0, o), text.rfind("\r", 0, o)) + 1)
+
+    return _call(module, call, column_in_original)
+
+
+def _comments(ws) -> tuple[Optional[str], list[str]]:
+    if isinstance(ws, cst.ParenthesizedWhitespace):
+        first = ws.first_line.comment.value if ws.first_line.comment else None
+        return first, [el.comment.value for el in ws.empty_lines if el.comment]
+    return None, []
+
+
+def _call(module: cst.Module, call: cst.Call, column_in_original) -> _Call:
+    head = module.code_for_node(call.func)
+    if "\n" in head or "\r" in head or "#" in head:
+        raise _Unsupported("a callee over lines")
+    open_comment, pending = _comments(call.whitespace_before_args)
+    args: list[_Arg] = []
+    magic = False
+    for i, a in enumerate(call.args):
+        prefix = ""
+        if a.star:
+            prefix = a.star
+        elif a.keyword is not None:
+            prefix = a.keyword.value + "="
+        trailing = []
+        t, own = _comments(a.whitespace_after_arg)
+        after: list[str] = []
+        if t:
+            trailing.append(t)
+        after += own
+        if isinstance(a.comma, cst.Comma):
+            if i == len(call.args) - 1:
+                magic = True
+            for ws in (a.comma.whitespace_before, a.comma.whitespace_after):
+                t, own = _comments(ws)
+                if t:
+                    trailing.append(t)
+                after += own
+        if len(trailing) > 1:
+            raise _Unsupported("two comments after one argument")
+        args.append(_Arg(_value(module, a.value, column_in_original), prefix, pending, trailing[0] if trailing else None))
+        pending = after
+    if not call.args and (open_comment or pending):
+        raise _Unsupported("comments in an empty call")
+    return _Call(head, args, magic, open_comment, pending)
+
+
+def _value(module: cst.Module, value: cst.BaseExpression, column_in_original):
+    if isinstance(value, cst.Call) and not value.lpar and value.args \
+            and module.code_for_node(value.whitespace_after_func) == "":
+        try:
+            return _call(module, value, column_in_original)
+        except _Unsupported:
+            pass
+    code = module.code_for_node(value)
+    lines = _NEWLINE_RE.split(code)
+    if len(lines) > 1:
+        if '"""' in code or "'''" in code or re.search(r"\\\r?\n", code):
+            raise _Unsupported("an argument whose lines cannot move")
+        return _Atom(lines, column_in_original(value))
+    return _Atom(lines, None)
+
+
+# ------------------------------------------------------------------------------------------ style
+
+
+def _style(ctx, node: cst.Call, line_indent: str, one_line: bool) -> _Style:
+    text = ctx.text
+    width = getattr(ctx.opts, "line_length", None) or DEFAULT_LINE_LENGTH
+    unit = _file_unit(ctx)
+    if one_line or not node.args:
+        return _Style(width, unit, _file_comma(ctx), True, False)
+    first = node.args[0]
+    visual = not isinstance(node.whitespace_before_args, cst.ParenthesizedWhitespace)
+    if not visual:
+        ln = ctx.pos(first).start.line
+        first_line = ctx.lines[ln - 1]
+        ind = first_line[: len(first_line) - len(first_line.lstrip(" \t"))]
+        if ind.startswith(line_indent) and len(ind) > len(line_indent):
+            unit = ind[len(line_indent):]
+    last = node.args[-1]
+    _, ve = ctx.vspan(last.value)
+    _, ce = ctx.vspan(node)
+    between = text[ve:ce - 1]
+    close_own_line = "\n" in between or "\r" in between
+    had_comma = isinstance(last.comma, cst.Comma)
+    arg_lines = {ctx.pos(a).start.line for a in node.args}
+    if had_comma:
+        comma = True
+    elif len(arg_lines) > 1:
+        comma = False  # one per line (or several lines) without a trailing comma: keep it so
+    else:
+        comma = _file_comma(ctx)
+    return _Style(width, unit, comma, close_own_line, visual)
+
+
+def _file_unit(ctx) -> str:
+    got = getattr(ctx, "_layout_unit", None)
+    if got is not None:
+        return got
+    steps: Counter = Counter()
+    lines = ctx.lines
+    for i, line in enumerate(lines):
+        s = line.rstrip()
+        if not s.endswith(":") or s.lstrip().startswith("#"):
+            continue
+        ind = line[: len(line) - len(line.lstrip(" \t"))]
+        for nxt in lines[i + 1:]:
+            if nxt.strip() == "" or nxt.lstrip().startswith("#"):
+                continue
+            nind = nxt[: len(nxt) - len(nxt.lstrip(" \t"))]
+            if nind.startswith(ind) and len(nind) > len(ind):
+                steps[nind[len(ind):]] += 1
+            break
+    unit = steps.most_common(1)[0][0] if steps else "    "
+    ctx._layout_unit = unit
+    return unit
+
+
+def _file_comma(ctx) -> bool:
+    """Whether the file's lists of one item per line end with a comma (no such list: yes)."""
+    got = getattr(ctx, "_layout_comma", None)
+    if got is not None:
+        return got
+    yes = no = 0
+    stack: list[dict] = []
+    last = None  # last significant token
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(ctx.text).readline):
+            if tok.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
+                if tok.type == tokenize.NL and last is not None and last.string == "," and stack \
+                        and stack[-1]["depth_comma"] is last:
+                    stack[-1]["split"] = True
+                continue
+            if tok.type == tokenize.OP and tok.string in "([{":
+                stack.append({"split": False, "depth_comma": None})
+            elif tok.type == tokenize.OP and tok.string in ")]}":
+                if stack:
+                    b = stack.pop()
+                    if b["split"] and last is not None and last.end[0] < tok.start[0]:
+                        if last.string == ",":
+                            yes += 1
+                        else:
+                            no += 1
+            elif tok.type == tokenize.OP and tok.string == "," and stack:
+                stack[-1]["depth_comma"] = tok
+            last = tok
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass
+    ctx._layout_comma = yes >= no
+    return ctx._layout_comma
+
+
+# ------------------------------------------------------------------------------------------ render
+
+
+def _shifted(atom: _Atom, col: int) -> list[str]:
+    if atom.shift_from is None or len(atom.lines) == 1:
+        return list(atom.lines)
+    d = col - atom.shift_from
+    out = [atom.lines[0]]
+    for ln in atom.lines[1:]:
+        if d >= 0:
+            out.append(" " * d + ln if ln.strip() else ln)
+        else:
+            lead = len(ln) - len(ln.lstrip(" "))
+            out.append(ln[min(lead, -d):])
+    return out
+
+
+def _render(node, col: int, indent: str, tail: int, style: _Style, top: bool = False) -> list[str]:
+    """Lines of ``node`` starting at column ``col`` of a line indented ``indent``; ``tail`` columns follow it.
+
+    The first line is the node's text only (the caller puts it after what precedes it); the others are
+    whole lines.
+    """
+    if isinstance(node, _Atom):
+        return _shifted(node, col)
+    w = style.width
+    flat = node.flat()
+    if flat is not None and col + str_width(flat) + tail <= w:
+        return [flat]
+    inner = indent + style.unit
+    iw = str_width(inner)
+    close_own = style.close_own_line if top else True
+    visual = style.visual if top else False
+    comma = style.comma if top else (style.comma or node.magic)
+    if top and node.magic:
+        comma = True
+    if visual and node.args and not node.args[0].leading and not node.open_comment \
+            and _fits_aligned(node, col, tail, style, comma, close_own):
+        return _aligned(node, col, indent, tail, style, comma, close_own)
+    simple = not node.magic and not node.open_comment and not node.dangling \
+        and all(not a.leading and not a.trailing for a in node.args)
+    if simple and node.args and all(a.node.flat() is not None for a in node.args):
+        body = ", ".join(a.prefix + a.node.flat() for a in node.args)
+        if iw + str_width(body) + (0 if close_own else tail + 1) <= w:
+            if close_own:
+                return [node.head + "(", inner + body, indent + ")"]
+            return [node.head + "(", inner + body + ")"]
+    if simple and len(node.args) == 1 and isinstance(node.args[0].node, _Call) and not node.args[0].prefix:
+        sub = _render(node.args[0].node, iw, inner, 0 if close_own else tail + 1, style)
+        lines = [node.head + "(", inner + sub[0], *sub[1:]]
+        if close_own:
+            return lines + [indent + ")"]
+        lines[-1] += ")"
+        return lines
+    first = node.head + "("
+    if node.open_comment:
+        first += "  " + node.open_comment
+    lines = [first]
+    for i, a in enumerate(node.args):
+        last = i == len(node.args) - 1
+        for c in a.leading:
+            lines.append(inner + c)
+        sep = "," if not last or comma else ""
+        after = sep + ("  " + a.trailing if a.trailing else "")
+        room = str_width(after) + (tail + 1 if last and not close_own else 0)
+        sub = _render(a.node, iw + len(a.prefix), inner, room, style)
+        lines.append(inner + a.prefix + sub[0])
+        lines.extend(sub[1:])
+        lines[-1] += after
+    for c in node.dangling:
+        lines.append(inner + c)
+    if close_own or node.dangling or node.args and node.args[-1].trailing:
+        lines.append(indent + ")")
+    else:
+        lines[-1] += ")"
+    return lines
+
+
+def _fits_aligned(node: _Call, col: int, tail: int, style: _Style, comma: bool, close_own: bool) -> bool:
+    """Every argument fits on its line at the column after "(" (else the call is split the hanging way)."""
+    acol = col + str_width(node.head) + 1
+    for i, a in enumerate(node.args):
+        t = a.node.flat()
+        if t is None:
+            return False
+        last = i == len(node.args) - 1
+        room = (1 if not last or comma else 0) + (str_width("  " + a.trailing) if a.trailing else 0)
+        if last and not close_own:
+            room += 1 + tail
+        if acol + str_width(a.prefix + t) + room > style.width:
+            return False
+    return True
+
+
+def _aligned(node: _Call, col: int, indent: str, tail: int, style: _Style, comma: bool, close_own: bool) -> list[str]:
+    """One argument per line, aligned under the first, which follows "(" (the call's own layout)."""
+    acol = col + str_width(node.head) + 1
+    pad = " " * acol
+    lines: list[str] = []
+    for i, a in enumerate(node.args):
+        last = i == len(node.args) - 1
+        if i:
+            for c in a.leading:
+                lines.append(pad + c)
+        sep = "," if not last or comma else ""
+        after = sep + ("  " + a.trailing if a.trailing else "")
+        room = str_width(after) + (tail + 1 if last and not close_own else 0)
+        sub = _render(a.node, acol + len(a.prefix), pad, room, style)
+        head = (node.head + "(") if i == 0 else pad
+        lines.append(head + a.prefix + sub[0])
+        lines.extend(sub[1:])
+        lines[-1] += after
+    for c in node.dangling:
+        lines.append(pad + c)
+    if close_own or node.dangling or node.args[-1].trailing:
+        lines.append(indent + ")")
+    else:
+        lines[-1] += ")"
+    return lines
