@@ -18,7 +18,13 @@
 #   - builds a second tree, $CACHE/tree-tl-tvm, of hard links to the same files
 #     less the vendored CUTLASS and composable_kernel folders: TileLang's and
 #     TVM's own sources, the composition the speed targets were set on (about 4,800 files
-#     and 1.6 million lines there).
+#     and 1.6 million lines there);
+#   - builds $CACHE/tree-git from git: TileLang at the pinned HEAD (its testing/ and
+#     examples/ call the access-pointer form), TileLang at the last legacy revision
+#     (6fd0bd31f^, the parent of upstream PR #1590) and apache TVM at a pinned revision,
+#     each `git archive`d and cut to the same source suffixes.  TILELANG_GIT and TVM_GIT
+#     name local clones or mirrors that hold those revisions (default: bare clones into
+#     $CACHE/git from GitHub).  Nothing of those repositories is kept in this project.
 #
 # The last line of output is the (full) tree's path.
 set -euo pipefail
@@ -135,5 +141,59 @@ for d, dirs, names in os.walk(src):
 PYEOF
   touch "$SMALL/.complete-$TVM_VERSION"
 fi
+# ---------------------------------------------------------------- TileLang + TVM from git
+# Pinned revisions (issue 18 §2): TileLang's HEAD when this tree was introduced, its last
+# legacy revision (the parent of 6fd0bd31f, PR #1590), and apache TVM's HEAD of the same day.
+TILELANG_HEAD_REV="${TILELANG_HEAD_REV:-a35008a42531c62b976ae4cec3855d4383db0f3c}"
+TILELANG_LEGACY_REV="${TILELANG_LEGACY_REV:-d6eb5d3d4c5101ed7f5e1eae9e3e769861d1f50e}"
+TVM_GIT_REV="${TVM_GIT_REV:-5d4dc8721307cf9677becacf0395c19be130e206}"
+GIT_TREE="$CACHE/tree-git"
+GIT_STAMP="$GIT_TREE/.complete-${TILELANG_HEAD_REV:0:9}-${TILELANG_LEGACY_REV:0:9}-${TVM_GIT_REV:0:9}"
+if [ ! -f "$GIT_STAMP" ]; then
+  repo_for() {  # repo_for VAR URL NAME: a git directory that holds the revisions
+    local given="$1" url="$2" name="$3"
+    if [ -n "$given" ]; then echo "$given"; return; fi
+    if [ ! -d "$CACHE/git/$name.git" ]; then
+      log "cloning $url (bare) into $CACHE/git/$name.git"
+      mkdir -p "$CACHE/git"
+      git clone -q --bare "$url" "$CACHE/git/$name.git"
+    fi
+    echo "$CACHE/git/$name.git"
+  }
+  TL_GIT="$(repo_for "${TILELANG_GIT:-}" https://github.com/tile-ai/tilelang.git tilelang)"
+  TV_GIT="$(repo_for "${TVM_GIT:-}" https://github.com/apache/tvm.git tvm)"
+  log "archiving TileLang ${TILELANG_HEAD_REV:0:9} and ${TILELANG_LEGACY_REV:0:9}, TVM ${TVM_GIT_REV:0:9} into $GIT_TREE"
+  rm -rf "${GIT_TREE:?}"
+  mkdir -p "$GIT_TREE"
+  for spec in "tilelang-${TILELANG_HEAD_REV:0:9}:$TL_GIT:$TILELANG_HEAD_REV" \
+              "tilelang-${TILELANG_LEGACY_REV:0:9}:$TL_GIT:$TILELANG_LEGACY_REV" \
+              "tvm-${TVM_GIT_REV:0:9}:$TV_GIT:$TVM_GIT_REV"; do
+    IFS=: read -r name repo rev <<<"$spec"
+    mkdir -p "$GIT_TREE/$name"
+    git -C "$repo" archive "$rev" | tar -x -C "$GIT_TREE/$name"
+  done
+  # the suffixes the tool examines, as in the wheel tree (submodules are not in an archive)
+  find "$GIT_TREE" -type f ! \( -name '*.py' -o -name '*.pyi' -o -name '*.cc' -o -name '*.cpp' -o -name '*.cxx' \
+       -o -name '*.h' -o -name '*.hpp' -o -name '*.cu' -o -name '*.cuh' \) -delete
+  find "$GIT_TREE" -type l -delete
+  touch "$GIT_STAMP"
+fi
+"$PY" - "$GIT_TREE" <<'PYEOF'
+import os, sys
+tree = sys.argv[1]
+for part in sorted(os.listdir(tree)):
+    top = os.path.join(tree, part)
+    if not os.path.isdir(top):
+        continue
+    f = py = ln = b = hit = 0
+    for d, _, names in os.walk(top):
+        for n in names:
+            data = open(os.path.join(d, n), "rb").read()
+            f += 1; py += n.endswith((".py", ".pyi")); ln += data.count(b"\n"); b += len(data)
+            hit += b"ptx_cp_async" in data
+    print(f"{part:28} {f:6d} files ({py} Python, {f - py} C++) {ln:9d} lines {b / 1e6:7.1f} MB  {hit:3d} contain ptx_cp_async",
+          file=sys.stderr)
+PYEOF
+
 log "rg $(rg --version | head -n1 | cut -d' ' -f2), ast-grep $("$CACHE/tools-venv/bin/ast-grep" --version | cut -d' ' -f2)"
 echo "$TREE"

@@ -284,6 +284,11 @@ def bench_check(args, tool, rg, sg, tree) -> dict:
     names = list(cmds)
     A, W, B, C, D = names
     short = {A: "cold", W: "warm", B: "rg", C: "ast-grep", D: "pipeline"}
+    if getattr(args, "switch_off_row", False):
+        OFF = "cpasync-migrate --check --no-cache (new-form fast path off)"
+        cmds[OFF] = (f"CPASYNC_MIGRATE_FAST_NEW_FORM=0 {q(tool)} --check --no-cache {q(str(tree))}", (1,))
+        names.append(OFF)
+        short[OFF] = "cold, switch off"
     say("\n## --check on the tree")
     say(f"results cache of the warm runs: {ENV[CACHE_ENV]} (emptied now; the warm-up run fills it)")
     shutil.rmtree(ENV[CACHE_ENV], ignore_errors=True)
@@ -586,6 +591,9 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", action="store_true", help="also print where one --check run spends its time")
     ap.add_argument("--profile-only", action="store_true", help="only print that profile")
     ap.add_argument("--save", type=Path, help="also write the raw timings as JSON to this file")
+    ap.add_argument("--switch-off-row", action="store_true",
+                    help="also time the cold run with the fast pass's access-pointer decisions off "
+                         "(CPASYNC_MIGRATE_FAST_NEW_FORM=0), paired in the same rounds")
     args = ap.parse_args(argv)
     args.write_reps = args.write_reps or args.reps
 
@@ -601,8 +609,9 @@ def main(argv=None) -> int:
         args.work.mkdir(parents=True, exist_ok=True)
         bench_kernels(args, tool, args.work)
         return 0
-    if not (tree / LEGACY_PART).is_dir():
-        print(f"no benchmark tree at {tree}: run benchmarks/build_tree.sh first", file=sys.stderr)
+    if not tree.is_dir() or (not args.skip_write and not (tree / LEGACY_PART).is_dir()):
+        print(f"no benchmark tree at {tree} (or it has no {LEGACY_PART} for the write sections: --skip-write): "
+              "run benchmarks/build_tree.sh first", file=sys.stderr)
         return 2
     rg = shutil.which("rg")
     sg = args.ast_grep or next((str(p) for p in [CACHE / "tools-venv" / "bin" / "ast-grep"] if p.exists()),
