@@ -37,8 +37,9 @@ ENVS = {"legacy": "tl-0.1.7.post1", "0.1.8": "tl-0.1.8", "latest": "tl-latest"}
 
 
 # A destination access pointer typed with the call's dtype on a byte-sized tile (the migration of a
-# call in merged shared memory): group 1 the dtype, 2 the tile, 3 the offset, 4 the extent.
-TILE_DTYPE_RE = re.compile(r'T\.type_annotation\("(float16|float32)"\), (stage|raw)\.data, ([^,]+), (\d+), 2\)')
+# call in merged shared memory, laid out over one or more lines): group 1 the dtype, 2 the tile,
+# 3 the offset, 4 the extent.
+TILE_DTYPE_RE = re.compile(r'T\.type_annotation\("(float16|float32)"\),\s*(stage|raw)\.data,\s*([^,]+?),\s*(\d+),\s*2\s*\)')
 TILE_TYPES = {"stage": "uint8", "raw": "int8"}
 CALL_SIZES = {"float16": 2, "float32": 4}
 
