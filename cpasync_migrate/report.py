@@ -419,8 +419,11 @@ def github_lines(outcomes: list[FileOutcome], mode: str = "check") -> list[str]:
         msg = f.message
         if f.fix and f.fix.assumptions:
             msg += "\nassumptions: " + "; ".join(f.fix.assumptions)
-        props = (f"file={_gh_escape_prop(rel(f.path))},line={f.line},col={f.column},"
-                 f"endLine={f.end_line},endColumn={f.end_column},title={_gh_escape_prop(f.code)}")
+        if f.end_line == f.line:
+            where = f"line={f.line},col={f.column},endLine={f.end_line},endColumn={f.end_column}"
+        else:  # GitHub takes columns only on an annotation of one line
+            where = f"line={f.line},endLine={f.end_line}"
+        props = f"file={_gh_escape_prop(rel(f.path))},{where},title={_gh_escape_prop(f.code)}"
         lines.append(f"::{level} {props}::{_gh_escape_data(msg)}")
     for o in outcomes:
         for v in o.verdicts:

@@ -422,3 +422,24 @@ def test_a_tree_that_defines_the_intrinsic_sets_the_target_from_its_definition(t
     # --target still wins
     target = json.loads(run_cli("--check", "--format", "json", "--target", "0.1.9", ".", cwd=tmp_path).stdout)["target"]
     assert target["generation"] == "0.1.9" and target["reason"].startswith("--target"), target
+
+
+def test_github_annotations_of_several_lines_carry_no_columns(tmp_path):
+    """GitHub does not accept col/endColumn on an annotation whose line and endLine differ."""
+    write(tmp_path / "k.py", textwrap.dedent('''\
+        import tilelang.language as T
+
+
+        @T.prim_func
+        def main(A: T.Tensor((256,), "float16")):
+            with T.Kernel(1, threads=32) as bx:
+                S = T.alloc_shared((256,), "float16")
+                tx = T.get_thread_binding()
+                T.ptx_cp_async(
+                    "float16", S.data, tx * 8, A.data, tx * 8, 16
+                )
+        '''))
+    r = run_cli("--check", "--format", "github", ".", cwd=tmp_path)
+    (line,) = [ln for ln in r.stdout.splitlines() if "CPA001" in ln]
+    assert line.startswith("::error file=k.py,line=9,endLine=11,title=CPA001::"), line
+    assert "col=" not in line.split("::")[1] and "endColumn=" not in line.split("::")[1]
