@@ -330,3 +330,35 @@ def k(A: T.Tensor((8, 64), "float16"), B: T.Tensor((8, 64), "float16")):
     shifted = good.replace("A[bx, tx * 8]", "A[bx, tx * 4]")
     (v,) = verify_source(old, shifted, "a.py", rules=RULES, target="0.1.9")
     assert v.verdict == "mismatch" and v.detail["interpreter"]["verdict"] == "mismatch"
+
+
+WIDTH_OLD = '''
+import tilelang.language as T
+
+
+@T.prim_func
+def main(A: T.Tensor((1024,), "float16"), B: T.Tensor((1024,), "float16")):
+    with T.Kernel(8, threads=16) as bx:
+        S = T.alloc_shared((128,), "float16", scope="shared")
+        tx = T.get_thread_binding()
+        T.ptx_cp_async("float16", S.data, tx * 8, A.data, bx * 128 + tx * 8, 16)
+        T.ptx_cp_async("float16", S.data, tx * 8, A.data, bx * 128 + tx * 8, 2)
+        T.ptx_commit_group()
+        T.ptx_wait_group(0)
+        for i in T.serial(8):
+            B[bx * 128 + tx * 8 + i] = S[tx * 8 + i]
+'''
+
+
+def test_a_width_the_original_line_already_had_is_not_the_rewrites_mismatch():
+    """A 2-byte copy the rewrite left as it was (not a cp.async width) is the original's problem: the
+    verdict is not a mismatch blaming the rewrite of the other line."""
+    new = WIDTH_OLD.replace(
+        'T.ptx_cp_async("float16", S.data, tx * 8, A.data, bx * 128 + tx * 8, 16)',
+        'T.ptx_cp_async(T.tvm_access_ptr(T.type_annotation("float16"), S.data, tx * 8, 8, 2), '
+        'T.tvm_access_ptr(T.type_annotation("float16"), A.data, bx * 128 + tx * 8, 8, 1), 16)')
+    assert new != WIDTH_OLD
+    (v,) = verify_source(WIDTH_OLD, new, "w.py", rules=load_rules(), target="0.1.8")
+    assert v.verdict != "mismatch", v.to_dict()
+    widths = [c for s in v.sites for c in s["checks"] if c["check"] == "width"]
+    assert any(c["ok"] is None and "did not change" in c["how"] for c in widths), v.sites
