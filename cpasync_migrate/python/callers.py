@@ -45,7 +45,7 @@ def param_route(ctx, at: cst.CSTNode, name: str, macro_names: set) -> Optional[R
         return None
     param = asg.node
     fdef = ctx.parent(ctx.parent(param))  # Param -> Parameters -> FunctionDef
-    if not isinstance(fdef, cst.FunctionDef) or not _decorated(ctx, fdef, macro_names):
+    if not isinstance(fdef, cst.FunctionDef) or not decorated(ctx, fdef, macro_names):
         return None
     route = Route(fdef, param, [], isinstance(ctx.parent(fdef), cst.Module) and not fdef.name.value.startswith("_"))
     scope = ctx.scope_of(fdef)
@@ -85,7 +85,8 @@ def _argument(call: cst.Call, name: str, index: Optional[int]) -> Optional[cst.B
     return None
 
 
-def _decorated(ctx, fdef: cst.FunctionDef, names: set) -> bool:
+def decorated(ctx, fdef: cst.FunctionDef, names: set) -> bool:
+    """``fdef`` has a TileLang/TVM decorator whose last name is in ``names`` (``@T.macro``, ``@T.prim_func(...)``)."""
     mods = ctx.tl_modules | ctx.tvm_modules
     for d in fdef.decorators:
         expr = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator

@@ -189,14 +189,9 @@ class SharedMemory:
     # ------------------------------------------------------------------ kernels
 
     def decorated(self, fdef: cst.FunctionDef, names: set) -> bool:
-        mods = self.ctx.tl_modules | self.ctx.tvm_modules
-        for d in fdef.decorators:
-            expr = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
-            for q in self.ctx.qnames(expr):
-                mod, _, last = q.rpartition(".")
-                if last in names and (mod in mods or mod.split(".")[0] in ("tilelang", "tvm")):
-                    return True
-        return False
+        from .callers import decorated
+
+        return decorated(self.ctx, fdef, names)
 
     def enclosing_def(self, node) -> Optional[cst.FunctionDef]:
         cur = self.ctx.parent(node)
