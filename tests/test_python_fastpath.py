@@ -207,11 +207,18 @@ MIGRATED = [
 
 # Files the ast pass must leave to libcst, on purpose (the reason in the comment).
 TO_LIBCST = [
-    # a module-level definition of the intrinsic with the legacy parameters
-    "from tvm.tir import op as _op\n\ndef ptx_cp_async(dtype, shared_ptr, shared_offset, global_ptr, global_offset,"
-    " bytes):\n    return _op.ptx_cp_async(dtype, shared_ptr, shared_offset, global_ptr, global_offset, bytes)\n",
-    # a runtime helper with the legacy shape
-    "def cp_async_gs(size, dst, dst_offset, src, src_offset):\n    pass\nT.ptx_cp_async(a, b, 16)\n",
+    # a decorated definition of the intrinsic, a body on the def's line, a parenthesized callee in the body
+    "import functools\nfrom tvm.tir import op as _op\n\n@functools.wraps(_op.ptx_cp_async)\n"
+    "def ptx_cp_async(dtype, shared_ptr, shared_offset, global_ptr, global_offset, bytes):\n"
+    "    return _op.ptx_cp_async(dtype, shared_ptr, shared_offset, global_ptr, global_offset, bytes)\n",
+    "from tvm.tir import op as _op\ndef ptx_cp_async(dtype, shared_ptr, shared_offset, global_ptr, global_offset,"
+    " bytes): return _op.ptx_cp_async(dtype, shared_ptr, shared_offset, global_ptr, global_offset, bytes)\n",
+    "from tvm.tir import op as _op\ndef ptx_cp_async(dtype, shared_ptr, shared_offset, global_ptr, global_offset,"
+    " bytes):\n    return (_mine)(dtype, shared_ptr, shared_offset, global_ptr, global_offset, bytes)\n",
+    # the definition's module alias bound twice
+    "from tvm.tir import op as _op\nif X:\n    import tvm.tir as _op\ndef ptx_cp_async(dtype, shared_ptr, shared_offset,"
+    " global_ptr, global_offset, bytes):\n    return _op.ptx_cp_async(dtype, shared_ptr, shared_offset, global_ptr,"
+    " global_offset, bytes)\n",
     # the intrinsic bound to a name that is called
     "import tilelang.language as T\ncp = T.ptx_cp_async\ncp(T.access_ptr(S[0], 'w', 8), T.access_ptr(A[0], 'r', 8), 16)\n",
     "import tilelang.language as T\ncp = T.ptx_cp_async\ncp2 = cp\ncp2('float16', S.data, 0, A.data, 0, 16)\n",
@@ -223,7 +230,9 @@ TO_LIBCST = [
     "import tilelang\nlang = tilelang.language\nlang.ptx_cp_async(T.access_ptr(S[0], 'w', 8), A, 12)\n",
     # star imports
     "from tilelang.language import *\nptx_cp_async(access_ptr(S[0], 'w', 8), access_ptr(A[0], 'r', 8), 16)\n",
-    "from tilelang.autotuner import *\nimport tilelang.language as T\nT.ptx_cp_async(a, b, 16)\n",
+    "from tvm.tir import *\nimport tilelang.language as T\nT.ptx_cp_async(T.access_ptr(S[0], 'w', 8), A, 16)\n",
+    "try:\n    from tilelang.autotuner import *\nexcept ImportError:\n    pass\nimport tilelang.language as T\n"
+    "T.ptx_cp_async(a, b, 16)\n",
     # a legacy call of TileLang's intrinsic (it needs a rewrite)
     "import tilelang.language as T\nT.ptx_cp_async('float16', S.data, 0, A.data, 0, 16)\n",
     # a buffer bound in a class body, and a del the scopes record otherwise
@@ -231,6 +240,17 @@ TO_LIBCST = [
     "    T.ptx_cp_async(T.access_ptr(S[0], 'w', 1), T.access_ptr(S[0], 'r', 1), 1)\n",
     "import tilelang.language as T\nS = T.alloc_shared((8,), 'float16')\ndef f():\n    del S\n"
     "    T.ptx_cp_async(T.access_ptr(S[0], 'w', 1), T.access_ptr(S[0], 'r', 1), 1)\n",
+]
+
+# A star import of some other library binds none of the names the libcst pass reads (its scopes record
+# no binding for it, and reach.py follows only TileLang's and TVM's): decided by the ast pass.
+OTHER_STAR = [
+    "from tilelang.autotuner import *\nimport tilelang.language as T\nT.ptx_cp_async(a, b, 16)\n",
+    "import tilelang.language as T\nfrom einops import *\nS = T.alloc_shared((8,), 'float16')\n"
+    "T.ptx_cp_async(T.access_ptr(S[0], 'w', 1), T.access_ptr(S[0], 'r', 1), 3)\n",
+    "from tilelang.autotuner import *\nimport tilelang.language as T\n"
+    "ptx_cp_async(T.access_ptr(S[0], 'w', 8), T.access_ptr(A[0], 'r', 8), 16)\n",
+    "from helpers import *\nimport tvm.tir as tir\ntir.ptx_cp_async('float16', S.data, 0, A.data, 0, 16)\n",
 ]
 
 # Read as a value but reaching no call: decided by the ast pass (libcst gives no finding for the reads either).
@@ -244,7 +264,7 @@ VALUE_READS = [
 
 
 ALL_TEXTS = [c.input.read_text(encoding="utf-8-sig") for c in cases("python")] + EXTRA + MIGRATED + TO_LIBCST + \
-    VALUE_READS
+    VALUE_READS + OTHER_STAR
 
 
 @pytest.mark.parametrize("opts", ALL_OPTS, ids=["0.1.8", "0.1.9", "migrate-tvm"])
@@ -268,7 +288,7 @@ def test_generated_migrated_files_agree_and_are_decided(opts):
 
 
 @pytest.mark.parametrize("opts", ALL_OPTS[:2], ids=["0.1.8", "0.1.9"])
-@pytest.mark.parametrize("text", MIGRATED + VALUE_READS)
+@pytest.mark.parametrize("text", MIGRATED + VALUE_READS + OTHER_STAR)
 def test_migrated_files_are_decided_without_libcst(text, opts):
     assert pyfe._fast(text, "x.py", opts) is not None
 
@@ -323,3 +343,120 @@ def test_enclosing_names_come_from_definitions_around_the_call():
     quick = pyfe._fast(EXTRA[5], "x.py", OPTS)
     assert quick is not None
     assert [(f.line, f.function) for f in quick.findings] == [(4, "ptx_cp_async"), (6, "C"), (11, "C")]
+
+
+# Definitions of the intrinsic and runtime helpers (CPA006 / CPA007) that definitions_ast.py decides: the same
+# findings as definitions.py, fix edits included.
+_LEGACY_PARAMS = "dtype, shared_ptr, shared_offset, global_ptr, global_offset, bytes"
+DEFINITIONS = [
+    # upstream's shape: a docstring and a forward of every parameter to TVM's wrapper
+    textwrap.dedent(f'''\
+        from tvm.tir import op as _tvm_op
+        from tvm import tir
+
+
+        def ptx_cp_async({_LEGACY_PARAMS}):
+            """TVM intrinsic for ptx async copy from global to shared memory.
+
+            Parameters
+            ----------
+            dtype : str
+            """
+            return _tvm_op.ptx_cp_async({_LEGACY_PARAMS})
+
+
+        def ptx_commit_group():
+            return tir.call_intrin("", "tir.ptx_commit_group")
+        '''),
+    # no docstring, TVM's wrapper through `import tvm`, a trailing comment, a default with a non-ASCII string
+    "import tvm\n\ndef ptx_cp_async(dtype, shared_ptr, shared_offset, global_ptr, global_offset, bytes='é'):\n"
+    "    return tvm.tir.ptx_cp_async(dtype, shared_ptr, shared_offset, global_ptr, global_offset, bytes)  # ü\n",
+    # parameters laid out over several lines, annotations, CRLF newlines, async
+    "from tvm.tir import ptx_cp_async as _cp\r\n\r\nasync def ptx_cp_async(\r\n    dtype: str,\r\n    shared_ptr,\r\n"
+    "    shared_offset,\r\n    global_ptr,\r\n    global_offset,\r\n    bytes: int = 16,\r\n):\r\n"
+    "    '''doc'''\r\n    return _cp(\r\n        dtype, shared_ptr, shared_offset, global_ptr, global_offset, bytes\r\n    )\r\n",
+    # bodies that are not upstream's: reordered forward, more statements, some other callee, keywords, no call
+    f"from tvm.tir import op as _op\ndef ptx_cp_async({_LEGACY_PARAMS}):\n"
+    "    return _op.ptx_cp_async(dtype, global_ptr, global_offset, shared_ptr, shared_offset, bytes)\n",
+    f"from tvm.tir import op as _op\ndef ptx_cp_async({_LEGACY_PARAMS}):\n    x = 1\n"
+    f"    return _op.ptx_cp_async({_LEGACY_PARAMS})\n",
+    f"import mylib\ndef ptx_cp_async({_LEGACY_PARAMS}):\n    return mylib.copy_async({_LEGACY_PARAMS})\n",
+    f"from tvm.tir import op as _op\ndef ptx_cp_async({_LEGACY_PARAMS}):\n"
+    "    return _op.ptx_cp_async(dtype=dtype, shared_ptr=shared_ptr, shared_offset=shared_offset,\n"
+    "                            global_ptr=global_ptr, global_offset=global_offset, bytes=bytes)\n",
+    f"def ptx_cp_async({_LEGACY_PARAMS}):\n    return None\n",
+    f"def ptx_cp_async({_LEGACY_PARAMS}):\n    pass\n    # a comment closing the body\n\nx = 1\n",
+    # the new signature already (no finding), extra parameters (no finding)
+    "def ptx_cp_async(dst_access_ptr, src_access_ptr, bytes, predicate=None):\n    return 1\n",
+    f"def ptx_cp_async({_LEGACY_PARAMS}, *rest):\n    return 1\n",
+    # the definition with calls of both APIs elsewhere in the file: an access-pointer call, a TVM legacy call
+    textwrap.dedent(f'''\
+        import tilelang.language as T
+        from tvm.tir import op as _op
+
+        def ptx_cp_async({_LEGACY_PARAMS}):
+            return _op.ptx_cp_async({_LEGACY_PARAMS})
+
+        def use(S, A):
+            _op.ptx_cp_async("float16", S.data, 0, A.data, 0, 16)
+            T.ptx_cp_async(T.access_ptr(S[0], "w", 8), T.access_ptr(A[0], "r", 8), 16)
+        '''),
+    # runtime helpers: two offsets (reported), one offset (not), conditional, a helper nested in a class (not)
+    textwrap.dedent('''\
+        import cutlass.cute as cute
+
+
+        def cp_async_gs(size, dst, dst_offset, src, src_offset):
+            """Copy."""
+            if size == 16:
+                cute.copy(dst + dst_offset, src + src_offset)
+            # a closing comment
+
+
+        def cp_async_gs_conditional(size, dst, dst_offset, src, src_offset, cond):
+            if cond:
+                cp_async_gs(size, dst, dst_offset, src, src_offset)
+
+
+        class Other:
+            def cp_async_gs(self, size, dst, dst_offset, src, src_offset):
+                pass
+        '''),
+    "def cp_async_gs(size, dst, src, src_offset):\n    pass\n",
+    "def cp_async_gs(size, dst, dst_offset, src, src_offset):\n    pass\nT.ptx_cp_async(a, b, 16)\n",
+]
+
+
+def _full_key(a):
+    return [(k, None if f.fix is None else ([(e.start, e.end, e.replacement) for e in f.fix.edits],
+                                            f.fix.applicability, f.fix.assumptions, f.fix.steps))
+            for k, f in zip(key(a), a.findings)]
+
+
+@pytest.mark.parametrize("opts", ALL_OPTS, ids=["0.1.8", "0.1.9", "migrate-tvm"])
+@pytest.mark.parametrize("text", DEFINITIONS)
+def test_definitions_agree_with_libcst(text, opts):
+    full = pyfe.analyze(text, "x.py", opts, fast=False)
+    quick = pyfe._fast(text, "x.py", opts)
+    if opts is ALL_OPTS[2] and quick is None:
+        return  # --migrate-tvm: a legacy call of TVM's wrapper (the forward too) is libcst's to switch
+    assert quick is not None, "definitions_ast.py decides this file"
+    assert _full_key(quick) == _full_key(full)
+
+
+def test_definitions_are_findings():
+    """The cases above exercise a fix, a manual definition and a helper."""
+    codes = {(f.code, f.fix is not None) for t in DEFINITIONS for f in pyfe._fast(t, "x.py", OPTS).findings}
+    assert {("CPA006", True), ("CPA006", False), ("CPA007", False)} <= codes
+
+
+def test_definitions_switch_off_sends_them_to_libcst(monkeypatch):
+    monkeypatch.setattr(pyfe, "DECIDE_DEFINITIONS", False)
+    assert pyfe._fast(DEFINITIONS[0], "x.py", OPTS) is None
+
+
+def test_a_definition_with_defaults_is_left_for_a_person():
+    """A default lets a caller leave the argument out; the new signature has none there: no automatic fix."""
+    for fast in (True, False):
+        (f,) = pyfe.analyze(DEFINITIONS[1], "x.py", OPTS, fast=fast).findings
+        assert f.code == "CPA006" and f.fix is None and "default value" in f.message

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import re
 from collections import OrderedDict
 from functools import lru_cache
 from typing import Iterator, Optional
@@ -63,6 +64,52 @@ def parse_bytes(data: bytes) -> tree_sitter.Tree:
     return parser().parse(data)
 
 
+# A file with non-ASCII text maps byte offsets to characters through the positions of its
+# non-ASCII characters only (found by a regular expression, in C), instead of one entry per
+# character built in a Python loop (most of the C++ front end's time on such a file).
+# ``CPASYNC_MIGRATE_SPARSE_OFFSETS=0`` switches back to the per-character map;
+# tests/test_cpp.py checks that both give the same offsets.
+SPARSE_OFFSETS = os.environ.get("CPASYNC_MIGRATE_SPARSE_OFFSETS", "1") != "0"
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def _dense_offsets(text: str) -> list[int]:
+    """Byte offset of the start of each character, and the end; bisect maps back."""
+    offs = []
+    pos = 0
+    for ch in text:
+        offs.append(pos)
+        pos += len(ch.encode("utf-8", "surrogatepass"))
+    offs.append(pos)
+    return offs
+
+
+class _SparseOffsets:
+    """Character offset of a byte offset, from the non-ASCII characters alone.
+
+    ``ends[i]``: the byte offset just after the i-th non-ASCII character; ``extra[i]``: the bytes
+    beyond one per character up to and including it.  A byte offset ``b`` at a character boundary
+    has ``k`` non-ASCII characters ending at or before it, and its character offset is
+    ``b - extra[k - 1]``.
+    """
+
+    def __init__(self, text: str):
+        ends, extra = [], []
+        total = 0
+        for m in _NON_ASCII.finditer(text):
+            ch = m.group()
+            n = len(ch.encode("utf-8", "surrogatepass"))
+            total += n - 1
+            # the character starts at byte (char offset + extra before it) and ends n bytes later
+            ends.append(m.start() + total - (n - 1) + n)
+            extra.append(total)
+        self.ends, self.extra = ends, extra
+
+    def char(self, byte_offset: int) -> int:
+        k = bisect.bisect_right(self.ends, byte_offset)
+        return byte_offset - (self.extra[k - 1] if k else 0)
+
+
 class Source:
     """One file's text, its UTF-8 bytes, its parse tree and offset maps."""
 
@@ -74,15 +121,10 @@ class Source:
         self._starts: Optional[list[int]] = None
         if len(self.data) == len(text):
             self._b2c = None
+        elif SPARSE_OFFSETS:
+            self._b2c = _SparseOffsets(text)
         else:
-            # Byte offset of the start of each character; bisect maps back.
-            offs = []
-            pos = 0
-            for ch in text:
-                offs.append(pos)
-                pos += len(ch.encode("utf-8", "surrogatepass"))
-            offs.append(pos)
-            self._b2c = offs
+            self._b2c = _dense_offsets(text)
 
     # -- positions -------------------------------------------------------
     @property
@@ -96,7 +138,9 @@ class Source:
         """Character offset of a byte offset (a character boundary)."""
         if self._b2c is None:
             return byte_offset
-        return bisect.bisect_left(self._b2c, byte_offset)
+        if type(self._b2c) is list:
+            return bisect.bisect_left(self._b2c, byte_offset)
+        return self._b2c.char(byte_offset)
 
     def span(self, node) -> tuple[int, int]:
         return self.c(node.start_byte), self.c(node.end_byte)

@@ -16,13 +16,20 @@
   once, a dtype spelled in a way this pass does not read), libcst decides;
 * anything else goes to the libcst pass in ``rewrite.py``: a legacy call of
   TileLang's intrinsic (it needs a rewrite), a module-level definition of the
-  intrinsic or a runtime helper (``_defines``), a name bound by assignment to
+  intrinsic or a runtime helper (``_defines``) that ``definitions_ast.py`` does
+  not decide (a decorated one, say), a name bound by assignment to
   something that mentions the intrinsic and then called (``cp =
-  T.ptx_cp_async``), ``getattr(..., "ptx_cp_async")``, star imports, and a
+  T.ptx_cp_async``), ``getattr(..., "ptx_cp_async")``, a star import of
+  TileLang's or TVM's namespace (it binds the bare names ``reach.py`` follows;
+  other star imports bind nothing libcst's scopes or ``reach.py`` read), and a
   callee whose root name is bound by assignment (``L2 = T``).
 
 ``DECIDE_NEW_FORM`` (environment ``CPASYNC_MIGRATE_FAST_NEW_FORM=0`` turns it off)
 switches the access-pointer decisions; off, such files go to libcst as before.
+``DECIDE_DEFINITIONS`` (``CPASYNC_MIGRATE_FAST_DEFINITIONS=0``) switches the
+definitions of ``definitions_ast.py`` (a fork's ``op.py``, a CuTeDSL runtime
+module): on, a file whose sites are those definitions and calls this pass
+decides never reaches libcst; off, it goes to libcst as before.
 
 Every finding of the libcst pass is a call whose callee is spelled
 ``<expr>.ptx_cp_async``, ``ptx_cp_async`` or a name imported as
@@ -39,6 +46,7 @@ from ..findings import Analysis, Finding, FrontEndOptions, Status
 
 SUFFIXES = (".py", ".pyi")
 DECIDE_NEW_FORM = os.environ.get("CPASYNC_MIGRATE_FAST_NEW_FORM", "1") != "0"
+DECIDE_DEFINITIONS = os.environ.get("CPASYNC_MIGRATE_FAST_DEFINITIONS", "1") != "0"
 INTRINSIC = "ptx_cp_async"
 SUPPRESS_RE = re.compile(r"#\s*cpasync-migrate:\s*ignore\b")
 TVM_MESSAGE = (
@@ -201,7 +209,7 @@ def _scan(tree: ast.Module) -> _Scan:
                     continue
                 for a in node.names:
                     if a.name == "*":
-                        names.append(("*", "*"))
+                        names.append(("*", node.module))
                         continue
                     names.append((a.asname or a.name, f"{node.module}.{a.name}"))
             for bound, target in names:
@@ -657,23 +665,34 @@ def _decide(text: str, path: str, options: FrontEndOptions):
         tree = ast.parse(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None, "syntax"
+    defined = []
+    s = None
     if _defines(tree, options):
-        return None, "definition"
+        if not DECIDE_DEFINITIONS:
+            return None, "definition"
+        from . import definitions_ast
+
+        s = _scan(tree)
+        try:
+            defined = definitions_ast.find(tree, text, path, options, INTRINSIC, lambda e: _qualify(e, s))
+        except (definitions_ast.Undecided, _Undecided):
+            return None, "definition"
     if not _may_call(text):
-        return Analysis([]), "text"
-    s = _scan(tree)
+        return Analysis(defined), "text"
+    if s is None:
+        s = _scan(tree)
     if DECIDE_NEW_FORM:
         if _reaches_by_binding(s):
             return None, "binding"  # a name bound to the intrinsic is called: libcst follows it
     elif _used_as_value(tree):
         return None, "value"
     if not s.calls:
-        return Analysis([]), "no call"
+        return Analysis(defined), "no call"
     rules = options.rules
     tl = set(rules.tilelang_modules)
     tvm = set(rules.tvm_modules)
-    if "*" in s.imports or "*" in s.nested:
-        return None, "star import"  # a star import may bind any name: libcst decides
+    if "*" in s.nested or any(m in tl or m in tvm for m in s.imports.get("*", [])):
+        return None, "star import"  # TileLang's or TVM's star import binds the bare names: libcst decides
     lines = text.splitlines(True)
     new_form = None
     dtype_kw = rules.legacy.python_params[0]
@@ -727,6 +746,11 @@ def _decide(text: str, path: str, options: FrontEndOptions):
             out.append(f)
     except _Undecided:
         return None, "undecided"
+    if defined:
+        # the definition's own forward to TVM's wrapper is part of the definition's site (as rewrite.analyze)
+        inside = [(d.line, d.end_line) for d in defined if d.code == "CPA006"]
+        out = [f for f in out if not (f.code == "CPA003" and any(a <= f.line and f.end_line <= b for a, b in inside))]
+        out.extend(defined)
     out.sort(key=lambda f: (f.line, f.column))
     return Analysis(out), "decided"
 

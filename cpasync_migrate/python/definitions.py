@@ -89,6 +89,8 @@ def definition(ctx, fdef: cst.FunctionDef, facts: dict) -> Optional[Finding]:
 
 def _upstream_shape(ctx, fdef: cst.FunctionDef, legacy: list[str], facts: dict) -> Optional[str]:
     """None when the body is the upstream one: an optional docstring and a forward of every parameter."""
+    if any(p.default is not None for p in fdef.params.params):
+        return "a parameter has a default value, so a caller may leave it out"
     body = list(fdef.body.body) if isinstance(fdef.body, cst.IndentedBlock) else []
     if body and _is_docstring(body[0]):
         body = body[1:]
