@@ -207,10 +207,7 @@ MIGRATED = [
 
 # Files the ast pass must leave to libcst, on purpose (the reason in the comment).
 TO_LIBCST = [
-    # a decorated definition of the intrinsic, a body on the def's line, a parenthesized callee in the body
-    "import functools\nfrom tvm.tir import op as _op\n\n@functools.wraps(_op.ptx_cp_async)\n"
-    "def ptx_cp_async(dtype, shared_ptr, shared_offset, global_ptr, global_offset, bytes):\n"
-    "    return _op.ptx_cp_async(dtype, shared_ptr, shared_offset, global_ptr, global_offset, bytes)\n",
+    # a body on the def's line, a parenthesized callee in the body
     "from tvm.tir import op as _op\ndef ptx_cp_async(dtype, shared_ptr, shared_offset, global_ptr, global_offset,"
     " bytes): return _op.ptx_cp_async(dtype, shared_ptr, shared_offset, global_ptr, global_offset, bytes)\n",
     "from tvm.tir import op as _op\ndef ptx_cp_async(dtype, shared_ptr, shared_offset, global_ptr, global_offset,"
@@ -386,6 +383,12 @@ DEFINITIONS = [
     "                            global_ptr=global_ptr, global_offset=global_offset, bytes=bytes)\n",
     f"def ptx_cp_async({_LEGACY_PARAMS}):\n    return None\n",
     f"def ptx_cp_async({_LEGACY_PARAMS}):\n    pass\n    # a comment closing the body\n\nx = 1\n",
+    # decorated: the definition and a helper (both passes place them at the `def`)
+    "import functools\nfrom tvm.tir import op as _op\n\n@functools.wraps(_op.ptx_cp_async)\n"
+    "def ptx_cp_async(dtype, shared_ptr, shared_offset, global_ptr, global_offset, bytes):\n"
+    "    return _op.ptx_cp_async(dtype, shared_ptr, shared_offset, global_ptr, global_offset, bytes)\n",
+    "import cutlass.cute as cute\n\n\n@cute.jit\n@other(\n    1)\ndef cp_async_gs_conditional(size, dst, dst_offset,"
+    " src, src_offset, cond):\n    pass\n",
     # the new signature already (no finding), extra parameters (no finding)
     "def ptx_cp_async(dst_access_ptr, src_access_ptr, bytes, predicate=None):\n    return 1\n",
     f"def ptx_cp_async({_LEGACY_PARAMS}, *rest):\n    return 1\n",

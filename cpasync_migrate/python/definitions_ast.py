@@ -7,10 +7,11 @@ fast pass (``python/__init__.py``) asks this module for the same findings, fix i
 
 * ``find`` returns the findings exactly as ``definitions.find`` gives them (positions, code,
   message, role, op, the fix's edits, applicability and steps), or raises ``Undecided`` where
-  this module does not follow the text as libcst does: a decorated definition, a body that is
-  not the upstream shape but whose message would quote text libcst spans otherwise
-  (parentheses around the callee), a callee whose name is bound more than once, a lone ``\\r``
-  (libcst and ``ast`` count lines differently there).
+  this module does not follow the text as libcst does: a body on the ``def``'s own line, a
+  body that is not the upstream shape but whose message would quote text libcst spans
+  otherwise (parentheses around the callee), a callee whose name is bound more than once, a
+  lone ``\\r`` (libcst and ``ast`` count lines differently there).  Both place a definition at
+  its ``def`` (or ``async``), after its decorators.
 
 The facts (names, what a legacy body forwards to, the new text) come from
 ``rules/python_api.toml``, as for ``definitions.py``; ``tests/test_python_fastpath.py`` checks
@@ -80,8 +81,6 @@ def find(tree: ast.Module, text: str, path: str, options, intrinsic: str, qualif
             continue
         if src is None:
             src = _Text(text)
-        if stmt.decorator_list:
-            raise Undecided
         _indented(stmt, src)
         if stmt.name == intrinsic:
             f = _definition(stmt, src, path, options, facts.get("definition", {}), qualify)
