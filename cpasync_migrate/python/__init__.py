@@ -110,7 +110,7 @@ class _Scan:
 # (the target of an annotated assignment with a value), "with" (``with ... as NAME``); anything
 # else binding the name is "other", or "uncertain" where libcst's scopes record it otherwise than
 # Python binds it (``del``, match captures, ``global``/``nonlocal``, type parameters).
-_DECL_KINDS = ("param", "assign", "annassign", "with")
+_DECL_KINDS = ("param", "assign", "annassign", "with", "tuple")
 
 
 def _scan(tree: ast.Module) -> _Scan:
@@ -182,6 +182,10 @@ def _scan(tree: ast.Module) -> _Scan:
             values.append((names, node.value))
             if len(node.targets) == 1 and type(node.targets[0]) is Name:
                 kinds[id(node.targets[0])] = ("assign", node)
+            elif len(node.targets) == 1 and type(node.targets[0]) in (ast.Tuple, ast.List):
+                for x in node.targets[0].elts:
+                    if type(x) is Name:
+                        kinds[id(x)] = ("tuple", node)  # rewrite.declaration_of unpacks these
         elif t is ast.AnnAssign:
             if type(node.target) is Name and node.value is not None:
                 assigned.add(node.target.id)
@@ -466,7 +470,8 @@ class _NewForm:
             if kind == "param":
                 placed.append((extra, b))
             else:
-                where = extra if kind in ("assign", "annassign") else extra.context_expr if kind == "with" else node
+                where = extra if kind in ("assign", "annassign", "tuple") else \
+                    extra.context_expr if kind == "with" else node
                 placed.append((self._innermost(where), b))
         p = self._pos(at)
         chain = []
@@ -545,6 +550,8 @@ class _NewForm:
         kind, node, extra = seen[0]
         if kind == "param":
             return (node, node.annotation) if node.annotation is not None else None
+        if kind == "tuple" or (kind == "assign" and type(extra.value) is ast.Name):
+            raise _Undecided  # unpacking and aliases: rewrite.declaration_of follows them
         if kind in ("assign", "annassign"):
             return extra, extra.value
         if kind == "with":

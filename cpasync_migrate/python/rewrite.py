@@ -105,6 +105,7 @@ def _int_value(node: cst.BaseExpression) -> Optional[int]:
 # the module in a traversal of its own; the analysis asks for a handful), and parents from the one
 # traversal below (ParentNodeProvider would make another).
 _PROVIDERS = (PositionProvider, ScopeProvider)
+_ALIAS_DEPTH = 4  # links of `S = staged` followed to a buffer's declaration
 
 
 class _Collector(cst.CSTVisitor):
@@ -368,11 +369,15 @@ class _Context:
     def parent(self, node):
         return self.md(ParentNodeProvider, node)
 
-    def declaration_of(self, at: cst.CSTNode, name: str) -> Optional[tuple[cst.CSTNode, cst.BaseExpression]]:
+    def declaration_of(self, at: cst.CSTNode, name: str,
+                       depth: int = 0) -> Optional[tuple[cst.CSTNode, cst.BaseExpression]]:
         """The declaring call (or subscript) of buffer ``name`` visible at ``at``.
 
         Returns (context node, declaration expression), or None when no
-        single declaration is visible.
+        single declaration is visible.  Followed as Python binds them: a plain alias
+        (``S = staged``: the declaration of ``staged`` seen at that statement, up to
+        ``_ALIAS_DEPTH`` links) and tuple unpacking of as many declarations
+        (``a_s, b_s = T.alloc_shared(...), T.alloc_shared(...)``).
         """
         decls = []
         for asg in self.assignments(at, name):
@@ -388,9 +393,23 @@ class _Context:
             if isinstance(par, cst.AssignTarget):
                 stmt = self.parent(par)
                 if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and par.target is n:
+                    if isinstance(stmt.value, cst.Name):
+                        if stmt.value.value == name or depth >= _ALIAS_DEPTH:
+                            return None
+                        found = self.declaration_of(stmt, stmt.value.value, depth + 1)
+                        if found is None:
+                            return None
+                        decls.append(found)
+                        continue
                     decls.append((stmt, stmt.value))
                     continue
                 return None
+            if isinstance(par, cst.Element):
+                found = self._unpacked(par, n)
+                if found is None:
+                    return None
+                decls.append(found)
+                continue
             if isinstance(par, cst.AnnAssign) and par.target is n and par.value is not None:
                 decls.append((par, par.value))
                 continue
@@ -403,6 +422,29 @@ class _Context:
         if len(decls) != 1:
             return None
         return decls[0]
+
+    def _unpacked(self, element: cst.Element, n: cst.Name):
+        """``a, b = X, Y``: (the statement, the value matching ``n``) when ``X``, ``Y`` are declarations
+        (calls or subscripts, never names, so no value reads a name the statement rebinds)."""
+        tup = self.parent(element)
+        if not isinstance(tup, (cst.Tuple, cst.List)):
+            return None
+        target = self.parent(tup)
+        if not isinstance(target, cst.AssignTarget) or target.target is not tup:
+            return None
+        stmt = self.parent(target)
+        if not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1 or \
+                not isinstance(stmt.value, (cst.Tuple, cst.List)):
+            return None
+        names, values = tup.elements, stmt.value.elements
+        if len(names) != len(values) or any(isinstance(e, cst.StarredElement) for e in (*names, *values)) or \
+                not all(isinstance(e.value, cst.Name) for e in names):
+            return None
+        i = next(i for i, e in enumerate(names) if e is element)
+        value = values[i].value
+        if not isinstance(value, (cst.Call, cst.Subscript)):
+            return None
+        return stmt, value
 
     def decl_dtype_expr(self, decl: cst.BaseExpression) -> tuple[Optional[cst.BaseExpression], str]:
         """The dtype argument of a declaration expression.
@@ -434,6 +476,14 @@ class _Context:
         if len(positional) > spec["position"]:
             return positional[spec["position"]].value, fname
         return None, fname
+
+    def declared_default(self, fname: str, buf: str) -> str:
+        """The dtype ``fname`` gives a buffer declared without one (rules/namespaces.toml); NoFix when it
+        requires one (TileLang's ``alloc_shared``: such a kernel does not build)."""
+        d = self.rules.declarations[fname].get("default")
+        if d is None:
+            raise NoFix(f"`{buf}` is declared by {fname} without a dtype, which {fname} requires")
+        return self.rules.canonical_dtype(d)
 
     def decl_function(self, func: cst.BaseExpression) -> Optional[str]:
         for q in self.qnames(func):
@@ -517,10 +567,8 @@ class _Context:
                 ctx_node, decl = found
                 dexpr, fname = self.decl_dtype_expr(decl)
                 if dexpr is None:
-                    d = self.rules.default_dtype
-                    return Pointer(arg, buf, DType(
-                        f'"{d}"', d, self.rules.dtype_size(d),
-                        [f"`{buf}` is declared by {fname} without a dtype; the API default {d} is assumed"]))
+                    d = self.declared_default(fname, buf)
+                    return Pointer(arg, buf, DType(f'"{d}"', d, self.rules.dtype_size(d)))
                 dt = self.dtype_of_expr(dexpr, ctx_node)
                 if not self.same_binding(ctx_node, call, dexpr):
                     # the declaration's dtype expression means something else here
@@ -570,7 +618,7 @@ class _Context:
                             "single declaration of it is visible there")
             dexpr, fname = self.decl_dtype_expr(found[1])
             if dexpr is None:
-                dn = self.rules.default_dtype
+                dn = self.declared_default(fname, bufname)
                 dt = DType(f'"{dn}"', dn, self.rules.dtype_size(dn))
             else:
                 dt = self.dtype_of_expr(dexpr, found[0])
@@ -658,6 +706,19 @@ class _Context:
         return a.text == b.text and self.same_binding(a_at, b_at, b_expr)
 
     # ---------------------------------------------------------------- emitting
+
+    def own_alias(self, call: cst.Call) -> Optional[str]:
+        """The name the call itself spells tilelang.language with (``TL`` in ``TL.ptx_cp_async``), when
+        it is a module-level import of it seen unchanged at the call: a file with two aliases keeps
+        each call's own."""
+        f = call.func
+        if not (isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name)):
+            return None
+        name = f.value.value
+        if self.qnames(f.value) != {self.rules.emit_module} or not self._global_binding_is_import(name) or \
+                not self.alias_visible_at(name, call):
+            return None
+        return name
 
     def emit_alias(self) -> str:
         """Name bound to tilelang.language at module level, adding an import if needed."""
@@ -1022,7 +1083,7 @@ class _Context:
 
         n_dst = extent(dst)
         n_src = extent(src)
-        T = self.emit_alias()
+        T = self.own_alias(node) or self.emit_alias()
         if not self.alias_visible_at(T, node) and self._import_edit is None:
             raise NoFix(f"`{T}` (tilelang.language) is shadowed at this call")
         g = self.target

@@ -463,7 +463,12 @@ class KernelBuilder:
         decl = self.rules.declarations.get(opname, {"position": 1, "keyword": "dtype"})
         shape_node = self.call_arg(call, 0, "shape")
         dt_node = self.call_arg(call, decl.get("position", 1), decl.get("keyword", "dtype"), None)
-        dt = self.dtype(dt_node, scope) if dt_node is not None else self.rules.canonical_dtype(self.rules.default_dtype)
+        if dt_node is not None:
+            dt = self.dtype(dt_node, scope)
+        elif decl.get("default") is not None:
+            dt = self.rules.canonical_dtype(decl["default"])
+        else:
+            raise Unsupported(f"T.{opname} without a dtype (it requires one)", call.lineno)
         if param:
             sc = "global"
         else:
@@ -587,7 +592,10 @@ class KernelBuilder:
                 raise Unsupported("annotated name without value", line)
             if len(targets) != 1:
                 raise Unsupported("chained assignment", line)
-            return self.assign(targets[0], st.value, scope, line)
+            t, v = targets[0], st.value
+            if isinstance(t, (ast.Tuple, ast.List)) and isinstance(v, (ast.Tuple, ast.List)):
+                return self.unpack(t, v, scope, line)
+            return self.assign(t, v, scope, line)
         if isinstance(st, ast.AugAssign):
             op = BIN_OPS.get(type(st.op))
             if op is None:
@@ -610,6 +618,21 @@ class KernelBuilder:
         raise Unsupported(type(st).__name__.lower() + " statement", line)
 
     # assignments ------------------------------------------------------------
+    def unpack(self, target, value, scope: Scope, line) -> list:
+        """``a, b = X, Y``: Python evaluates every value before it binds a name, so the pairs are
+        assigned one after the other only when no value reads a name the statement binds."""
+        if len(target.elts) != len(value.elts) or any(isinstance(e, ast.Starred) for e in target.elts + value.elts):
+            raise Unsupported("unpacking assignment of another length or with *", line)
+        bound = {e.id for e in target.elts if isinstance(e, ast.Name)}
+        if len(bound) != len(target.elts):
+            raise Unsupported("unpacking assignment to something other than distinct names", line)
+        if any(isinstance(n, ast.Name) and n.id in bound for v in value.elts for n in ast.walk(v)):
+            raise Unsupported("unpacking assignment whose values read the names it binds", line)
+        out = []
+        for t, v in zip(target.elts, value.elts):
+            out.extend(self.assign(t, v, scope, line))
+        return out
+
     def assign(self, target, value, scope: Scope, line) -> list:
         if isinstance(target, ast.Subscript):
             buf, idx = self.subscript(target, scope)
