@@ -182,7 +182,7 @@ def _scan(tree: ast.Module) -> _Scan:
             values.append((names, node.value))
             if len(node.targets) == 1 and type(node.targets[0]) is Name:
                 kinds[id(node.targets[0])] = ("assign", node)
-            elif len(node.targets) == 1 and type(node.targets[0]) in (ast.Tuple, ast.List):
+            elif len(node.targets) == 1 and type(node.targets[0]) is ast.Tuple:
                 for x in node.targets[0].elts:
                     if type(x) is Name:
                         kinds[id(x)] = ("tuple", node)  # rewrite.declaration_of unpacks these

@@ -377,7 +377,8 @@ class _Context:
         single declaration is visible.  Followed as Python binds them: a plain alias
         (``S = staged``: the declaration of ``staged`` seen at that statement, up to
         ``_ALIAS_DEPTH`` links) and tuple unpacking of as many declarations
-        (``a_s, b_s = T.alloc_shared(...), T.alloc_shared(...)``).
+        (``a_s, b_s = T.alloc_shared(...), T.alloc_shared(...)``; tuples only: TileLang's
+        parser rejects a list target).
         """
         decls = []
         for asg in self.assignments(at, name):
@@ -427,14 +428,13 @@ class _Context:
         """``a, b = X, Y``: (the statement, the value matching ``n``) when ``X``, ``Y`` are declarations
         (calls or subscripts, never names, so no value reads a name the statement rebinds)."""
         tup = self.parent(element)
-        if not isinstance(tup, (cst.Tuple, cst.List)):
-            return None
+        if not isinstance(tup, cst.Tuple):
+            return None  # (TileLang's parser rejects a list target: `[a, b] = ...`)
         target = self.parent(tup)
         if not isinstance(target, cst.AssignTarget) or target.target is not tup:
             return None
         stmt = self.parent(target)
-        if not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1 or \
-                not isinstance(stmt.value, (cst.Tuple, cst.List)):
+        if not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1 or not isinstance(stmt.value, cst.Tuple):
             return None
         names, values = tup.elements, stmt.value.elements
         if len(names) != len(values) or any(isinstance(e, cst.StarredElement) for e in (*names, *values)) or \

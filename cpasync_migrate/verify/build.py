@@ -593,8 +593,8 @@ class KernelBuilder:
             if len(targets) != 1:
                 raise Unsupported("chained assignment", line)
             t, v = targets[0], st.value
-            if isinstance(t, (ast.Tuple, ast.List)) and isinstance(v, (ast.Tuple, ast.List)):
-                return self.unpack(t, v, scope, line)
+            if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple):
+                return self.unpack(t, v, scope, line)  # (TileLang's parser rejects a list target)
             return self.assign(t, v, scope, line)
         if isinstance(st, ast.AugAssign):
             op = BIN_OPS.get(type(st.op))
