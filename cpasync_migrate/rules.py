@@ -64,6 +64,9 @@ class Generation:
     cpp_num_inputs: tuple[int, ...] = ()
     tl_access_ptr: Optional[str] = None
     tl_access_ptr_since: Optional[str] = None
+    # Python: an expression giving the bits of a dtype expression at kernel build time ({T}: the
+    # tilelang.language alias, {dtype}: the expression); None where the size must be a literal.
+    dtype_bits: Optional[str] = None
 
     def size_meaning_for(self, op: Optional[str]) -> str:
         """What the size argument of ``op`` (an IR op name) counts in this generation."""
@@ -234,6 +237,7 @@ def _gen_from(data: dict, source: str) -> Generation:
         cpp_num_inputs=_ints(cpp.get("num_inputs", ())),
         tl_access_ptr=cpp.get("tl_access_ptr"),
         tl_access_ptr_since=cpp.get("tl_access_ptr_since"),
+        dtype_bits=py.get("dtype_bits"),
     )
 
 

@@ -6,7 +6,7 @@ aliases, ``from`` imports and local shadowing are handled as Python does.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace as _replace
 from typing import Optional, Sequence
 
 import libcst as cst
@@ -1017,7 +1017,16 @@ class _Context:
         d_off_new = s_off_new = None  # replacements for offsets (divided), when any
 
         if to_elems:
-            # one common pointer type; both sizes must be known
+            # one common pointer type; both sizes must be known, or both pointers typed by one expression
+            # with a default (a factory's `dtype`): the literal count then rests on that default
+            if dst.dtype.size is None and src.dtype.size is None and dst.dtype.text == src.dtype.text and \
+                    dst.dtype.assumed_size is not None:
+                d = dst.dtype
+                assumptions.append(f"`{d.text}` keeps its default {d.assumed_name} ({d.assumed_size}-byte elements): "
+                                   f"{self.target.name} needs the element count as an integer literal")
+                dst = _replace(dst, dtype=DType(d.text, d.assumed_name, d.assumed_size, list(d.assumptions)))
+                src = _replace(src, dtype=DType(d.text, d.assumed_name, d.assumed_size,
+                                                           list(src.dtype.assumptions)))
             for ptr in (dst, src):
                 if ptr.dtype.size is None:
                     raise NoFix(f"the element size of `{ptr.dtype.text}` is not known from the text; "
@@ -1061,8 +1070,19 @@ class _Context:
         for ptr in (dst, src):
             assumptions.extend(ptr.dtype.assumptions)
 
+        T = self.own_alias(node) or self.emit_alias()
+
         def extent(ptr: Pointer) -> str:
             size = ptr.dtype.size
+            if size is None and nbytes is not None and self.target.dtype_bits and not ptr.dtype.assumptions:
+                # the element count as an expression TileLang evaluates when it builds the kernel, exact
+                # whatever the factory passes (rules: the generation's `dtype_bits`), where the text decides
+                # the pointer type (no fallback to the call's dtype)
+                bits = self.target.dtype_bits.format(T=T, dtype=ptr.dtype.text)
+                widest = max(self.rules.dtype_sizes.values())
+                if nbytes % widest:
+                    assumptions.append(f"`{ptr.dtype.text}` is a type whose elements divide {nbytes} bytes")
+                return f"{nbytes} * 8 // {bits}"
             if size is None:
                 if ptr.dtype.assumed_size is None:
                     raise NoFix(f"the element size of `{ptr.dtype.text}` is not known from the text "
@@ -1083,7 +1103,6 @@ class _Context:
 
         n_dst = extent(dst)
         n_src = extent(src)
-        T = self.own_alias(node) or self.emit_alias()
         if not self.alias_visible_at(T, node) and self._import_edit is None:
             raise NoFix(f"`{T}` (tilelang.language) is shadowed at this call")
         g = self.target

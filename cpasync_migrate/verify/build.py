@@ -302,6 +302,15 @@ class ModuleInfo:
             dt = self.is_dtype_attr(node)
             if dt:
                 return dt
+            v = node.value
+            if node.attr == "bits" and isinstance(v, ast.Call) and self.op_name(v.func) == "DataType" and \
+                    len(v.args) == 1 and not v.keywords:
+                # T.DataType(dtype).bits: TVM's DataType of a dtype string, as TileLang evaluates it
+                name = self.rules.canonical_dtype(str(self.cval(v.args[0], env)))
+                size = self.rules.dtype_size(name)
+                if size is None:
+                    raise Unsupported(f"DataType of {name!r}, a dtype of unknown size", node.lineno)
+                return 8 * size
             raise Unsupported(f"attribute {ast.unparse(node)}", node.lineno)
         if isinstance(node, ast.UnaryOp):
             v = self.cval(node.operand, env)
