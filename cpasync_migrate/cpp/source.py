@@ -92,14 +92,14 @@ class Source:
             self._starts = line_starts(self.text)
         return self._starts
 
-    def c(self, byte_offset: int) -> int:
+    def char_offset(self, byte_offset: int) -> int:
         """Character offset of a byte offset (a character boundary)."""
         if self._b2c is None:
             return byte_offset
         return bisect.bisect_left(self._b2c, byte_offset)
 
     def span(self, node) -> tuple[int, int]:
-        return self.c(node.start_byte), self.c(node.end_byte)
+        return self.char_offset(node.start_byte), self.char_offset(node.end_byte)
 
     def linecol(self, char_offset: int) -> tuple[int, int]:
         return offset_to_linecol(self.starts, char_offset)
@@ -109,7 +109,7 @@ class Source:
         end = self.starts[line] - 1 if line < len(self.starts) else len(self.text)
         return self.text[start:end]
 
-    def t(self, node) -> str:
+    def text_of(self, node) -> str:
         """The text of a node."""
         return self.data[node.start_byte : node.end_byte].decode("utf-8", "surrogatepass")
 
