@@ -205,11 +205,6 @@ def error_summary(text: str, root=None) -> tuple[int, Optional[int]]:
     return hit
 
 
-def first_error(root) -> Optional[object]:
-    errs = error_nodes(root)
-    return min(errs, key=lambda n: n.start_byte) if errs else None
-
-
 def ancestors(node) -> Iterator:
     p = node.parent
     while p is not None:
