@@ -29,7 +29,7 @@ def rules_dir() -> Path:
 
 
 class RulesError(Exception):
-    pass
+    """A rules file that cannot be read or does not hold the layout its schema names."""
 
 
 @dataclass(frozen=True)
