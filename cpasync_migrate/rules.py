@@ -29,11 +29,13 @@ def rules_dir() -> Path:
 
 
 class RulesError(Exception):
-    pass
+    """A rules file that cannot be read or does not hold the layout its schema names."""
 
 
 @dataclass(frozen=True)
 class Generation:
+    """One shape of the intrinsic's API (one generation file): its signatures, layouts and sizes."""
+
     name: str
     title: str
     covers_min: str
@@ -44,15 +46,15 @@ class Generation:
     python_params: tuple[str, ...]
     cpp_args: tuple[str, ...]
     cpp_arity: tuple[int, ...]
-    dst_rw_mask: int
-    src_rw_mask: int
-    access_ptr: str
-    type_annotation: str
+    # The access-pointer form's facts (None in the offset form).
+    dst_rw_mask: Optional[int]
+    src_rw_mask: Optional[int]
+    access_ptr: Optional[str]
+    type_annotation: Optional[str]
     buffer_access_ptr: Optional[str]
-    dst_rw: str
-    src_rw: str
+    dst_rw: Optional[str]
+    src_rw: Optional[str]
     step_from: Optional[str]
-    step_size: Optional[str]
     size_literal: bool
     same_width: bool
     rules_version: str
@@ -63,7 +65,6 @@ class Generation:
     cpp_size_meaning: tuple = ()
     cpp_num_inputs: tuple[int, ...] = ()
     tl_access_ptr: Optional[str] = None
-    tl_access_ptr_since: Optional[str] = None
     # Python: an expression giving the bits of a dtype expression at kernel build time ({T}: the
     # tilelang.language alias, {dtype}: the expression); None where the size must be a literal.
     dtype_bits: Optional[str] = None
@@ -75,19 +76,22 @@ class Generation:
 
 @dataclass(frozen=True)
 class Rules:
+    """Every rules file of one folder: the generations in step order and the shared facts."""
+
     generations: tuple[Generation, ...]  # ordered legacy -> newest
     dtype_sizes: dict
     dtype_aliases: dict
-    default_dtype: str
     tilelang_modules: tuple[str, ...]
     tvm_modules: tuple[str, ...]
     emit_module: str
     emit_alias: str
+    # The alias an added import takes when the module already binds ``emit_alias``.
+    emit_fallback_alias: str
+    intrinsic: str  # the intrinsic's name, in Python and in C++
+    suppress_comment: str  # the text of a suppression comment (after "#" or "//")
     declarations: dict  # func name -> {"position": int, "keyword": str}
+    directory: str  # the folder the rules were read from
     versions: dict = field(default_factory=dict)  # file name -> rules_version
-    # Module path -> the release it first appeared in (TileLang's, TVM's); documentation data.
-    tilelang_since: dict = field(default_factory=dict)
-    tvm_since: dict = field(default_factory=dict)
     # shared_memory.toml: how the legacy lowering placed a cp.async destination (merged or not)
     shared_memory: dict = field(default_factory=dict)
     # python_api.toml: the Python API's own definition and runtime helpers that read the layout
@@ -204,39 +208,209 @@ def parse_version(text: str) -> tuple:
     return (epoch, tuple(release), pre, post, dev, local)
 
 
+# ---------------------------------------------------------------- the files' layouts
+#
+# Every rules file states the format it is written in (``schema``) and holds only the tables
+# and keys its layout names: a key this loader does not know is a mistake (a typo, or a
+# fact the tool would silently ignore), so it is refused, as is a missing required key.
+# Defaults live in the files, not here: a key the layout marks optional is absent when the
+# generation has no such thing (no access pointer in the legacy form), never filled in.
+
+SCHEMA = 1  # the rules format this version of the tool reads
+
+
+class _Key:
+    """A value (not a table).  (Plain classes, not dataclasses: the lint's start-up pays for each.)"""
+
+    __slots__ = ("required",)
+
+    def __init__(self, required: bool = True):
+        self.required = required
+
+
+class _Table:
+    """A table with the keys ``keys`` names."""
+
+    __slots__ = ("keys", "required")
+
+    def __init__(self, keys: dict, required: bool = True):
+        self.keys, self.required = keys, required
+
+
+class _Data:
+    """A table whose keys are data (dtype names, spellings, file names); ``values``, when
+    given, is the layout of each value (an inline table)."""
+
+    __slots__ = ("required", "values")
+
+    def __init__(self, required: bool = True, values: Optional[_Table] = None):
+        self.required, self.values = required, values
+
+
+_REQ, _OPT = _Key(True), _Key(False)
+_HEAD = {"schema": _REQ, "rules_version": _REQ}
+
+_GENERATION = _Table({
+    **_HEAD,
+    "generation": _Table({
+        "name": _REQ, "title": _REQ, "covers_min": _REQ, "covers_max": _REQ, "form": _REQ,
+        "size_meaning": _REQ, "widths": _REQ, "size_literal": _REQ, "same_width": _REQ,
+        # the access pointers' masks: required when form = "access_ptr"
+        "dst_rw_mask": _OPT, "src_rw_mask": _OPT,
+    }),
+    "python": _Table({
+        "params": _REQ,
+        # required when form = "access_ptr"
+        "access_ptr": _OPT, "type_annotation": _OPT,
+        # T.access_ptr(buf[index], rw, extent): dst_rw and src_rw required with buffer_access_ptr
+        "buffer_access_ptr": _OPT, "dst_rw": _OPT, "src_rw": _OPT,
+        # an expression of a dtype's bits at kernel build time, where the size need not be a literal
+        "dtype_bits": _OPT,
+    }),
+    "cpp": _Table({"args": _REQ, "arity": _REQ, "num_inputs": _REQ, "size_meaning_per_op": _Data(required=False),
+                   "tl_access_ptr": _OPT}),
+    "step": _Table({"from": _REQ}, required=False),  # every generation but the first
+})
+
+_LAYOUTS = {
+    "dtypes.toml": _Table({**_HEAD, "sizes": _Data(), "aliases": _Data()}),
+    "namespaces.toml": _Table({
+        **_HEAD,
+        "intrinsic": _Table({"name": _REQ}),
+        "suppress": _Table({"comment": _REQ}),
+        "tilelang": _Table({"modules": _REQ, "emit_module": _REQ, "emit_alias": _REQ, "emit_fallback_alias": _REQ}),
+        "tvm": _Table({"modules": _REQ}),
+        "declarations": _Data(values=_Table({"position": _REQ, "keyword": _REQ, "default": _OPT})),
+    }),
+    "shared_memory.toml": _Table({
+        **_HEAD,
+        "merged_scope": _REQ, "static_scope": _REQ, "min_allocations": _REQ, "static_merge_config": _REQ,
+        "allocations": _Data(values=_Table({"position": _REQ, "keyword": _REQ, "default": _REQ})),
+        "allocations_forced": _Data(values=_Table({"dtypes": _REQ, "scope": _REQ})),
+        "uses": _Table({"annotations": _REQ}),
+        "workspaces": _Table({"ops": _REQ}),
+        "functions": _Table({"prim_func": _REQ, "macro": _REQ, "python_builtins": _REQ}),
+    }),
+    "python_api.toml": _Table({
+        **_HEAD,
+        "definition": _Table({"forwards_to": _REQ, "op": _REQ,
+                              "emit": _Data(values=_Table({"params": _REQ, "body": _REQ}))}),
+        "helpers": _Table({"names": _REQ, "offset_param": _REQ, "op": _REQ}),
+        "upstream": _Data(),
+    }),
+    "cpp.toml": _Table({
+        **_HEAD,
+        "op": _Table({
+            "qualifiers": _REQ, "call_constructors": _REQ, "array_types": _REQ, "append_methods": _REQ,
+            "op_types": _REQ, "ops": _Data(),
+            "context": _Table({"default": _REQ, "namespaces": _Data(), "using": _Data()}),
+        }),
+        "consumer": _Table({"same_as": _REQ, "op_field": _REQ, "args_field": _REQ, "check_macros": _REQ,
+                            "condition_macros": _REQ, "offset_join": _REQ, "offset_name": _REQ}),
+        "roles": _Data(),
+        "emit": _Table({k: _REQ for k in (
+            "call", "args", "args_rest", "builtin_scope", "pointer_dtype", "pointer_dtype_helper",
+            "pointer_dtype_helper_name", "data_field", "var_types", "extent", "size_primexpr", "size_wrappers")}),
+        "registration": _Table({"arity_method": _REQ, "macros": _Data()}),
+        "helpers": _Table({"names": _REQ, "pointer_param": _REQ, "offset_param": _REQ, "op": _REQ, "exclude": _REQ}),
+    }),
+}
+
+
+def _check_table(data: dict, layout: _Table, path: Path, where: str) -> None:
+    """Refuse a key ``layout`` does not name and a required one that is missing."""
+    label = f"[{where}]" if where else "the top level"
+    for key, value in data.items():
+        spec = layout.keys.get(key)
+        name = f"{where}.{key}" if where else key
+        if spec is None:
+            known = ", ".join(sorted(layout.keys))
+            raise RulesError(f"{path}: unknown key {key!r} in {label} (known there: {known})")
+        if isinstance(spec, _Key):
+            if isinstance(value, dict):
+                raise RulesError(f"{path}: {key!r} in {label} is a table; expected a value")
+            continue
+        if not isinstance(value, dict):
+            raise RulesError(f"{path}: {key!r} in {label} is a value; expected a table [{name}]")
+        if isinstance(spec, _Table):
+            _check_table(value, spec, path, name)
+        elif spec.values is not None:
+            for item, inner in value.items():
+                if not isinstance(inner, dict):
+                    raise RulesError(f"{path}: {item!r} in [{name}] is a value; expected an inline table")
+                _check_table(inner, spec.values, path, f"{name}.{item}")
+    for key, spec in layout.keys.items():
+        if spec.required and key not in data:
+            what = "table" if not isinstance(spec, _Key) else "key"
+            raise RulesError(f"{path}: missing required {what} {key!r} in {label}")
+
+
+def _require(table: dict, keys: tuple, path: Path, where: str, why: str) -> None:
+    for key in keys:
+        if key not in table:
+            raise RulesError(f"{path}: missing required key {key!r} in [{where}] ({why})")
+
+
+def read_rules_file(path: Path) -> dict:
+    """One rules file's data, checked against its layout: the schema it is written in, no key
+    the layout does not name, every required key present (:class:`RulesError` otherwise, naming
+    the file, the table and the key)."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise RulesError(f"{path}: {e}") from e
+    if "schema" not in data:
+        raise RulesError(f"{path}: missing required key 'schema' in the top level (this version reads schema {SCHEMA})")
+    if data["schema"] != SCHEMA:
+        raise RulesError(f"{path}: schema {data['schema']!r} is not one this version reads (it reads schema {SCHEMA})")
+    layout = _LAYOUTS.get(path.name)
+    if layout is None:
+        if "generation" not in data:
+            raise RulesError(f"{path}: not a rules file this version knows (expected {', '.join(sorted(_LAYOUTS))} "
+                             "or a generation file with a [generation] table)")
+        layout = _GENERATION
+    _check_table(data, layout, path, "")
+    if layout is _GENERATION:
+        g, py = data["generation"], data["python"]
+        if g["form"] == "access_ptr":
+            why = "the generation's form is access_ptr"
+            _require(g, ("dst_rw_mask", "src_rw_mask"), path, "generation", why)
+            _require(py, ("access_ptr", "type_annotation"), path, "python", why)
+        if "buffer_access_ptr" in py:
+            _require(py, ("dst_rw", "src_rw"), path, "python", "buffer_access_ptr is given")
+    return data
+
+
 def _gen_from(data: dict, source: str) -> Generation:
-    g = data["generation"]
-    py = data.get("python", {})
-    cpp = data.get("cpp", {})
+    """A generation from its file's data (checked by :func:`read_rules_file`: no defaults here)."""
+    g, py, cpp = data["generation"], data["python"], data["cpp"]
     step = data.get("step", {})
     return Generation(
         name=g["name"],
-        title=g.get("title", g["name"]),
-        covers_min=g.get("covers_min", "0"),
-        covers_max=g.get("covers_max", ""),
+        title=g["title"],
+        covers_min=g["covers_min"],
+        covers_max=g["covers_max"],
         form=g["form"],
         size_meaning=g["size_meaning"],
-        widths=tuple(g.get("widths", (4, 8, 16))),
-        python_params=tuple(py.get("params", ())),
-        cpp_args=tuple(cpp.get("args", ())),
-        cpp_arity=tuple(cpp.get("arity", ())),
-        dst_rw_mask=int(py.get("dst_rw_mask", cpp.get("dst_rw_mask", 2))),
-        src_rw_mask=int(py.get("src_rw_mask", cpp.get("src_rw_mask", 1))),
-        access_ptr=py.get("access_ptr", "tvm_access_ptr"),
-        type_annotation=py.get("type_annotation", "type_annotation"),
+        widths=tuple(g["widths"]),
+        python_params=tuple(py["params"]),
+        cpp_args=tuple(cpp["args"]),
+        cpp_arity=tuple(cpp["arity"]),
+        dst_rw_mask=g.get("dst_rw_mask"),
+        src_rw_mask=g.get("src_rw_mask"),
+        access_ptr=py.get("access_ptr"),
+        type_annotation=py.get("type_annotation"),
         buffer_access_ptr=py.get("buffer_access_ptr"),
-        dst_rw=py.get("dst_rw", "w"),
-        src_rw=py.get("src_rw", "r"),
+        dst_rw=py.get("dst_rw"),
+        src_rw=py.get("src_rw"),
         step_from=step.get("from"),
-        step_size=step.get("size"),
-        size_literal=bool(g.get("size_literal", False)),
-        same_width=bool(g.get("same_width", False)),
-        rules_version=str(data.get("rules_version", "")),
+        size_literal=bool(g["size_literal"]),
+        same_width=bool(g["same_width"]),
+        rules_version=str(data["rules_version"]),
         source=source,
         cpp_size_meaning=tuple(sorted(cpp.get("size_meaning_per_op", {}).items())),
-        cpp_num_inputs=_ints(cpp.get("num_inputs", ())),
+        cpp_num_inputs=_ints(cpp["num_inputs"]),
         tl_access_ptr=cpp.get("tl_access_ptr"),
-        tl_access_ptr_since=cpp.get("tl_access_ptr_since"),
         dtype_bits=py.get("dtype_bits"),
     )
 
@@ -247,31 +421,24 @@ def _ints(v) -> tuple[int, ...]:
 
 @lru_cache(maxsize=4)
 def load_rules(directory: Optional[str] = None) -> Rules:
+    """Every rules file of ``directory`` (default: :func:`rules_dir`), each checked by
+    :func:`read_rules_file`; the generations ordered by their steps from legacy."""
     d = Path(directory) if directory else rules_dir()
     gens: dict[str, Generation] = {}
     versions: dict[str, str] = {}
-    dtypes = namespaces = None
-    shared_memory: dict = {}
-    python_api: dict = {}
+    named: dict[str, dict] = {}
     for f in sorted(d.glob("*.toml")):
-        try:
-            data = tomllib.loads(f.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as e:
-            raise RulesError(f"{f}: {e}") from e
-        versions[f.name] = str(data.get("rules_version", ""))
-        if f.name == "dtypes.toml":
-            dtypes = data
-        elif f.name == "namespaces.toml":
-            namespaces = data
-        elif f.name == "shared_memory.toml":
-            shared_memory = data
-        elif f.name == "python_api.toml":
-            python_api = data
-        elif "generation" in data:
+        data = read_rules_file(f)
+        versions[f.name] = str(data["rules_version"])
+        if f.name in _LAYOUTS:
+            named[f.name] = data
+        else:
             g = _gen_from(data, f.name)
             gens[g.name] = g
-    if dtypes is None or namespaces is None or "legacy" not in gens:
+    missing = [n for n in ("dtypes.toml", "namespaces.toml") if n not in named]
+    if missing or "legacy" not in gens:
         raise RulesError(f"{d}: rules are incomplete (need legacy.toml, dtypes.toml, namespaces.toml)")
+    dtypes, namespaces = named["dtypes.toml"], named["namespaces.toml"]
     # Order generations by following the steps from legacy.
     ordered = [gens.pop("legacy")]
     while gens:
@@ -282,16 +449,17 @@ def load_rules(directory: Optional[str] = None) -> Rules:
     return Rules(
         generations=tuple(ordered),
         dtype_sizes=dict(dtypes["sizes"]),
-        dtype_aliases=dict(dtypes.get("aliases", {})),
-        default_dtype=dtypes.get("defaults", {}).get("buffer", "float32"),
+        dtype_aliases=dict(dtypes["aliases"]),
         tilelang_modules=tuple(namespaces["tilelang"]["modules"]),
         tvm_modules=tuple(namespaces["tvm"]["modules"]),
         emit_module=namespaces["tilelang"]["emit_module"],
         emit_alias=namespaces["tilelang"]["emit_alias"],
-        declarations=dict(namespaces.get("declarations", {})),
+        emit_fallback_alias=namespaces["tilelang"]["emit_fallback_alias"],
+        intrinsic=namespaces["intrinsic"]["name"],
+        suppress_comment=namespaces["suppress"]["comment"],
+        declarations=dict(namespaces["declarations"]),
+        directory=str(d),
         versions=versions,
-        shared_memory=shared_memory,
-        python_api=python_api,
-        tilelang_since=dict(namespaces["tilelang"].get("since", {})),
-        tvm_since=dict(namespaces["tvm"].get("since", {})),
+        shared_memory=named.get("shared_memory.toml", {}),
+        python_api=named.get("python_api.toml", {}),
     )

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..files import CPP_SUFFIXES as SUFFIXES  # discovery's list is the one list of C++ suffixes
 from ..findings import Analysis, FrontEndOptions
 from .analyzer import CppAnalyzer
 from .source import error_summary
-
-SUFFIXES = (".cc", ".cpp", ".cxx", ".h", ".hpp", ".cu", ".cuh")
 
 __all__ = ["SUFFIXES", "analyze", "reparse_problem"]
 

@@ -2,18 +2,19 @@
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
-from ..rules import RulesError, rules_dir
+from ..rules import Rules, RulesError, load_rules, read_rules_file
 from .source import squash
 
 
 @dataclass(frozen=True)
 class CppRules:
+    """How the intrinsic, its argument arrays and its helpers are spelled in C++ (``rules/cpp.toml``)."""
+
     op_name: str
     op_qualifiers: tuple[str, ...]
     call_constructors: tuple[str, ...]
@@ -35,16 +36,16 @@ class CppRules:
     suppress_comment: str
     rules_version: str
     # Which IR op each qualifier names, and the rule for an unqualified spelling ([op.context]).
-    op_ops: dict = None  # type: ignore[assignment]
-    context_default: Optional[str] = None
-    context_namespaces: dict = None  # type: ignore[assignment]
-    context_using: dict = None  # type: ignore[assignment]
+    op_ops: dict
+    context_default: str
+    context_namespaces: dict
+    context_using: dict
     # Registration macros (name -> op) and the method that declares the arity.
-    registration_macros: dict = None  # type: ignore[assignment]
-    arity_method: str = "set_num_inputs"
-    helper_op: Optional[str] = None
+    registration_macros: dict
+    arity_method: str
+    helper_op: str
     # Checks of a whole condition (ICHECK(cond) << ...).
-    condition_macros: tuple = ()
+    condition_macros: tuple
 
     def is_op_spelling(self, text: str) -> bool:
         """``text`` (the callee of a zero-argument call) names the intrinsic's Op."""
@@ -75,14 +76,12 @@ class CppRules:
         return self.roles.get(arg_name)
 
 
-def _load(path: Path) -> CppRules:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise RulesError(f"{path}: {e}") from e
-    op, cons, emit, helpers = data["op"], data["consumer"], data["emit"], data["helpers"]
+def _load(path: Path, op_name: str, suppress_comment: str) -> CppRules:
+    data = read_rules_file(path)
+    op, cons, emit, helpers, reg = data["op"], data["consumer"], data["emit"], data["helpers"], data["registration"]
+    context = op["context"]
     return CppRules(
-        op_name=op["name"],
+        op_name=op_name,
         op_qualifiers=tuple(op["qualifiers"]),
         call_constructors=tuple(squash(c) for c in op["call_constructors"]),
         array_types=tuple(op["array_types"]),
@@ -99,35 +98,34 @@ def _load(path: Path) -> CppRules:
         helper_names=tuple(helpers["names"]),
         pointer_param=re.compile(helpers["pointer_param"]),
         offset_param=re.compile(helpers["offset_param"]),
-        helper_exclude=re.compile(helpers.get("exclude", "(?!)")),
-        suppress_comment=data["suppress"]["comment"],
-        rules_version=str(data.get("rules_version", "")),
-        op_ops=dict(op.get("ops", {})),
-        context_default=op.get("context", {}).get("default"),
-        context_namespaces=dict(op.get("context", {}).get("namespaces", {})),
-        context_using={squash(k): v for k, v in op.get("context", {}).get("using", {}).items()},
-        registration_macros=dict(data.get("registration", {}).get("macros", {})),
-        arity_method=data.get("registration", {}).get("arity_method", "set_num_inputs"),
-        helper_op=helpers.get("op"),
-        condition_macros=tuple(cons.get("condition_macros", ())),
+        helper_exclude=re.compile(helpers["exclude"]),
+        suppress_comment=suppress_comment,
+        rules_version=str(data["rules_version"]),
+        op_ops=dict(op["ops"]),
+        context_default=context["default"],
+        context_namespaces=dict(context["namespaces"]),
+        context_using={squash(k): v for k, v in context["using"].items()},
+        registration_macros=dict(reg["macros"]),
+        arity_method=reg["arity_method"],
+        helper_op=helpers["op"],
+        condition_macros=tuple(cons["condition_macros"]),
     )
 
 
 @lru_cache(maxsize=4)
-def _cached(path: str, mtime: float) -> CppRules:
-    return _load(Path(path))
+def _cached(path: str, mtime: float, op_name: str, suppress_comment: str) -> CppRules:
+    return _load(Path(path), op_name, suppress_comment)
 
 
-def load_cpp_rules(rules: object = None) -> CppRules:
-    """Load ``cpp.toml`` from the rules folder in use.
+def load_cpp_rules(rules: Optional[Rules] = None) -> CppRules:
+    """Load ``cpp.toml`` from the folder ``rules`` was read from (default: :func:`load_rules`'s).
 
-    ``rules`` may carry a ``directory`` attribute; otherwise the folder that
-    :func:`cpasync_migrate.rules.rules_dir` finds is used.
+    The intrinsic's name and the suppression comment come from ``rules`` (namespaces.toml).
     """
-    d = getattr(rules, "directory", None)
-    path = (Path(d) if d else rules_dir()) / "cpp.toml"
+    rules = rules if rules is not None else load_rules()
+    path = Path(rules.directory) / "cpp.toml"
     try:
         mtime = path.stat().st_mtime
     except OSError as e:
         raise RulesError(f"{path}: {e}") from e
-    return _cached(str(path), mtime)
+    return _cached(str(path), mtime, rules.intrinsic, rules.suppress_comment)

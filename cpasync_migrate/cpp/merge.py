@@ -39,9 +39,10 @@ import re
 from typing import Optional
 
 from ..findings import Applicability
-from .source import ancestors, named, squash, walk
+from . import codes
+from .context import int_suffix, short
+from .source import named, squash, walk
 
-CODE = "CPA111"
 _DOWNCAST = re.compile(r"^((?:[A-Za-z_]\w*::)*Downcast)<(.+)>$")
 _VISIT = re.compile(r"^(?:this->|\(\*this\)\.)?(?:[A-Za-z_]\w*::)*VisitExpr$")
 _ACCESS_PTR_TEST = re.compile(r"same_as\(\s*(?:[\w:]*::)?tvm_access_ptr\(\s*\)\s*\)")
@@ -57,7 +58,9 @@ class _NotMerge(Exception):
 
 
 class MergeRebase:
-    """Mixin for CppAnalyzer: detection and rewrite of the merge pass's legacy branch."""
+    """Mixin of :class:`~.analyzer.CppAnalyzer`: detection and rewrite of the merge pass's legacy branch (CPA111)."""
+
+    _merge_obj: str = ""  # the CallNode expression of the branch being matched (``op``)
 
     def _merge_rewrite(self, site, obj: str, s, cond, body, opnode) -> tuple[Optional[str], bool]:
         """Give ``site`` the CPA111 fix; (None, True) on success, else (reason, rebuilds the call)."""
@@ -72,24 +75,24 @@ class MergeRebase:
         """``node`` is ``<obj>->args[k]`` (any k when None)."""
         if node is None or node.type != "subscript_expression":
             return False
-        if not self._args_access(node.child_by_field_name("argument"), self._m_obj):
+        if not self._args_access(node.child_by_field_name("argument"), self._merge_obj):
             return False
         idx = named(node.child_by_field_name("indices"))
         if len(idx) != 1 or idx[0].type != "number_literal":
             return False
-        return k is None or self.t(idx[0]).rstrip("uUlL") == str(k)
+        return k is None or self.text_of(idx[0]).rstrip("uUlL") == str(k)
 
     def _arg_index(self, node) -> Optional[int]:
         if not self._is_obj_arg(node):
             return None
-        return int(self.t(named(node.child_by_field_name("indices"))[0]).rstrip("uUlL"))
+        return int(self.text_of(named(node.child_by_field_name("indices"))[0]).rstrip("uUlL"))
 
     def _is_call_dtype(self, node, d_name: Optional[str]) -> bool:
-        text = squash(self.t(node))
-        return (d_name is not None and text == d_name) or text in (f"{self._m_obj}->dtype", f"{self._m_obj}.dtype")
+        text = squash(self.text_of(node))
+        return (d_name is not None and text == d_name) or text in (f"{self._merge_obj}->dtype", f"{self._merge_obj}.dtype")
 
     def _uses(self, region, name: str) -> list:
-        return [n for n in walk(region) if n.type == "identifier" and self.t(n) == name]
+        return [n for n in walk(region) if n.type == "identifier" and self.text_of(n) == name]
 
     def _single_init(self, st):
         """(type node, name, value node) of ``T NAME = value;``, else None."""
@@ -102,19 +105,19 @@ class MergeRebase:
         val = decls[0].child_by_field_name("value")
         if ident is None or ident.type != "identifier" or val is None:
             return None
-        return st.child_by_field_name("type"), self.t(ident), val
+        return st.child_by_field_name("type"), self.text_of(ident), val
 
     def _check_call(self, st):
         """The check macro call of a statement ``MACRO(...) [<< ...];``, else None."""
         if st.type != "expression_statement" or not named(st):
             return None
         e = named(st)[0]
-        while e.type == "binary_expression" and self.t(e.child_by_field_name("operator")) == "<<":
+        while e.type == "binary_expression" and self.text_of(e.child_by_field_name("operator")) == "<<":
             e = e.child_by_field_name("left")
         if e.type != "call_expression":
             return None
-        fn = self.t(e.child_by_field_name("function"))
-        if fn in self.r.check_macros or fn in self.r.condition_macros:
+        fn = self.text_of(e.child_by_field_name("function"))
+        if fn in self.cpp.check_macros or fn in self.cpp.condition_macros:
             return e
         return None
 
@@ -123,10 +126,10 @@ class MergeRebase:
         if st.type != "return_statement" or not named(st):
             return None
         c = named(st)[0]
-        if c.type != "call_expression" or squash(self.t(c.child_by_field_name("function"))) not in self.r.call_constructors:
+        if c.type != "call_expression" or squash(self.text_of(c.child_by_field_name("function"))) not in self.cpp.call_constructors:
             return None
         a = named(c.child_by_field_name("arguments"))
-        if len(a) < 3 or squash(self.t(a[1])) not in (f"{self._m_obj}->{self.r.op_field}", f"{self._m_obj}.{self.r.op_field}"):
+        if len(a) < 3 or squash(self.text_of(a[1])) not in (f"{self._merge_obj}->{self.cpp.op_field}", f"{self._merge_obj}.{self.cpp.op_field}"):
             return None
         return c
 
@@ -142,7 +145,7 @@ class MergeRebase:
 
     # -------------------------------------------------------------- the fix
     def _merge_fix(self, site, obj: str, s, cond, body, opnode) -> None:
-        self._m_obj = obj
+        self._merge_obj = obj
         ir_op = self._tested_ops[0] if self._tested_ops else None
         if self.target.tl_access_ptr and self.target.size_meaning_for(ir_op) != "bytes":
             raise _NotMerge(
@@ -151,7 +154,7 @@ class MergeRebase:
         if body.type != "compound_statement":
             raise _NotMerge("the branch is not a block", rebuilds=False)
         stmts = named(body)
-        var_types = {squash(v) for v in self.r.emit["var_types"]}
+        var_types = {squash(v) for v in self.cpp.emit["var_types"]}
         check = None  # (statement, call node)
         d_decl = k_decl = b_decl = e_decl = o_decl = None
         d_name = k_name = b_name = e_name = o_name = None
@@ -159,12 +162,12 @@ class MergeRebase:
         tail: list = []
         arrays: dict = {}  # name -> initializer list
         for st in stmts:
-            ln = self.src.linecol(self.src.c(st.start_byte))[0]
+            ln = self.src.linecol(self.src.char_offset(st.start_byte))[0]
             if tail:
                 tail.append(st)
                 continue
             chk = self._check_call(st)
-            if chk is not None and f"{self.r.args_field}.size()" in squash(self.t(chk)) and check is None and b_decl is None:
+            if chk is not None and f"{self.cpp.args_field}.size()" in squash(self.text_of(chk)) and check is None and b_decl is None:
                 check = (st, chk)
                 continue
             init = self._single_init(st)
@@ -174,25 +177,25 @@ class MergeRebase:
                     d_decl, d_name = st, name
                     continue
                 if val.type == "call_expression":
-                    fn = squash(self.t(val.child_by_field_name("function")))
+                    fn = squash(self.text_of(val.child_by_field_name("function")))
                     a = named(val.child_by_field_name("arguments"))
                     m = _DOWNCAST.match(fn)
                     if m and m.group(2) in var_types and len(a) == 1 and self._is_obj_arg(a[0], 0) and b_decl is None:
                         b_decl, b_name, b_sub, downcast = st, name, a[0], m.group(1)
                         continue
                     if (b_name and e_decl is None and len(a) == 2 and a[0].type == "identifier"
-                            and self.t(a[0]) == b_name and self._is_call_dtype(a[1], d_name)):
+                            and self.text_of(a[0]) == b_name and self._is_call_dtype(a[1], d_name)):
                         e_decl, e_name, e_dtype, e_fn = st, name, a[1], fn
                         continue
                     if _VISIT.match(fn) and len(a) == 1 and self._is_obj_arg(a[0], 1) and o_decl is None:
-                        o_decl, o_name, o_sub, o_type = st, name, a[0], self.t(ty) if ty is not None else "PrimExpr"
+                        o_decl, o_name, o_sub, o_type = st, name, a[0], self.text_of(ty) if ty is not None else "PrimExpr"
                         continue
                     if (fn.endswith(".bytes") or fn.endswith("->bytes")) and not a and k_decl is None:
                         recv = val.child_by_field_name("function").child_by_field_name("argument")
                         if recv is not None and self._is_call_dtype(recv, d_name):
                             k_decl, k_name = st, name
                             continue
-                if ty is not None and self.r.is_array_type(self.t(ty)) and val.type == "initializer_list":
+                if ty is not None and self.cpp.is_array_type(self.text_of(ty)) and val.type == "initializer_list":
                     arrays[name] = val
                     tail.append(st)
                     continue
@@ -201,14 +204,14 @@ class MergeRebase:
                 cons = self._returns_only(st.child_by_field_name("consequence"))
                 if (self._uses(c, b_name) and st.child_by_field_name("alternative") is None and len(cons) == 1
                         and cons[0].type == "return_statement" and self._returned_call(cons[0]) is None
-                        and self.r.op_name not in self.t(cons[0])):
+                        and self.cpp.op_name not in self.text_of(cons[0])):
                     guard = st
                     continue
             if st.type in ("if_statement", "return_statement"):
                 tail.append(st)
                 continue
             raise _NotMerge(
-                f"line {ln} holds a statement the merge-pass rewrite does not follow (`{_short(self.t(st))}`)",
+                f"line {ln} holds a statement the merge-pass rewrite does not follow (`{short(self.text_of(st))}`)",
                 rebuilds=b_decl is not None)
         if b_decl is None:
             raise _NotMerge(f"it does not take the destination as `Downcast<Var>({obj}->args[0])`", rebuilds=False)
@@ -231,16 +234,16 @@ class MergeRebase:
         for c in calls:
             a = named(c.child_by_field_name("arguments"))
             if not self._is_call_dtype(a[0], d_name):
-                raise _NotMerge(f"the rebuilt call's dtype `{_short(self.t(a[0]))}` is not the call's own")
+                raise _NotMerge(f"the rebuilt call's dtype `{short(self.text_of(a[0]))}` is not the call's own")
             lst = a[2]
-            if lst.type == "identifier" and self.t(lst) in arrays:
-                lst = arrays[self.t(lst)]
+            if lst.type == "identifier" and self.text_of(lst) in arrays:
+                lst = arrays[self.text_of(lst)]
             if lst.type != "initializer_list":
-                raise _NotMerge(f"the rebuilt argument list `{_short(self.t(a[2]))}` is not visible")
-            extra = ", ".join(self.t(x) for x in a[3:])
+                raise _NotMerge(f"the rebuilt argument list `{short(self.text_of(a[2]))}` is not visible")
+            extra = ", ".join(self.text_of(x) for x in a[3:])
             if ann is None:
-                ann, dtype_text, ctor = extra, self.t(a[0]), squash(self.t(c.child_by_field_name("function")))
-                opcall_text = self.t(a[1])
+                ann, dtype_text, ctor = extra, self.text_of(a[0]), squash(self.text_of(c.child_by_field_name("function")))
+                opcall_text = self.text_of(a[1])
                 first_call = c
             elif extra != ann:
                 raise _NotMerge("the rebuilt calls pass different extra arguments")
@@ -251,32 +254,32 @@ class MergeRebase:
                 raise _NotMerge(f"a rebuilt list has {len(el)} elements")
             if any(c.type == "comment" for c in lst.named_children):
                 raise _NotMerge("a rebuilt list holds comments")
-            m_text = squash(self.t(el[0]))
+            m_text = squash(self.text_of(el[0]))
             if f"{obj}->" in m_text or f"{obj}." in m_text:
                 raise _NotMerge("the rebuilt destination is taken from the call's own arguments")
             s_node = self._scaled_sum(el[1], d_name, k_name)
             if s_node is None:
-                raise _NotMerge(f"the rebuilt offset `{_short(self.t(el[1]))}` is not `mul({e_name} + {o_name}, "
+                raise _NotMerge(f"the rebuilt offset `{short(self.text_of(el[1]))}` is not `mul({e_name} + {o_name}, "
                                 "<call dtype bytes>)`")
-            s_text = self.t(s_node)
+            s_text = self.text_of(s_node)
             if not (self._uses(s_node, e_name) and self._uses(s_node, o_name)):
                 raise _NotMerge(f"the rebuilt offset does not add `{e_name}` and `{o_name}`")
             for k, x in enumerate(el[2:], start=2):
                 if not self._is_obj_arg(x, k):
-                    raise _NotMerge(f"element {k} of a rebuilt list is `{_short(self.t(x))}`, not `{obj}->args[{k}]`")
+                    raise _NotMerge(f"element {k} of a rebuilt list is `{short(self.text_of(x))}`, not `{obj}->args[{k}]`")
             if merged is None:
-                merged, summed = self.t(el[0]), s_text
+                merged, summed = self.text_of(el[0]), s_text
             elif (m_text, squash(s_text)) != (squash(merged), squash(summed)):
                 raise _NotMerge("the rebuilt lists re-base the destination differently")
         for p in pushes:
             if not self._is_obj_arg(p, 5):
-                raise _NotMerge(f"it appends `{_short(self.t(p))}` to the rebuilt list")
+                raise _NotMerge(f"it appends `{short(self.text_of(p))}` to the rebuilt list")
         # The same visitor re-bases tvm_access_ptr with the same offset function and merged buffer.
         sib = self._access_ptr_branch(s, e_fn, merged)
         if sib is None:
             raise _NotMerge(
                 f"no `tvm_access_ptr` branch of the same if/else chain re-bases access pointers with `{e_fn}` "
-                f"onto `{_short(merged)}`, so nothing shows `{e_fn}` counts in the unit of the type it is given")
+                f"onto `{short(merged)}`, so nothing shows `{e_fn}` counts in the unit of the type it is given")
         # Only the rebuilt calls may use the index factor, the sum's parts and the destination Var.
         tail_lo, tail_hi = tail[0].start_byte, tail[-1].end_byte
         for name, decl in ((e_name, e_decl), (o_name, o_decl), (k_name, k_decl)):
@@ -285,7 +288,7 @@ class MergeRebase:
             for u in self._uses(body, name):
                 if decl.start_byte <= u.start_byte < decl.end_byte or tail_lo <= u.start_byte < tail_hi:
                     continue
-                ln = self.src.linecol(self.src.c(u.start_byte))[0]
+                ln = self.src.linecol(self.src.char_offset(u.start_byte))[0]
                 raise _NotMerge(f"`{name}` is used again at line {ln}")
         for u in self._uses(body, b_name):
             if tail_lo <= u.start_byte < tail_hi:
@@ -294,29 +297,29 @@ class MergeRebase:
                          o_type, k_decl, tail, merged, summed, dtype_text, opcall_text, ann, ctor)
 
     def _collect_tail(self, st, calls, pushes, arrays) -> None:
-        obj = self._m_obj
+        obj = self._merge_obj
         if st.type == "declaration":
             return  # a rebuilt-list array (recorded)
         if st.type == "return_statement":
             c = self._returned_call(st)
             if c is None:
-                raise _NotMerge(f"it returns `{_short(self.t(st))}`, not the rebuilt call")
+                raise _NotMerge(f"it returns `{short(self.text_of(st))}`, not the rebuilt call")
             calls.append(c)
             return
         if st.type == "expression_statement":
             e = named(st)[0] if named(st) else None
             if e is not None and e.type == "call_expression":
                 f = e.child_by_field_name("function")
-                if f is not None and f.type == "field_expression" and self.t(f.child_by_field_name("field")) in \
-                        self.r.append_methods and self.t(f.child_by_field_name("argument")) in arrays:
+                if f is not None and f.type == "field_expression" and self.text_of(f.child_by_field_name("field")) in \
+                        self.cpp.append_methods and self.text_of(f.child_by_field_name("argument")) in arrays:
                     a = named(e.child_by_field_name("arguments"))
                     pushes.extend(a)
                     return
-            raise _NotMerge(f"the rebuilt call is followed by `{_short(self.t(st))}`")
+            raise _NotMerge(f"the rebuilt call is followed by `{short(self.text_of(st))}`")
         if st.type == "if_statement":
-            c = squash(self.t(st.child_by_field_name("condition")))
-            if f"{obj}->{self.r.args_field}.size()" not in c and f"{obj}.{self.r.args_field}.size()" not in c:
-                raise _NotMerge(f"it rebuilds the call under `{_short(c)}`, not a test of the argument count")
+            c = squash(self.text_of(st.child_by_field_name("condition")))
+            if f"{obj}->{self.cpp.args_field}.size()" not in c and f"{obj}.{self.cpp.args_field}.size()" not in c:
+                raise _NotMerge(f"it rebuilds the call under `{short(c)}`, not a test of the argument count")
             for part in ("consequence", "alternative"):
                 for inner in self._returns_only(st.child_by_field_name(part)):
                     self._collect_tail(inner, calls, pushes, arrays)
@@ -325,34 +328,34 @@ class MergeRebase:
             for inner in named(st):
                 self._collect_tail(inner, calls, pushes, arrays)
             return
-        raise _NotMerge(f"the branch ends with `{_short(self.t(st))}`")
+        raise _NotMerge(f"the branch ends with `{short(self.text_of(st))}`")
 
     def _scaled_sum(self, node, d_name, k_name):
         """``mul(SUM, F)`` / ``SUM * F`` with F the call dtype's size: the SUM node."""
         while node.type == "parenthesized_expression":
             node = named(node)[0]
         if node.type == "call_expression":
-            fn = squash(self.t(node.child_by_field_name("function")))
+            fn = squash(self.text_of(node.child_by_field_name("function")))
             a = named(node.child_by_field_name("arguments"))
             if re.fullmatch(r"(?:\w+::)*mul", fn) and len(a) == 2:
                 s, f = a
             else:
                 return None
-        elif node.type == "binary_expression" and self.t(node.child_by_field_name("operator")) == "*":
+        elif node.type == "binary_expression" and self.text_of(node.child_by_field_name("operator")) == "*":
             s, f = node.child_by_field_name("left"), node.child_by_field_name("right")
         else:
             return None
         while s.type == "parenthesized_expression":
             s = named(s)[0]
-        ft = squash(self.t(f))
+        ft = squash(self.text_of(f))
         m = re.fullmatch(r"(?:\w+::)*(?:PrimExpr|Integer)\((.+)\)", ft)
         inner = m.group(1) if m else ft
-        obj = self._m_obj
+        obj = self._merge_obj
         ok = (k_name is not None and inner == k_name) or inner in (
             f"{d_name}.bytes()" if d_name else "-", f"{obj}->dtype.bytes()")
         if not ok:
             return None
-        if s.type != "binary_expression" or self.t(s.child_by_field_name("operator")) != "+":
+        if s.type != "binary_expression" or self.text_of(s.child_by_field_name("operator")) != "+":
             return None
         return s
 
@@ -366,8 +369,8 @@ class MergeRebase:
         while cur is not None and cur.type == "if_statement":
             c = cur.child_by_field_name("condition")
             b = cur.child_by_field_name("consequence")
-            if cur is not s and c is not None and b is not None and _ACCESS_PTR_TEST.search(squash(self.t(c))):
-                text = squash(self.t(b))
+            if cur is not s and c is not None and b is not None and _ACCESS_PTR_TEST.search(squash(self.text_of(c))):
+                text = squash(self.text_of(b))
                 if f"{e_fn}(" in text and squash(merged) in text:
                     return cur
             alt = cur.child_by_field_name("alternative")
@@ -376,19 +379,19 @@ class MergeRebase:
 
     def _merge_emit(self, site, s, body, opnode, first_call, check, b_decl, b_sub, downcast, e_dtype, e_fn, o_sub,
                     o_type, k_decl, tail, merged, summed, dtype_text, opcall_text, ann, ctor) -> None:
-        obj = self._m_obj
+        obj = self._merge_obj
         nl = self.nl
         ctx = self._emit_context(first_call, opnode)
         tvm, builtin = ctx["tvm"], ctx["builtin"]
-        taken = {self.t(n) for n in walk(self.func_of(s) or body) if n.type == "identifier"}
+        taken = {self.text_of(n) for n in walk(self.func_of(s) or body) if n.type == "identifier"}
         dptr = "dst_access_ptr"
         while dptr in taken:
             dptr += "_"
         new_dst = "rebased_dst"
         while new_dst in taken:
             new_dst += "_"
-        ind = self.src.indent_of_line(self.src.c(b_decl.start_byte))
-        outer = self.src.indent_of_line(self.src.c(s.start_byte))
+        ind = self.src.indent_of_line(self.src.char_offset(b_decl.start_byte))
+        outer = self.src.indent_of_line(self.src.char_offset(s.start_byte))
         unit = ind[len(outer):] if ind.startswith(outer) and len(ind) > len(outer) else "  "
         edits = []
         # The size check: 5/6 -> 3/4, in the macro the branch uses.
@@ -398,9 +401,8 @@ class MergeRebase:
             for lit, v in sizes:
                 if v not in arity_map:
                     raise _NotMerge(f"the size check compares with {v}")
-                m = re.match(r"^(\d+)([uUlL]*)$", self.t(lit).strip())
-                edits.append((lit.start_byte, lit.end_byte, str(arity_map[v]) + m.group(2)))
-            macro = self.t(check[1].child_by_field_name("function"))
+                edits.append((lit.start_byte, lit.end_byte, str(arity_map[v]) + int_suffix(self.text_of(lit))))
+            macro = self.text_of(check[1].child_by_field_name("function"))
             cond_macro = re.sub(r"_(EQ|NE|GE|LE|GT|LT)$", "", macro)
         else:
             cond_macro = "TVM_FFI_ICHECK" if "TVM_FFI_ICHECK" in self.text else "ICHECK"
@@ -408,18 +410,18 @@ class MergeRebase:
         lines = []
         if check is None:
             n3, n4 = self.target.cpp_arity[0], self.target.cpp_arity[-1]
-            lines.append(f"{cond_macro}({obj}->{self.r.args_field}.size() == {n3}U || "
-                         f"{obj}->{self.r.args_field}.size() == {n4}U);")
+            lines.append(f"{cond_macro}({obj}->{self.cpp.args_field}.size() == {n3}U || "
+                         f"{obj}->{self.cpp.args_field}.size() == {n4}U);")
         lines += [
-            f"{ctor} {dptr} = {downcast}<{ctor}>({obj}->{self.r.args_field}[0]);",
-            f"{cond_macro}({dptr}->{self.r.op_field}.same_as({builtin}tvm_access_ptr()))",
-            f"{unit}{unit}<< \"{self.r.op_name}'s destination must be a tvm_access_ptr\";",
+            f"{ctor} {dptr} = {downcast}<{ctor}>({obj}->{self.cpp.args_field}[0]);",
+            f"{cond_macro}({dptr}->{self.cpp.op_field}.same_as({builtin}tvm_access_ptr()))",
+            f"{unit}{unit}<< \"{self.cpp.op_name}'s destination must be a tvm_access_ptr\";",
         ]
         at = self.src.data.rfind(b"\n", 0, b_decl.start_byte) + 1
         edits.append((at, at, "".join(ind + ln + nl for ln in lines)))
-        edits.append((b_sub.start_byte, b_sub.end_byte, f"{dptr}->{self.r.args_field}[1]"))
-        edits.append((e_dtype.start_byte, e_dtype.end_byte, f"{dptr}->{self.r.args_field}[0].dtype()"))
-        edits.append((o_sub.start_byte, o_sub.end_byte, f"{dptr}->{self.r.args_field}[2]"))
+        edits.append((b_sub.start_byte, b_sub.end_byte, f"{dptr}->{self.cpp.args_field}[1]"))
+        edits.append((e_dtype.start_byte, e_dtype.end_byte, f"{dptr}->{self.cpp.args_field}[0].dtype()"))
+        edits.append((o_sub.start_byte, o_sub.end_byte, f"{dptr}->{self.cpp.args_field}[2]"))
         if k_decl is not None:
             lo = k_decl
             prev = k_decl.prev_sibling
@@ -433,7 +435,7 @@ class MergeRebase:
                 edits.append((lo.start_byte, k_decl.end_byte, ""))
             else:
                 edits.append((start, end, ""))
-        a = self.r.args_field
+        a = self.cpp.args_field
         extra = f", {ann}" if ann else ""
         n3 = self.target.cpp_arity[0]
         tail_text = [
@@ -445,10 +447,10 @@ class MergeRebase:
             f"return {ctor}({dtype_text}, {opcall_text}, {{{new_dst}, {obj}->{a}[1], {obj}->{a}[2], "
             f"{obj}->{a}[3]}}{extra});",
         ]
-        tail_ind = self.src.indent_of_line(self.src.c(tail[0].start_byte))
+        tail_ind = self.src.indent_of_line(self.src.char_offset(tail[0].start_byte))
         text = (nl + tail_ind).join(tail_text)
         edits.append((tail[0].start_byte, tail[-1].end_byte, text))
-        site.code = CODE
+        site.code = codes.MERGE_REBASE
         site.edits = edits
         site.fixable = True
         site.applicability = Applicability.UNSAFE
@@ -465,7 +467,7 @@ class MergeRebase:
 
     def _merge_todo(self, obj: str) -> str:
         """What a person changes in a merge-style branch (one clause of the message)."""
-        a = self.r.args_field
+        a = self.cpp.args_field
         return (
             f"change: open the destination access pointer (`Call dst = Downcast<Call>({obj}->{a}[0])`, checked to be "
             f"`tvm_access_ptr`; its data Var at `dst->{a}[1]`, its offset at `dst->{a}[2]`), re-base the offset onto "
@@ -473,8 +475,3 @@ class MergeRebase:
             f"`dst->{a}[0].dtype()`, plus the offset, no byte factor, as a `tvm_access_ptr` branch does), rebuild it with the same type, extent "
             f"and mask, keep `{obj}->{a}[1..]` and accept {'/'.join(map(str, self.target.cpp_arity))} arguments"
         )
-
-
-def _short(text: str, limit: int = 60) -> str:
-    s = " ".join(text.split())
-    return s if len(s) <= limit else s[: limit - 3] + "..."

@@ -134,7 +134,7 @@ class Source:
             self._starts = line_starts(self.text)
         return self._starts
 
-    def c(self, byte_offset: int) -> int:
+    def char_offset(self, byte_offset: int) -> int:
         """Character offset of a byte offset (a character boundary)."""
         if self._b2c is None:
             return byte_offset
@@ -143,7 +143,7 @@ class Source:
         return self._b2c.char(byte_offset)
 
     def span(self, node) -> tuple[int, int]:
-        return self.c(node.start_byte), self.c(node.end_byte)
+        return self.char_offset(node.start_byte), self.char_offset(node.end_byte)
 
     def linecol(self, char_offset: int) -> tuple[int, int]:
         return offset_to_linecol(self.starts, char_offset)
@@ -153,7 +153,7 @@ class Source:
         end = self.starts[line] - 1 if line < len(self.starts) else len(self.text)
         return self.text[start:end]
 
-    def t(self, node) -> str:
+    def text_of(self, node) -> str:
         """The text of a node."""
         return self.data[node.start_byte : node.end_byte].decode("utf-8", "surrogatepass")
 
@@ -247,11 +247,6 @@ def error_summary(text: str, root=None) -> tuple[int, Optional[int]]:
     if len(_ERROR_MEMO) > _ERROR_MEMO_SIZE:
         _ERROR_MEMO.popitem(last=False)
     return hit
-
-
-def first_error(root) -> Optional[object]:
-    errs = error_nodes(root)
-    return min(errs, key=lambda n: n.start_byte) if errs else None
 
 
 def ancestors(node) -> Iterator:

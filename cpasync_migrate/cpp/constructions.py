@@ -1,0 +1,409 @@
+"""Constructions: C++ code that builds a legacy ``ptx_cp_async`` IR call, and the op's registration.
+
+CPA101 (cpp-construction-brace-list)
+    What: ``Call(dtype, <op>, {dst_data, dst_offset, src_data, src_offset, bytes[, predicate]})``
+    with the op spelled in the call.
+    Why: from the access-pointer API (upstream PR #1590) the call carries
+    ``{dst_access_ptr, src_access_ptr, bytes[, predicate]}``; a builder left on the old layout
+    feeds every reader the wrong arguments.
+    Example::
+
+        return Call(DataType::Handle(), builtin::ptx_cp_async(),
+                    {dst->data, dst_off, src->data, src_off, PrimExpr(16)});
+
+    Fix: each side becomes ``tvm_access_ptr(TypeAnnotation(<data's own element type>), data,
+    offset, floordiv(bytes, ptype.bytes()), rw_mask)``.  Safe when the byte count is a name, a
+    literal or a wrapper of one (it is written again in each extent); unsafe otherwise, with
+    the assumption that it is pure.  Left for a person when a data argument is not visibly a
+    ``tir::Var`` (its element type cannot be named), when the list holds comments, or when the
+    target counts the op's size in elements (the element types are known only when the pass
+    runs).
+
+CPA102 (cpp-construction-args-array)
+    What: the same construction through a local argument array (``Array<PrimExpr> args =
+    {...}; args.push_back(pred);``) and/or a local ``Op`` variable, or through an expression
+    the source does not show.
+    Why: as CPA101.  Fix: as CPA101 when every list the array gets is visible in the function
+    and nothing else touches the array; else left for a person with the reason.
+
+CPA110 (cpp-registration-legacy-arity)
+    What: ``MACRO(ptx_cp_async).set_num_inputs(5)`` (or 6), a registration that declares a
+    legacy arity.  Why: the access-pointer layout has 3 or 4 arguments; the registration
+    would refuse every new call.  Fix (unsafe): the target's declared arity (-1, variadic, as
+    upstream registers it), with the assumption that every builder and reader moves in the
+    same change.
+
+A construction next to a parse error is CPA108 and not edited.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from ..findings import Applicability
+from . import codes
+from .context import PendingSite, int_value, short
+from .source import ancestors, named, squash, walk
+
+_WRAP_COLUMN = 40  # a rewritten list starting further right begins on its own line
+_INDENT = "    "  # continuation indent for such a line
+_NAME = r"[A-Za-z_]\w*"
+_SIMPLE_ATOM = rf"(?:{_NAME}(?:::{_NAME})*|\d+[uUlL]*|(?:{_NAME}::)*DataType::{_NAME}\(\d*\))"
+
+
+class ConstructionChecks:
+    """Mixin of :class:`~.analyzer.CppAnalyzer`: CPA101, CPA102 and CPA110 (see the module docstring)."""
+
+    # ------------------------------------------------------ constructions
+    def _construction(self, call) -> None:
+        fn_node = call.child_by_field_name("function")
+        if fn_node is None or squash(self.text_of(fn_node)) not in self.cpp.call_constructors:
+            return
+        arglist = call.child_by_field_name("arguments")
+        args = named(arglist) if arglist is not None else []
+        if len(args) < 3:
+            return
+        fn = self.func_of(call)
+        op = self.op_node(args[1], fn)
+        if op is None:
+            return
+        self._tag = (self.ir_op(op), "builder")
+        via_var = not self.is_op_call(args[1])
+        arr = args[2]
+        if self.near_error(call) or any(self.near_error(a) or a.has_error for a in args):
+            site = PendingSite(call, codes.NEAR_PARSE_ERROR, (
+                f"`{self.cpp.op_name}` call next to a parse error (a macro or #if block tree-sitter cannot follow)"
+            ))
+            site.park(
+                f"check by hand that it builds {self._layout(self.target, self.target.cpp_arity[0])}"
+                f"[, {self._arg(self.target, self.target.cpp_arity[-1] - 1)}]"
+            )
+            self.sites.append(site)
+            return
+        legacy_arity = self.legacy.cpp_arity
+        target_arity = self.target.cpp_arity
+        if arr.type == "initializer_list":
+            elems = named(arr)
+            if len(elems) not in legacy_arity:
+                return
+            code = codes.CONSTRUCTION_INDIRECT if via_var else codes.CONSTRUCTION_LIST
+            how = f"through the Op variable `{self.text_of(args[1])}` " if via_var else ""
+            site = PendingSite(call, code, (
+                f"`{self.cpp.op_name}` call built {how}with the legacy {len(elems)}-element argument list "
+                f"({self._layout(self.legacy, len(elems))})"
+            ))
+            self._rewrite_lists(site, call, [arr], op)
+            self.sites.append(site)
+            return
+        if arr.type == "identifier":
+            self._array_construction(call, args, arr, op, fn, via_var)
+            return
+        # An argument array made by an expression the tool cannot follow.
+        site = PendingSite(call, codes.CONSTRUCTION_INDIRECT, (
+            f"`{self.cpp.op_name}` call built from the argument expression `{short(self.text_of(arr))}`, whose layout the "
+            f"source does not show here; check it builds {self._layout(self.target, target_arity[0])}"
+            f"[, {self._arg(self.target, target_arity[-1] - 1)}]"
+        ))
+        self.sites.append(site)
+
+    def _array_construction(self, call, args, arr, op, fn, via_var) -> None:
+        name = self.text_of(arr)
+        body = fn.child_by_field_name("body") if fn is not None else None
+        lists, appends, other = [], [], []
+        declared = False
+        if body is not None:
+            for n in walk(body):
+                if n.type == "identifier" and self.text_of(n) == name and n.start_byte != arr.start_byte:
+                    p = n.parent
+                    if p is not None and p.type == "init_declarator" and p.child_by_field_name("declarator") == n:
+                        decl = p.parent
+                        ty = decl.child_by_field_name("type") if decl is not None else None
+                        declared = True
+                        if ty is None or not (self.cpp.is_array_type(self.text_of(ty)) or self.text_of(ty) == "auto"):
+                            other.append(n)
+                            continue
+                        val = p.child_by_field_name("value")
+                        if val is not None and val.type == "initializer_list":
+                            lists.append(val)
+                        elif val is not None:
+                            other.append(n)
+                        continue
+                    if p is not None and p.type == "declaration" and p.child_by_field_name("declarator") == n:
+                        declared = True  # declared without a value; assignments follow
+                        continue
+                    if (
+                        p is not None
+                        and p.type == "assignment_expression"
+                        and p.child_by_field_name("left") == n
+                        and self.text_of(p.child_by_field_name("operator") or p.children[1]) == "="
+                    ):
+                        val = p.child_by_field_name("right")
+                        if val is not None and val.type == "initializer_list":
+                            lists.append(val)
+                        else:
+                            other.append(n)
+                        continue
+                    if (
+                        p is not None
+                        and p.type == "field_expression"
+                        and p.child_by_field_name("argument") == n
+                        and self.text_of(p.child_by_field_name("field")) in self.cpp.append_methods
+                        and p.parent is not None
+                        and p.parent.type == "call_expression"
+                    ):
+                        appends.append(p.parent)
+                        continue
+                    other.append(n)
+        sizes = [len(named(lst)) for lst in lists]
+        legacy_sizes = [s for s in sizes if s in self.legacy.cpp_arity]
+        if lists and not legacy_sizes and all(s in self.target.cpp_arity for s in sizes):
+            return  # already the new layout
+        if lists and not legacy_sizes:
+            return  # some other array; not ours to judge
+        site = PendingSite(call, codes.CONSTRUCTION_INDIRECT)
+        how = f" and the Op variable `{self.text_of(args[1])}`" if via_var else ""
+        if not lists:
+            where = "is declared here without a visible value" if declared else "is not built in this function"
+            site.message = (
+                f"`{self.cpp.op_name}` call built from the argument array `{name}`{how}, which {where}; "
+                f"check it holds {self._layout(self.target, self.target.cpp_arity[0])}"
+                f"[, {self._arg(self.target, self.target.cpp_arity[-1] - 1)}] and not the legacy layout"
+            )
+            self.sites.append(site)
+            return
+        lmin = min(self.legacy.cpp_arity)
+        site.message = (
+            f"`{self.cpp.op_name}` call built from the argument array `{name}`{how} with the legacy layout "
+            f"({self._layout(self.legacy, max(legacy_sizes))})"
+        )
+        reason = None
+        if other:
+            ln = self.src.linecol(self.src.char_offset(other[0].start_byte))[0]
+            reason = f"`{name}` is also used at line {ln} in a way the tool does not follow"
+        elif any(s != lmin for s in sizes) and appends:
+            reason = f"`{name}` gets both a {max(sizes)}-element list and an appended element"
+        elif len(appends) > 1:
+            reason = f"`{name}` gets {len(appends)} appended elements; only the optional predicate is expected"
+        if reason:
+            site.leave(reason)
+            self.sites.append(site)
+            return
+        self._rewrite_lists(site, call, lists, op)
+        self.sites.append(site)
+
+    def _rewrite_lists(self, site: PendingSite, call, lists, op) -> None:
+        """Give ``site`` a fix that rewrites each legacy list in ``lists``."""
+        if self.near_error(call) or any(self.near_error(lst) for lst in lists):
+            site.park("it is inside or next to a parse error (a macro or #if block tree-sitter cannot follow)")
+            return
+        why = self._target_blocks_construction(self.ir_op(op))
+        if why:
+            site.leave(why)
+            return
+        ctx = self._emit_context(call, op)
+        edits = []
+        for lst in lists:
+            elems = named(lst)
+            if len(elems) not in self.legacy.cpp_arity:
+                continue
+            if any(c.type == "comment" for c in lst.named_children):
+                site.leave("the argument list holds comments the rewrite would drop")
+                return
+            new, assumptions, problem = self._new_elements(elems, ctx, call)
+            if problem:
+                site.leave(problem)
+                return
+            for a in assumptions:
+                if a not in site.assumptions:
+                    site.assumptions.append(a)
+            start = self.src.char_offset(elems[0].start_byte)
+            pad = self.src.column_pad(start)
+            brace = lst.children[0]
+            prev = lst.prev_sibling
+            if len(pad) > _WRAP_COLUMN and prev is not None and prev.type == "," and self._same_line(prev, brace):
+                # Far to the right: start the list on a line of its own.
+                outer = self.src.indent_of_line(start) + _INDENT
+                edits.append((prev.end_byte, brace.start_byte, self.nl + outer))
+                pad = outer + " " * (elems[0].start_byte - brace.end_byte + 1)
+            text = ("," + self.nl + pad).join(e.replace("\n", self.nl + pad) for e in new)
+            edits.append((elems[0].start_byte, elems[-1].end_byte, text))
+        site.edits = edits
+        site.fixable = True
+        site.applicability = Applicability.UNSAFE if site.assumptions else Applicability.SAFE
+        n = max(len(named(lst)) for lst in lists) - (min(self.legacy.cpp_arity) - min(self.target.cpp_arity))
+        site.fix_note = (
+            f"{self._layout(self.target, n)} with tvm_access_ptr built from each data pointer's own element type"
+        )
+
+    def _same_line(self, a, b) -> bool:
+        return a.end_point[0] == b.start_point[0]
+
+    def _target_blocks_construction(self, ir_op) -> Optional[str]:
+        tgt = self.target
+        if tgt.form != "access_ptr":
+            return f"the target API {tgt.name} does not use access pointers"
+        if tgt.size_meaning_for(ir_op) != "bytes":
+            hint = ""
+            if tgt.tl_access_ptr:
+                hint = (
+                    f"; build each side as TileLang's own producers do, "
+                    f"Call(DataType::Handle(), {tgt.tl_access_ptr}(), {{BufferLoad(buffer, {{index}}), num_elems, rw_mask}}) "
+                    f"(rw_mask {tgt.dst_rw_mask} for the destination, {tgt.src_rw_mask} for the source), with one "
+                    "element type for both sides and the element count as the size"
+                )
+            return (
+                f"under the target API {tgt.name} `{ir_op}` counts the copy in elements of the access pointer's type "
+                "(num_elems), both sides must have the same width, and the element types here are known only when "
+                f"the pass runs{hint}"
+            )
+        return None
+
+    def _emit_context(self, call, op) -> dict:
+        ctor = squash(self.text_of(call.child_by_field_name("function")))
+        tir = ctor[: -len("Call")] if ctor.endswith("Call") else ""
+        if "tvm::" in tir:
+            tvm = tir[: tir.index("tvm::") + len("tvm::")]
+        else:
+            tvm = ""
+        op_scope = self.cpp.op_scope(self.text_of(op.child_by_field_name("function")))
+        builtin = op_scope if op_scope.endswith("builtin::") else self.cpp.emit["builtin_scope"].format(tir=tir)
+        helper = self.cpp.emit["pointer_dtype_helper_name"] + "("
+        uses_helper = helper in self.text
+        return {"tir": tir, "tvm": tvm, "builtin": builtin, "helper": uses_helper}
+
+    def _is_var(self, data, call) -> bool:
+        """``data`` visibly denotes a tir::Var (so ``->type_annotation`` exists)."""
+        if data.type == "field_expression" and self.text_of(data.child_by_field_name("field")) == self.cpp.emit["data_field"]:
+            op = self.text_of(data.child_by_field_name("operator") or data.children[1])
+            return op == "->"
+        if data.type != "identifier":
+            return False
+        name = self.text_of(data)
+        var_types = {squash(v) for v in self.cpp.emit["var_types"]}
+        scopes = []
+        fn = self.func_of(call)
+        if fn is not None:
+            scopes.append(fn)
+        for a in ancestors(call):
+            if a.type in ("class_specifier", "struct_specifier"):
+                scopes.append(a.child_by_field_name("body"))
+                break
+        for sc in scopes:
+            if sc is None:
+                continue
+            for n in walk(sc):
+                if n.type in ("declaration", "field_declaration", "parameter_declaration"):
+                    ty = n.child_by_field_name("type")
+                    if ty is None or squash(self.text_of(ty)) not in var_types:
+                        continue
+                    for d in n.children_by_field_name("declarator"):
+                        if self._leaf_name(d) == name:
+                            return True
+        return False
+
+    def _simple(self, text: str) -> bool:
+        s = squash(text)
+        if re.fullmatch(_SIMPLE_ATOM, s):
+            return True
+        wrappers = "|".join(re.escape(w) for w in self.cpp.emit["size_wrappers"])
+        inner = rf"{_SIMPLE_ATOM}(?:,{_SIMPLE_ATOM})*"
+        return re.fullmatch(rf"(?:{_NAME}::)*(?:{wrappers})\({inner}\)", s) is not None
+
+    def _new_elements(self, elems, ctx, call):
+        """New argument texts for a legacy list; (texts, assumptions, problem)."""
+        emit = self.cpp.emit
+        d, d_off, s, s_off, size = elems[:5]
+        pred = elems[5] if len(elems) > 5 else None
+        assumptions = []
+        for data in (d, s):
+            if not self._is_var(data, call):
+                return None, None, (
+                    f"the element type of `{short(self.text_of(data))}` cannot be named: it is not visibly a tir::Var "
+                    "(a Buffer's ->data, or a Var declared in this function or class)"
+                )
+        size_text = self.text_of(size)
+        if not self._simple(size_text):
+            assumptions.append(
+                f"`{short(size_text)}` has no side effects and gives the same value each time it is evaluated "
+                "(it is also written in each access pointer's extent)."
+            )
+        fmt = {"tir": ctx["tir"], "tvm": ctx["tvm"], "builtin": ctx["builtin"]}
+        wrappers = "|".join(re.escape(w) for w in emit["size_wrappers"])
+        callee = size.child_by_field_name("function") if size.type == "call_expression" else None
+        is_primexpr = callee is not None and re.fullmatch(rf"(?:{_NAME}::)*(?:{wrappers})", squash(self.text_of(callee)))
+        size_arg = size_text if is_primexpr else emit["size_primexpr"].format(size=size_text, **fmt)
+        pdt_key = "pointer_dtype_helper" if ctx["helper"] else "pointer_dtype"
+
+        def access_ptr(data, off, mask) -> str:
+            dt = self.text_of(data)
+            ptype = emit[pdt_key].format(data=dt, **fmt)
+            head = emit["call"].format(**fmt)
+            lead = emit["call"].format(**fmt).index("(") + 1
+            args = emit["args"].format(ptype=ptype, **fmt)
+            extent = emit["extent"].format(size=size_arg, ptype=ptype, **fmt)
+            rest = emit["args_rest"].format(data=dt, offset=self.text_of(off), extent=extent, mask=mask, **fmt)
+            return head + "\n" + " " * lead + args + "\n" + " " * (lead + 1) + rest
+
+        new = [
+            access_ptr(d, d_off, self.target.dst_rw_mask),
+            access_ptr(s, s_off, self.target.src_rw_mask),
+            size_text,
+        ]
+        if pred is not None:
+            new.append(self.text_of(pred))
+        return new, assumptions, None
+
+    # ------------------------------------------------------- registrations
+    def _registration(self, call) -> None:
+        """``MACRO(ptx_cp_async).set_num_inputs(N)``: the registration declares a legacy arity."""
+        fn = call.child_by_field_name("function")
+        if fn is None or fn.type != "identifier" or self.text_of(fn) not in self.cpp.registration_macros:
+            return
+        a = named(call.child_by_field_name("arguments"))
+        if len(a) != 1 or a[0].type != "identifier" or self.text_of(a[0]) != self.cpp.op_name:
+            return
+        op = self.cpp.registration_macros[self.text_of(fn)]
+        self._tag = (op, "definition")
+        # Walk the method chain: call -> field_expression -> call_expression (...)
+        cur, arity = call, None
+        while cur.parent is not None and cur.parent.type == "field_expression" and cur.parent.parent is not None \
+                and cur.parent.parent.type == "call_expression":
+            field = cur.parent.child_by_field_name("field")
+            outer = cur.parent.parent
+            if field is not None and self.text_of(field) == self.cpp.arity_method:
+                arity = outer
+                break
+            cur = outer
+        if arity is None:
+            return  # no arity declared: every layout is accepted
+        args = named(arity.child_by_field_name("arguments"))
+        lit = args[0] if len(args) == 1 else None
+        if lit is None or lit.type != "number_literal":
+            return  # -1 (variadic, as upstream registers the new layouts) or a name: no legacy arity shown
+        value = int_value(self.text_of(lit))
+        legacy = self.legacy.cpp_num_inputs
+        target = self.target.cpp_num_inputs
+        if value not in legacy:
+            return  # the new arity, or a fork's own: not this API's legacy layout
+        site = PendingSite(arity, codes.REGISTRATION, function=f"{self.text_of(fn)}({self.cpp.op_name})", message=(
+            f"`{self.text_of(fn)}({self.cpp.op_name})` registers `{op}` with {self.cpp.arity_method}({value}), a legacy "
+            f"arity ({'/'.join(map(str, self.legacy.cpp_arity))} arguments); the access-pointer layout has "
+            f"{'/'.join(map(str, self.target.cpp_arity))}"
+        ))
+        if self._parked_near_error(site, arity):
+            return
+        new = str(target[0]) if target else None
+        if new is None:
+            site.leave("the target declares no registration arity")
+            self.sites.append(site)
+            return
+        site.edits = [(lit.start_byte, lit.end_byte, new)]
+        site.fixable = True
+        site.applicability = Applicability.UNSAFE
+        site.assumptions = [
+            f"Every builder and reader of `{op}` in the program moves to the access-pointer layout in the same change "
+            f"(the registration then accepts {'/'.join(map(str, self.target.cpp_arity))} arguments, not the legacy ones).",
+        ]
+        site.fix_note = f"{self.cpp.arity_method}({new})"
+        self.sites.append(site)
+

@@ -1,0 +1,459 @@
+"""Consumers: C++ branches that read a ``ptx_cp_async`` call's arguments (``if (op->op.same_as(<op>))``).
+
+A consumer is an ``if`` whose condition tests ``X->op.same_as(<op>)`` (the op spelled there or
+held by a local ``Op`` variable).  It reads the legacy layout when it reads ``X->args[K]`` at a
+position the target layout does not have, compares ``X->args.size()`` with a legacy count,
+declares a local named like an offset from ``X->args[K]``, or takes a legacy data position as
+a ``Var`` (``Downcast<Var>(X->args[0])``).  Readers must move with the builders: a tree whose
+passes build the new layout while a code generator still reads the old one is a broken
+compiler (docs/cpp.md, "change sets").
+
+CPA103 (cpp-consumer-rewritable)
+    What: the upstream code generator's printer shape: locals read from ``args[0..4]`` and
+    printed as ``<< dst << "+" << dst_offset``, the predicated form told by ``args.size()``.
+    Example::
+
+        std::string dst = PrintExpr(op->args[0]);
+        std::string dst_offset = PrintExpr(op->args[1]);
+        ...
+        stream << "cp_async(" << dst << " + " << dst_offset << ", ...";
+
+    Fix (unsafe): read ``{dst_access_ptr, src_access_ptr, bytes}[, predicate]`` (indices
+    renumbered, the offset locals and their ``+ offset`` printing deleted, ``args.size()``
+    compared with 3/4) and print each access pointer as it is; the assumption is that every
+    producer builds the new layout in the same change.
+
+CPA104 (cpp-consumer-manual)
+    What: any other reader of legacy positions.  The message maps every legacy index to its
+    new place (``args[1] dst_offset -> offset inside args[0] dst_access_ptr``), and for a
+    merge-style pass that re-bases the destination, or a printer that passes the offsets to a
+    runtime helper, says what a person changes.  No fix.
+
+CPA106 (cpp-dead-duplicate-branch)
+    What: an ``else if`` that repeats an earlier condition of the same chain word for word;
+    it never runs.  Fix (unsafe): delete it.
+
+CPA107 (cpp-dual-layout-branch)
+    What: a branch that accepts both layouts on purpose (it compares ``args.size()`` with a
+    legacy and a new count).  Information only.
+
+The merge pass's own legacy branch (CPA111) is recognised in ``merge.py``; a consumer next
+to a parse error is CPA108 and not edited.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from ..findings import Applicability
+from . import codes
+from .context import PendingSite, int_suffix, int_value, short
+from .source import named, squash, walk
+
+_COMPARISONS = {"==", "!=", "<", ">", "<=", ">="}
+
+
+class ConsumerChecks:
+    """Mixin of :class:`~.analyzer.CppAnalyzer`: CPA103, CPA104, CPA106, CPA107 (see the module docstring)."""
+
+    # ---------------------------------------------------------- consumers
+    def _op_tests(self, cond, fn) -> list[str]:
+        """Objects ``X`` in ``X->op.same_as(<op>)`` tests inside ``cond``."""
+        objs = []
+        for n in walk(cond):
+            if n.type != "call_expression":
+                continue
+            f = n.child_by_field_name("function")
+            if f is None or f.type != "field_expression" or self.text_of(f.child_by_field_name("field")) != self.cpp.same_as:
+                continue
+            a = named(n.child_by_field_name("arguments"))
+            opnode = self.op_node(a[0], fn) if len(a) == 1 else None
+            if opnode is None:
+                continue
+            inner = f.child_by_field_name("argument")
+            if inner is not None and inner.type == "field_expression" and self.text_of(
+                inner.child_by_field_name("field")
+            ) == self.cpp.op_field:
+                objs.append(squash(self.text_of(inner.child_by_field_name("argument"))))
+                self._tested_ops.append(self.ir_op(opnode))
+                if len(objs) == 1:
+                    self._tested_opnode = opnode
+        return objs
+
+    def _chain_conditions(self, s) -> list[str]:
+        """Conditions of the earlier branches of the if/else-if chain ``s`` is in."""
+        out = []
+        cur = s
+        while cur.parent is not None and cur.parent.type == "else_clause":
+            owner = cur.parent.parent
+            if owner is None or owner.type != "if_statement":
+                break
+            c = owner.child_by_field_name("condition")
+            if c is not None:
+                out.append(squash(self.text_of(c)))
+            cur = owner
+        return out
+
+    def _consumer(self, s) -> None:
+        cond = s.child_by_field_name("condition")
+        body = s.child_by_field_name("consequence")
+        if cond is None or body is None or self.in_dead(s):
+            return
+        if self.cpp.same_as not in self.text_of(cond):
+            return  # no `X->op.same_as(...)` test in the condition (cheap text check before the tree walk)
+        fn = self.func_of(s)
+        self._tested_ops = []
+        objs = self._op_tests(cond, fn)
+        if not objs:
+            return
+        # A branch testing both ops reads both; its op is the first one tested, and a rewrite
+        # must suit every op it tests.
+        self._tag = (self._tested_ops[0], "reader")
+        if squash(self.text_of(cond)) in self._chain_conditions(s):
+            self._dead(s, cond, body)
+            return
+        obj = objs[0]
+        reads, sizes, loose = self._args_uses(obj, [cond, body])
+        legacy_idx = {i for _, i in reads if i >= max(self.target.cpp_arity)}
+        legacy_n = {v for _, v in sizes if v in self.legacy.cpp_arity}
+        new_n = {v for _, v in sizes if v in self.target.cpp_arity}
+        named_offsets = self._offset_reads(obj, body)
+        var_reads = self._data_as_var(reads)
+        legacy = bool(legacy_idx or legacy_n or named_offsets or var_reads)
+        head = s  # report the test line (an "else if" starts at "if")
+        if legacy and new_n:
+            site = PendingSite(head, codes.DUAL_LAYOUT, info=True, message=(
+                f"`{self.cpp.op_name}` branch accepts both the legacy layout (args.size() "
+                f"{'/'.join(map(str, self.legacy.cpp_arity))}) and the access-pointer layout "
+                f"({'/'.join(map(str, self.target.cpp_arity))}); information only"
+            ))
+            self.sites.append(site)
+            return
+        if not legacy:
+            return
+        site = PendingSite(head, codes.CONSUMER_MANUAL)
+        if self.near_error(s):
+            site.message = f"`{self.cpp.op_name}` consumer reads the legacy layout"
+            site.park(f"it is inside or next to a parse error; {self._index_map()}")
+            self.sites.append(site)
+            return
+        why = self._codegen_rewrite(site, obj, cond, body, reads, sizes, loose)
+        merge_why = None
+        if why is not None and var_reads and self.target.form == "access_ptr":
+            merge_why, rebuilds = self._merge_rewrite(site, obj, s, cond, body, self._tested_opnode)
+            if merge_why is None:
+                site.message = (
+                    f"`{self.cpp.op_name}` merge-pass branch re-bases the legacy destination (data `args[0]`, offset "
+                    f"`args[1]` scaled by the call dtype's size) and rebuilds the "
+                    f"{'/'.join(map(str, self.legacy.cpp_arity))}-argument call"
+                )
+                site.fix_note = (
+                    f"open the destination access pointer (data at its args[1], offset at its args[2]), rebuild it "
+                    f"on the merged buffer with its offset in the access pointer's own type, keep the other "
+                    f"arguments, args.size() {'/'.join(map(str, self.target.cpp_arity))}"
+                )
+                self.sites.append(site)
+                return
+            if rebuilds:
+                why = f"a merge-style pass that re-bases the destination, in a shape the tool does not rewrite: {merge_why}"
+                site.message = f"`{self.cpp.op_name}` consumer reads the legacy layout ({why}); {self._merge_todo(obj)}; {self._index_map()}"
+                self.sites.append(site)
+                return
+        if why is None:
+            site.code = codes.CONSUMER_REWRITABLE
+            site.message = (
+                f"`{self.cpp.op_name}` consumer prints the legacy layout (pointer + offset, args.size() "
+                f"{'/'.join(map(str, self.legacy.cpp_arity))})"
+            )
+            site.fix_note = (
+                f"read {self._layout(self.target, self.target.cpp_arity[0])}"
+                f"[, {self._arg(self.target, self.target.cpp_arity[-1] - 1)}] and print each access pointer as it is"
+            )
+        else:
+            site.message = f"`{self.cpp.op_name}` consumer reads the legacy layout ({why}); {self._index_map()}"
+        self.sites.append(site)
+
+    def _args_uses(self, obj, regions):
+        """Reads ``args[K]`` (node, K), size literals (literal node, N), and other uses."""
+        reads, sizes, loose = [], [], []
+        for region in regions:
+            for n in walk(region):
+                if not self._args_access(n, obj):
+                    continue
+                p = n.parent
+                if p is not None and p.type == "subscript_expression" and p.child_by_field_name("argument") == n:
+                    idx = named(p.child_by_field_name("indices"))
+                    v = int_value(self.text_of(idx[0])) if len(idx) == 1 and idx[0].type == "number_literal" else None
+                    if v is None:
+                        loose.append(p)
+                    else:
+                        reads.append((idx[0], v))
+                    continue
+                if (
+                    p is not None
+                    and p.type == "field_expression"
+                    and self.text_of(p.child_by_field_name("field")) == "size"
+                    and p.parent is not None
+                    and p.parent.type == "call_expression"
+                ):
+                    lit = self._size_literal(p.parent)
+                    if lit is None:
+                        loose.append(p.parent)
+                    else:
+                        sizes.append(lit)
+                    continue
+                loose.append(n)
+        return reads, sizes, loose
+
+    def _size_literal(self, size_call):
+        """The literal ``args.size()`` is compared with: (node, value) or None."""
+        cur = size_call
+        while cur.parent is not None and cur.parent.type == "parenthesized_expression":
+            cur = cur.parent
+        p = cur.parent
+        if p is None:
+            return None
+        if p.type == "binary_expression" and self.text_of(p.child_by_field_name("operator")) in _COMPARISONS:
+            other = p.child_by_field_name("right") if p.child_by_field_name("left") == cur else p.child_by_field_name("left")
+            if other is not None and other.type == "number_literal" and int_value(self.text_of(other)) is not None:
+                return other, int_value(self.text_of(other))
+            return None
+        if p.type == "argument_list" and p.parent is not None and p.parent.type == "call_expression":
+            macro = self.text_of(p.parent.child_by_field_name("function"))
+            if macro in self.cpp.check_macros:
+                others = [a for a in named(p) if a != cur]
+                if len(others) == 1 and others[0].type == "number_literal" and int_value(self.text_of(others[0])) is not None:
+                    return others[0], int_value(self.text_of(others[0]))
+        return None
+
+    def _data_as_var(self, reads) -> list:
+        """Reads of a legacy data position taken as a ``Var`` (``Downcast<Var>(args[0])``,
+        ``args[2].as<VarNode>()``): in the new layout those positions hold access-pointer
+        calls, or the byte count."""
+        roles = [self.cpp.role(a) for a in self.legacy.cpp_args]
+        data_idx = {k for k, r in enumerate(roles) if r in ("dst", "src")}
+        var_types = {squash(v) for v in self.cpp.emit["var_types"]}
+        out = []
+        for lit, k in reads:
+            if k not in data_idx:
+                continue
+            sub = lit.parent.parent if lit.parent is not None else None  # subscript_expression
+            p = sub.parent if sub is not None else None
+            if p is not None and p.type == "argument_list" and p.parent is not None:
+                fn = squash(self.text_of(p.parent.child_by_field_name("function") or p.parent))
+                m = re.fullmatch(r"(?:\w+::)*Downcast<(.+)>", fn)
+                if m and m.group(1) in var_types:
+                    out.append(lit)
+                    continue
+            if p is not None and p.type == "field_expression":
+                field = p.child_by_field_name("field")
+                if field is not None and re.fullmatch(r"as<(?:\w+::)*VarNode>", squash(self.text_of(field))):
+                    out.append(lit)
+        return out
+
+    def _offset_reads(self, obj, body) -> list:
+        """Declarations ``NAME = f(<obj>->args[K])`` whose NAME says "offset"."""
+        out = []
+        for n in walk(body):
+            if n.type != "init_declarator":
+                continue
+            name = self._leaf_name(n.child_by_field_name("declarator"))
+            if self.cpp.offset_name not in name.lower():
+                continue
+            val = n.child_by_field_name("value")
+            if val is None:
+                continue
+            for m in walk(val):
+                if m.type == "subscript_expression" and self._args_access(m.child_by_field_name("argument"), obj):
+                    out.append(n)
+                    break
+        return out
+
+    def _top_reads(self, obj, body) -> dict:
+        """K -> (name identifier node, declaration node) for ``T NAME = f(<obj>->args[K]);``
+        statements directly in the branch body."""
+        out = {}
+        if body.type != "compound_statement":
+            return out
+        for st in named(body):
+            if st.type != "declaration":
+                continue
+            decls = st.children_by_field_name("declarator")
+            if len(decls) != 1 or decls[0].type != "init_declarator":
+                continue
+            val = decls[0].child_by_field_name("value")
+            if val is None or val.type != "call_expression":
+                continue
+            a = named(val.child_by_field_name("arguments"))
+            if len(a) != 1 or a[0].type != "subscript_expression" or not self._args_access(
+                a[0].child_by_field_name("argument"), obj
+            ):
+                continue
+            idx = named(a[0].child_by_field_name("indices"))
+            k = int_value(self.text_of(idx[0])) if len(idx) == 1 else None
+            ident = decls[0].child_by_field_name("declarator")
+            if k is not None and ident is not None and ident.type == "identifier" and k not in out:
+                out[k] = (ident, st)
+        return out
+
+    def _codegen_rewrite(self, site, obj, cond, body, reads, sizes, loose) -> Optional[str]:
+        """Try the code-generator rewrite; None on success, else the reason it does not apply."""
+        tgt = self.target
+        counts = [op for op in dict.fromkeys(self._tested_ops) if tgt.size_meaning_for(op) != "bytes"]
+        if tgt.form != "access_ptr" or counts:
+            return (
+                f"under the target API {tgt.name} `{counts[0] if counts else self._tested_ops[0]}` counts the copy "
+                "in elements (num_elems); the printer must derive bytes from the access pointer's type"
+            )
+        if loose:
+            ln = self.src.linecol(self.src.char_offset(loose[0].start_byte))[0]
+            return f"the argument array is used at line {ln} in a way the tool does not follow"
+        legacy_args = self.legacy.cpp_args
+        roles = [self.cpp.role(a) for a in legacy_args]
+        try:
+            k_dst, k_doff, k_src, k_soff, k_size = (roles.index(r) for r in ("dst", "dst_offset", "src", "src_offset", "size"))
+        except ValueError:
+            return "the rules do not name every legacy argument's role"
+        top = self._top_reads(obj, body)
+        if not all(k in top for k in (k_dst, k_doff, k_src, k_soff, k_size)):
+            return "not the printer shape the tool rewrites: locals read from args[0..4] and printed as pointer + offset"
+        # Where each legacy index goes.
+        remap = {}
+        for k, name in enumerate(legacy_args):
+            role = roles[k]
+            if role in ("dst_offset", "src_offset"):
+                continue
+            j = next((i for i, n in enumerate(tgt.cpp_args) if self.cpp.role(n) == role), None)
+            if j is None:
+                return f"the target layout has no place for {name}"
+            remap[k] = j
+        edits = []
+        off_decls = {k_doff: top[k_doff], k_soff: top[k_soff]}
+        for lit, k in reads:
+            if k in off_decls:
+                decl = off_decls[k][1]
+                if not (decl.start_byte <= lit.start_byte and lit.end_byte <= decl.end_byte):
+                    ln = self.src.linecol(self.src.char_offset(lit.start_byte))[0]
+                    return f"args[{k}] ({legacy_args[k]}) is read again at line {ln}"
+                continue
+            if k not in remap:
+                return f"args[{k}] is outside the legacy layout"
+            if remap[k] != k:
+                edits.append((lit.start_byte, lit.end_byte, str(remap[k])))
+        arity_map = dict(zip(self.legacy.cpp_arity, tgt.cpp_arity))
+        if not sizes:
+            return "the branch does not tell the predicated form by args.size()"
+        for lit, v in sizes:
+            if v not in arity_map:
+                return f"args.size() is compared with {v}, which is not a legacy argument count"
+            edits.append((lit.start_byte, lit.end_byte, str(arity_map[v]) + int_suffix(self.text_of(lit))))
+        # Every use of an offset local must be `<< ptr << "+" << offset` in a stream chain.
+        for k_off, k_ptr in ((k_doff, k_dst), (k_soff, k_src)):
+            ident, decl = top[k_off]
+            ptr_name = self.text_of(top[k_ptr][0])
+            off_name = self.text_of(ident)
+            uses = [
+                n
+                for n in walk(body)
+                if n.type == "identifier" and self.text_of(n) == off_name and n.start_byte != ident.start_byte
+            ]
+            if not uses:
+                return f"`{off_name}` is read but never printed"
+            for u in uses:
+                span = self._joined_offset(u, ptr_name)
+                if span is None:
+                    ln = self.src.linecol(self.src.char_offset(u.start_byte))[0]
+                    helpers = self._printed_helpers(body, off_name)
+                    if helpers:
+                        names = ", ".join(f"`{h}`" for h in helpers)
+                        runtime = ", ".join("`" + re.split(r"[.:]+", h)[-1] + "`" for h in helpers)
+                        return (
+                            f"it prints the offsets as separate arguments of the runtime helper"
+                            f"{'s' if len(helpers) > 1 else ''} {names} (`{off_name}` at line {ln}), so the runtime "
+                            f"helper must change with it: print only the access pointers "
+                            f"(`{helpers[0]}(size, {ptr_name}, src)`, the predicate last) and give the runtime's "
+                            f"{runtime} a pointer-only form "
+                            f"in the same change (CPA007 where the runtime is Python in the scanned tree)"
+                        )
+                    return f"`{off_name}` is used at line {ln} other than as `{ptr_name} << \"+\" << {off_name}`"
+                edits.append(span)
+            edits.append(self._delete_statement(decl))
+        site.edits = edits
+        site.fixable = True
+        site.applicability = Applicability.UNSAFE
+        site.assumptions = [
+            f"Every producer of this call in the program now builds the access-pointer layout "
+            f"({'/'.join(map(str, tgt.cpp_arity))} arguments), so the branch no longer needs to accept the legacy one.",
+        ]
+        return None
+
+    def _printed_helpers(self, body, off_name: str) -> list[str]:
+        """Runtime helpers a printer branch prints calls of with ``off_name`` among their
+        arguments: string literals ``"name("`` in the same ``<<`` chain as a use of the offset
+        (CuTeDSL prints ``tl.cp_async_gs(size, dst, dst_offset, src, src_offset)``)."""
+        out: list[str] = []
+        for n in walk(body):
+            if n.type != "identifier" or self.text_of(n) != off_name:
+                continue
+            top = n
+            while top.parent is not None and top.parent.type == "binary_expression" and \
+                    self.text_of(top.parent.child_by_field_name("operator")) == "<<":
+                top = top.parent
+            if top is n:
+                continue
+            for lit in walk(top):
+                if lit.type != "string_literal" or lit.start_byte > n.start_byte:
+                    continue
+                content = "".join(self.text_of(c) for c in lit.named_children if c.type == "string_content")
+                m = re.search(r"([A-Za-z_][\w.:]*)\(\s*$", content)
+                if m and m.group(1) not in out:
+                    out.append(m.group(1))
+        return out
+
+    def _joined_offset(self, use, ptr_name):
+        """For ``... << ptr << "+" << use``: the byte span from after ``ptr`` to after ``use``."""
+        p = use.parent
+        if p is None or p.type != "binary_expression" or p.child_by_field_name("right") != use:
+            return None
+        if self.text_of(p.child_by_field_name("operator")) != "<<":
+            return None
+        left = p.child_by_field_name("left")
+        if left is None or left.type != "binary_expression" or self.text_of(left.child_by_field_name("operator")) != "<<":
+            return None
+        join = left.child_by_field_name("right")
+        if join is None or join.type != "string_literal":
+            return None
+        content = "".join(self.text_of(c) for c in join.named_children if c.type == "string_content")
+        if content.strip() not in self.cpp.offset_join:
+            return None
+        ll = left.child_by_field_name("left")
+        if ll is None or ll.type != "binary_expression" or self.text_of(ll.child_by_field_name("operator")) != "<<":
+            return None
+        ptr = ll.child_by_field_name("right")
+        if ptr is None or ptr.type != "identifier" or self.text_of(ptr) != ptr_name:
+            return None
+        return (ptr.end_byte, use.end_byte, "")
+
+
+    def _dead(self, s, cond, body) -> None:
+        self._dead_ranges.append((s.start_byte, s.end_byte))
+        site = PendingSite(s, codes.DEAD_BRANCH, (
+            f"unreachable branch: an earlier branch of this if/else chain already tests `{short(self.text_of(cond), 80)}`"
+        ))
+        if self._parked_near_error(site, s):
+            return
+        clause = s.parent  # else_clause
+        alt = s.child_by_field_name("alternative")
+        if alt is not None:
+            span = (clause.start_byte, alt.start_byte, "")
+        else:
+            prev = clause.prev_sibling
+            start = prev.end_byte if prev is not None else clause.start_byte
+            span = (start, s.end_byte, "")
+        site.edits = [span]
+        site.fixable = True
+        site.applicability = Applicability.UNSAFE
+        site.assumptions = ["Nobody means to keep the unreachable branch's code (it never runs: the same test is made earlier)."]
+        site.fix_note = "delete it"
+        self.sites.append(site)
+

@@ -1,0 +1,348 @@
+"""What every C++ check shares: the file, its parse tree, the rules, and the questions each site asks.
+
+:class:`CppContext` holds one file (its text, tree-sitter tree and parse errors, the C++
+rules of ``rules/cpp.toml`` and the source and target API generations) and answers the
+questions every site family asks: which function a node is in and its qualified name,
+whether a call names the intrinsic's Op (directly or through a local ``Op`` variable),
+which IR op an unqualified spelling names in its context (``[op.context]`` of
+``rules/cpp.toml``), whether a node is next to a parse error, and how the legacy and the
+target argument layouts are worded in messages.
+
+:class:`PendingSite` is a finding under construction.  Its message is kept in parts (what
+the site is, what its fix does, why it is left or not edited) and put together only when the
+finding is made, so that a suppressed site's message is the same without the fix part and
+nothing has to be cut back out of a joined string.
+
+The site families live in their own modules: ``constructions.py`` (CPA101, CPA102, CPA110),
+``consumers.py`` (CPA103, CPA104, CPA106, CPA107), ``declarations.py`` (CPA105, CPA109) and
+``merge.py`` (CPA111); ``analyzer.py`` walks the file once and gives each node to them.
+"""
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ..findings import Applicability, FrontEndOptions
+from . import codes
+from .cpprules import CppRules, load_cpp_rules
+from .source import Source, ancestors, error_nodes, named, nodes_of_types, squash
+
+_INT_RE = re.compile(r"^(\d+)([uUlL]*)$")
+
+
+def int_value(text: str) -> Optional[int]:
+    """The value of a C++ integer literal (``5``, ``6U``), else None."""
+    m = _INT_RE.match(text.strip())
+    return int(m.group(1)) if m else None
+
+
+def int_suffix(text: str) -> str:
+    """The suffix of a C++ integer literal (``"U"`` of ``6U``); "" when there is none."""
+    m = _INT_RE.match(text.strip())
+    return m.group(2) if m else ""
+
+
+def short(text: str, limit: int = 60) -> str:
+    """``text`` on one line, cut to ``limit`` characters (for quoting code in a message)."""
+    s = " ".join(text.split())
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+@dataclass
+class PendingSite:
+    """A finding under construction (byte offsets), its message in parts.
+
+    The finding's message is ``message``, then ``; fix: <fix_note>`` when the site has a
+    fix, then ``; <outcome>`` when it is left for a person or not edited.
+    """
+
+    node: object
+    code: str
+    message: str = ""  # what the site is
+    fix_note: Optional[str] = None  # what the fix does
+    outcome: Optional[str] = None  # why it is not fixed: "left for a person: ..." or "not edited: ..."
+    edits: list = field(default_factory=list)  # (start_byte, end_byte, replacement)
+    applicability: Applicability = Applicability.SAFE
+    assumptions: list = field(default_factory=list)
+    info: bool = False
+    fixable: bool = False
+    op: Optional[str] = None  # the IR op ("tir.ptx_cp_async" | "tl.ptx_cp_async")
+    role: Optional[str] = None  # "builder" | "reader" | "definition"
+    function: Optional[str] = None  # the finding's function where it is not the enclosing definition
+
+    def leave(self, reason: str) -> None:
+        """The site is left for a person, for ``reason``."""
+        self.outcome = f"left for a person: {reason}"
+
+    def park(self, reason: str) -> None:
+        """The site is not edited, for ``reason`` (a parse problem): it becomes CPA108."""
+        self.code = codes.NEAR_PARSE_ERROR
+        self.outcome = f"not edited: {reason}"
+
+    def full_message(self) -> str:
+        out = self.message
+        if self.fix_note is not None:
+            out += f"; fix: {self.fix_note}"
+        if self.outcome is not None:
+            out += f"; {self.outcome}"
+        return out
+
+    def suppressed_message(self) -> str:
+        """The message of the site suppressed by a comment: no fix is offered."""
+        out = self.message
+        if self.outcome is not None:
+            out += f"; {self.outcome}"
+        return out + "; suppressed by a comment"
+
+
+class CppContext:
+    """One C++ file and the questions every site family asks of it (see the module docstring).
+
+    The site-family mixins (constructions, consumers, declarations, the merge pass) add
+    :class:`PendingSite` objects to ``sites``; each family sets ``_tag`` to the IR op and the
+    role of the sites it is building.
+    """
+
+    def __init__(self, text: str, path: str, options: FrontEndOptions):
+        self.text = text
+        self.path = path
+        self.options = options
+        self.rules = options.rules
+        self.cpp: CppRules = load_cpp_rules(options.rules)
+        self.src = Source(text)
+        self.errors = error_nodes(self.src.root)
+        self.legacy = self.rules.legacy
+        self.target = options.target
+        self._op_vars: dict = {}
+        self._dead_ranges: list[tuple[int, int]] = []
+        self._fns: list = []  # function definitions in document order (filled by run)
+        self._usings: Optional[list] = None  # `using namespace X;` directives (filled on demand)
+        self._tag: tuple = (None, None)  # (IR op, role) of the sites being built
+        self._tested_ops: list = []  # IR ops the consumer branch being read tests, in order
+        self._tested_opnode = None  # the op node of its first test
+        self._fn_starts: list[int] = []
+        self.sites: list[PendingSite] = []
+        self.nl = "\r\n" if "\r\n" in text else "\n"
+
+    # ------------------------------------------------------------------ util
+    def text_of(self, node) -> str:
+        return self.src.text_of(node)
+
+    def func_of(self, node):
+        """The innermost function definition around ``node`` (not ``node`` itself)."""
+        fns, starts = self._fns, self._fn_starts
+        lo, hi = node.start_byte, node.end_byte
+        # Enclosing definitions form a chain; the one that starts last is the innermost.
+        for i in range(bisect.bisect_right(starts, lo) - 1, -1, -1):
+            f = fns[i]
+            if f.end_byte >= hi and f != node:
+                return f
+        return None
+
+    def qualname(self, fn) -> Optional[str]:
+        if fn is None:
+            return None
+        decl = fn.child_by_field_name("declarator")
+        while decl is not None and decl.type != "function_declarator":
+            decl = decl.child_by_field_name("declarator")
+        if decl is None:
+            return None
+        return self._declarator_name(decl)
+
+    def _declarator_name(self, fdecl) -> str:
+        inner = fdecl.child_by_field_name("declarator")
+        name = squash(self.text_of(inner)) if inner is not None else "?"
+        scopes = []
+        for a in ancestors(fdecl):
+            if a.type in ("class_specifier", "struct_specifier"):
+                n = a.child_by_field_name("name")
+                if n is not None:
+                    scopes.append(self.text_of(n))
+        if scopes:
+            name = "::".join(list(reversed(scopes)) + [name])
+        return name
+
+    def is_op_call(self, node) -> bool:
+        if node is None or node.type != "call_expression":
+            return False
+        args = node.child_by_field_name("arguments")
+        fn = node.child_by_field_name("function")
+        if args is None or fn is None or named(args):
+            return False
+        return self.cpp.is_op_spelling(self.text_of(fn))
+
+    def op_vars(self, fn) -> dict:
+        """Local variables of ``fn`` that hold the intrinsic's Op: name -> op call node."""
+        if fn is None:
+            return {}
+        key = fn.id
+        if key not in self._op_vars:
+            found = {}
+            body = fn.child_by_field_name("body")
+            lo, hi = (body.start_byte, body.end_byte) if body is not None else (0, 0)
+            # An Op variable's initialiser names the op: a body without the name declares none.
+            name_in_body = body is not None and self.src.data.find(self.cpp.op_name.encode(), lo, hi) != -1
+            decls = nodes_of_types(body, ("declaration",), [(lo, hi)]) if name_in_body else []
+            for n in decls:
+                if n.start_byte < lo or n.end_byte > hi:
+                    continue  # around the body, not in it
+                ty = n.child_by_field_name("type")
+                quals = "".join(self.text_of(c) for c in n.children if c.type == "type_qualifier")
+                for d in n.children_by_field_name("declarator"):
+                    if d.type != "init_declarator":
+                        continue
+                    val = d.child_by_field_name("value")
+                    if self.is_op_call(val) and ty is not None and self.cpp.is_op_type(quals + self.text_of(ty)):
+                        found[self._leaf_name(d.child_by_field_name("declarator"))] = val
+            self._op_vars[key] = found
+        return self._op_vars[key]
+
+    def _leaf_name(self, decl) -> str:
+        while decl is not None and decl.type not in ("identifier", "field_identifier"):
+            inner = decl.child_by_field_name("declarator")
+            if inner is None:
+                inner = next((c for c in decl.named_children if c.type in ("identifier", "field_identifier")), None)
+            decl = inner
+        return self.text_of(decl) if decl is not None else ""
+
+    def op_node(self, node, fn):
+        """The op-call node ``node`` denotes (itself, or an Op variable's initialiser)."""
+        if self.is_op_call(node):
+            return node
+        if node is not None and node.type == "identifier":
+            return self.op_vars(fn).get(self.text_of(node))
+        return None
+
+    def ir_op(self, opcall) -> Optional[str]:
+        """The IR op an op-call node names: by its qualifier, else by its context."""
+        fn = opcall.child_by_field_name("function") if opcall is not None else None
+        if fn is None:
+            return self.cpp.context_default
+        op = self.cpp.op_of_scope(self.cpp.op_scope(self.text_of(fn)))
+        return op if op is not None else self.context_op(opcall)
+
+    def context_op(self, node) -> Optional[str]:
+        """The op an unqualified ``ptx_cp_async()`` at ``node`` names ([op.context] in cpp.toml):
+        the innermost enclosing namespace that names one, else the using-namespace directives in
+        force there when they agree, else the rules' default."""
+        for a in ancestors(node):
+            if a.type != "namespace_definition":
+                continue
+            name = a.child_by_field_name("name")
+            if name is None:
+                name = next((c for c in a.named_children if c.type in ("namespace_identifier",
+                                                                       "nested_namespace_specifier")), None)
+            path = squash(self.text_of(name)) if name is not None else ""
+            for key, op in self.cpp.context_namespaces.items():
+                if path == key or path.endswith("::" + key):
+                    return op
+        if self._usings is None:
+            self._usings = []
+            if b"using" in self.src.data:
+                for u in nodes_of_types(self.src.root, ("using_declaration",)):
+                    if any(c.type == "namespace" for c in u.children):
+                        target = next((c for c in u.named_children if c.type in ("identifier", "qualified_identifier")), None)
+                        if target is not None:
+                            self._usings.append((u, squash(self.text_of(target))))
+        ops = set()
+        for u, name in self._usings:
+            scope = u.parent
+            if u.start_byte < node.start_byte and scope is not None and scope.start_byte <= node.start_byte \
+                    and node.end_byte <= scope.end_byte and name in self.cpp.context_using:
+                ops.add(self.cpp.context_using[name])
+        if len(ops) == 1:
+            return ops.pop()
+        return self.cpp.context_default
+
+    def near_error(self, node) -> bool:
+        if not self.errors:
+            return False
+        for a in ancestors(node):
+            if a.type == "ERROR":
+                return True
+        stmt = node
+        for a in [node, *ancestors(node)]:
+            if a.type.endswith("statement") or a.type in ("declaration", "field_declaration"):
+                stmt = a
+                break
+        lo, hi = stmt.start_byte, stmt.end_byte
+        data = self.src.data
+        while lo > 0 and data[lo - 1 : lo].isspace():
+            lo -= 1
+        while hi < len(data) and data[hi : hi + 1].isspace():
+            hi += 1
+        return any(e.start_byte <= hi and e.end_byte >= lo for e in self.errors)
+
+    def in_dead(self, node) -> bool:
+        return any(s <= node.start_byte and node.end_byte <= e for s, e in self._dead_ranges)
+
+    def _args_of(self, gen) -> tuple:
+        """``gen``'s C++ argument names for the op of the site being built (``self._tag``):
+        where that op's size keeps another meaning than the generation's (TVM's builtin keeps
+        bytes under 0.1.9), the size is named by an earlier generation's name for that meaning."""
+        op = self._tag[0]
+        meaning = gen.size_meaning_for(op)
+        if meaning == gen.size_meaning:
+            return gen.cpp_args
+        other = next((g for g in self.rules.generations if g.size_meaning == meaning and g.form == gen.form),
+                     self.legacy)
+        size_name = next((a for a in other.cpp_args if self.cpp.role(a) == "size"), None)
+        return tuple(size_name if self.cpp.role(a) == "size" and size_name else a for a in gen.cpp_args)
+
+    def _layout(self, gen, n: int) -> str:
+        return "{" + ", ".join(self._args_of(gen)[:n]) + "}"
+
+    def _arg(self, gen, i: int) -> str:
+        names = self._args_of(gen)
+        return names[i] if i < len(names) else "?"
+
+    def _index_map(self) -> str:
+        tgt = self.target
+        tgt_args = self._args_of(tgt)
+        parts = []
+        for i, name in enumerate(self.legacy.cpp_args):
+            role = self.cpp.role(name) or name
+            if role.endswith("_offset"):
+                side = role[: -len("_offset")]
+                j = next((k for k, n in enumerate(tgt.cpp_args) if self.cpp.role(n) == side), None)
+                parts.append(f"args[{i}] {name} -> offset inside args[{j}] {tgt_args[j]}")
+            else:
+                j = next((k for k, n in enumerate(tgt.cpp_args) if self.cpp.role(n) == role), None)
+                if j is None:
+                    parts.append(f"args[{i}] {name} -> no place")
+                elif self.cpp.role(name) == "dst" or self.cpp.role(name) == "src":
+                    parts.append(f"args[{i}] {name} -> data inside args[{j}] {tgt_args[j]}")
+                else:
+                    parts.append(f"args[{i}] {name} -> args[{j}] {tgt_args[j]}")
+        sizes = "/".join(map(str, self.legacy.cpp_arity)) + " -> " + "/".join(map(str, tgt.cpp_arity))
+        return "map " + ", ".join(parts) + f", args.size() {sizes}"
+
+    def _args_access(self, node, obj) -> bool:
+        """``node`` is ``<obj>->args`` (or ``<obj>.args``)."""
+        return (
+            node is not None
+            and node.type == "field_expression"
+            and self.text_of(node.child_by_field_name("field")) == self.cpp.args_field
+            and squash(self.text_of(node.child_by_field_name("argument"))) == obj
+        )
+
+    def _delete_statement(self, st):
+        """Delete a statement; whole lines when it stands alone on them."""
+        data = self.src.data
+        lo = data.rfind(b"\n", 0, st.start_byte) + 1
+        hi = data.find(b"\n", st.end_byte)
+        hi = len(data) if hi == -1 else hi + 1
+        if data[lo : st.start_byte].strip() == b"" and data[st.end_byte : hi].strip() == b"":
+            return (lo, hi, "")
+        return (st.start_byte, st.end_byte, "")
+
+    def _parked_near_error(self, site, node) -> bool:
+        """A site inside or next to a parse error is reported as CPA108 and not edited (True then)."""
+        if not self.near_error(node):
+            return False
+        site.park("it is inside or next to a parse error")
+        self.sites.append(site)
+        return True
+
