@@ -76,7 +76,7 @@ def test_the_access_pointer_facts_are_stated_where_they_exist():
     ("namespaces.toml", 'emit_alias = "T"\n', 'emit_alias = "T"\nemit_alais = "U"\n', "tilelang", "emit_alais"),
     ("namespaces.toml", 'alloc_shared = { position = 1, keyword = "dtype" }',
      'alloc_shared = { position = 1, keyword = "dtype", scope = 2 }', "declarations.alloc_shared", "scope"),
-    ("dtypes.toml", "[defaults]\n", "[defaults]\nfragment = \"float16\"\n", "defaults", "fragment"),
+    ("dtypes.toml", "[aliases]\n", "[defaults]\nbuffer = \"float32\"\n\n[aliases]\n", "", "defaults"),
     ("shared_memory.toml", 'merged_scope = "shared.dyn"\n', 'merged_scope = "shared.dyn"\napplies_to = "legacy"\n',
      "", "applies_to"),
     ("python_api.toml", "[upstream]\n", "[extra]\nx = 1\n\n[upstream]\n", "", "extra"),
@@ -104,7 +104,7 @@ def test_a_file_without_a_schema_is_refused(rules):
 @pytest.mark.parametrize("name, old, table, key", [
     ("legacy.toml", "widths = [4, 8, 16]\n", "generation", "widths"),
     ("tilelang-0.1.8.toml", 'title = "access pointers + bytes"\n', "generation", "title"),
-    ("dtypes.toml", 'buffer = "float32"\n', "defaults", "buffer"),
+    ("python_api.toml", 'offset_param = "_offset$"\n', "helpers", "offset_param"),
     ("namespaces.toml", 'emit_fallback_alias = "TL"\n', "tilelang", "emit_fallback_alias"),
     ("cpp.toml", 'exclude = "(?i)bulk"\n', "helpers", "exclude"),
     ("cpp.toml", 'arity_method = "set_num_inputs"\n', "registration", "arity_method"),
