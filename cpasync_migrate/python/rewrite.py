@@ -761,10 +761,10 @@ class _Context:
         # add an import
         name = self.rules.emit_alias
         if self._globally_bound(name):
-            name = "TL"
+            base = name = self.rules.emit_fallback_alias
             k = 2
             while self._globally_bound(name):
-                name = f"TL{k}"
+                name = f"{base}{k}"
                 k += 1
         stmt_text = f"import {want} as {name}{self.newline}"
         if last_import_end is None:
