@@ -537,6 +537,5 @@ def _print_unapplied(outcomes, out, show_unsafe: bool = False) -> None:
                     out.write(f"    - {ln}\n")
                 for ln in f.replacement.splitlines():
                     out.write(f"    + {ln}\n")
-    for o in outcomes:
-        if o.error and not any(f.code == "CPA900" for f in o.findings):
-            out.write(f"{report.rel(o.path)}:{o.error_line or 1}:1: CPA900 {o.error}\n")
+    for line in report.error_lines(outcomes):
+        out.write(line + "\n")

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from . import files
+from .codes import FILE_ERROR as CODE_FILE_ERROR
 from .findings import Edit, FileOutcome, Finding, FrontEndOptions, Status, apply_edits, line_starts, offset_to_linecol
 
-CODE_FILE_ERROR = "CPA900"
 
 _SITE_RE = re.compile(r"\bptx_cp_async\b(?!_)\s*\(")
 

@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Iterable, TextIO
 
 from . import __version__
+from .codes import FILE_ERROR
 from .findings import FileOutcome, Finding, Status
 
 JSON_SCHEMA_VERSION = 1
@@ -151,10 +152,13 @@ def check_lines(outcomes: list[FileOutcome]) -> list[str]:
         if f.fix and f.fix.assumptions and f.status in (Status.UNSAFE, Status.REWRITTEN):
             for a in f.fix.assumptions:
                 lines.append(f"    assumption: {a}")
-    for o in outcomes:
-        if o.error and not any(f.code == "CPA900" for f in o.findings):
-            lines.append(f"{rel(o.path)}:{o.error_line or 1}:1: CPA900 {o.error}")
-    return lines
+    return lines + error_lines(outcomes)
+
+
+def error_lines(outcomes: list[FileOutcome]) -> list[str]:
+    """``path:line:1: CPA900 error`` for each file error that no finding of the file reports."""
+    return [f"{rel(o.path)}:{o.error_line or 1}:1: {FILE_ERROR} {o.error}" for o in outcomes
+            if o.error and not any(f.code == FILE_ERROR for f in o.findings)]
 
 
 def target_line(target_info: dict) -> str:
@@ -445,13 +449,13 @@ def sarif_report(outcomes: list[FileOutcome], target_info: dict, rules_versions:
     rule_index = {c: i for i, c in enumerate(used)}
     rules = []
     for c in used:
-        meta = CODES.get(c, {"name": c, "summary": c})
+        meta = CODES.get(c)
         rules.append({
             "id": c,
-            "name": meta["name"],
-            "shortDescription": {"text": meta["summary"]},
+            "name": meta.name if meta else c,
+            "shortDescription": {"text": meta.summary if meta else c},
             "helpUri": f"https://pypi.org/project/cpasync-migrate/#{c.lower()}",
-            "properties": {"fix": meta.get("fix", "none")},
+            "properties": {"fix": meta.fix if meta else "none"},
         })
     results = []
     for f in findings:
