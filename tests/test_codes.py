@@ -3,7 +3,6 @@ registry entry, a page named after it whose title is the registry's name, and a 
 import json
 import re
 import tomllib
-from pathlib import Path
 
 import pytest
 
