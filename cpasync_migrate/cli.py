@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="report legacy sites and write nothing (CI lint)")
     mode.add_argument("--diff", action="store_true", help="print a unified diff and write nothing (dry run)")
-    p.add_argument("--format", choices=("text", "json", "github", "sarif"), default="text",
+    p.add_argument("--format", choices=("text", "json", "github", "sarif", "markdown"), default="text",
                    help="output format (default: text)")
     p.add_argument("--unsafe-fixes", dest="unsafe_fixes", action="store_true", default=None,
                    help="also apply fixes that rest on an assumption the text does not show")
@@ -463,6 +463,19 @@ def _gpu_available() -> bool:
 
 
 def emit(outcomes, scanned: int, mode: str, args, target_info: dict, rules, sets=()) -> int:
+    code = _emit(outcomes, scanned, mode, args, target_info, rules, sets)
+    if os.environ.get("GITHUB_STEP_SUMMARY"):  # the job summary, in any format and mode (report_markdown.py)
+        from . import report, report_markdown
+
+        if mode == "write" and args.format == "json":
+            report.relocate_written(outcomes)  # the JSON ledger is out; the summary says where sites now stand
+        problem = report_markdown.append_step_summary(outcomes, scanned, mode, target_info, sets, bool(args.verify))
+        if problem:
+            sys.stderr.write(f"cpasync-migrate: warning: {problem}\n")
+    return code
+
+
+def _emit(outcomes, scanned: int, mode: str, args, target_info: dict, rules, sets=()) -> int:
     from . import report
     from .findings import Status
 
@@ -476,6 +489,11 @@ def emit(outcomes, scanned: int, mode: str, args, target_info: dict, rules, sets
         return code
     if args.format == "sarif":
         report.dump_json(report.sarif_report(outcomes, target_info, rules.versions, mode), out)
+        return code
+    if args.format == "markdown":
+        from .report_markdown import markdown_summary
+
+        out.write(markdown_summary(outcomes, scanned, mode, target_info, sets, bool(args.verify)) + "\n")
         return code
     if args.format == "github":
         for line in report.github_lines(outcomes, mode):
@@ -537,6 +555,5 @@ def _print_unapplied(outcomes, out, show_unsafe: bool = False) -> None:
                     out.write(f"    - {ln}\n")
                 for ln in f.replacement.splitlines():
                     out.write(f"    + {ln}\n")
-    for o in outcomes:
-        if o.error and not any(f.code == "CPA900" for f in o.findings):
-            out.write(f"{report.rel(o.path)}:{o.error_line or 1}:1: CPA900 {o.error}\n")
+    for line in report.error_lines(outcomes):
+        out.write(line + "\n")

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from . import files
+from .codes import FILE_ERROR as CODE_FILE_ERROR
 from .findings import Edit, FileOutcome, Finding, FrontEndOptions, Status, apply_edits, line_starts, offset_to_linecol
 
-CODE_FILE_ERROR = "CPA900"
 
 _SITE_RE = re.compile(r"\bptx_cp_async\b(?!_)\s*\(")
 
@@ -171,7 +171,7 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
     outcome = FileOutcome(path=path, language=language, findings=analysis.findings, old_text=text,
                           cached=ck is not None and not fresh)
     chosen: list[Edit] = []
-    starts = line_starts(text) if any(f.fix is not None for f in outcome.findings) else []
+    starts = line_starts(text) if outcome.findings else []
     held = settings.hold.get(path, ())
     for f in outcome.findings:
         if f.status is None:
@@ -296,11 +296,15 @@ def _reparse_problem(settings: RunSettings, path, language, raw: bytes, text: st
 
 
 def _describe_fix(text: str, f: Finding, starts: list[int]) -> None:
-    """Fill ``original``/``replacement``: the site's text before and after its own fix (``starts``: line starts)."""
-    if f.fix is None:
+    """Fill ``original``/``replacement``: the site's text before and after its own fix (``starts``: line starts).
+    A finding without a fix gets its ``original`` only (SARIF fingerprints read it)."""
+    if not (0 < f.line <= f.end_line <= len(starts)):
         return
     s = starts[f.line - 1] + f.column - 1
     e = starts[f.end_line - 1] + f.end_column - 1
+    if f.fix is None:
+        f.original = text[s:e]
+        return
     inside = [x for x in f.fix.edits if s <= x.start and x.end <= e]
     f.original = text[s:e]
     f.replacement = apply_edits(f.original, [Edit(x.start - s, x.end - s, x.replacement) for x in inside])

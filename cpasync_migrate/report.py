@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Iterable, TextIO
 
 from . import __version__
+from .codes import FILE_ERROR
 from .findings import FileOutcome, Finding, Status
 
 JSON_SCHEMA_VERSION = 1
@@ -151,10 +152,13 @@ def check_lines(outcomes: list[FileOutcome]) -> list[str]:
         if f.fix and f.fix.assumptions and f.status in (Status.UNSAFE, Status.REWRITTEN):
             for a in f.fix.assumptions:
                 lines.append(f"    assumption: {a}")
-    for o in outcomes:
-        if o.error and not any(f.code == "CPA900" for f in o.findings):
-            lines.append(f"{rel(o.path)}:{o.error_line or 1}:1: CPA900 {o.error}")
-    return lines
+    return lines + error_lines(outcomes)
+
+
+def error_lines(outcomes: list[FileOutcome]) -> list[str]:
+    """``path:line:1: CPA900 error`` for each file error that no finding of the file reports."""
+    return [f"{rel(o.path)}:{o.error_line or 1}:1: {FILE_ERROR} {o.error}" for o in outcomes
+            if o.error and not any(f.code == FILE_ERROR for f in o.findings)]
 
 
 def target_line(target_info: dict) -> str:
@@ -438,81 +442,10 @@ def github_lines(outcomes: list[FileOutcome], mode: str = "check") -> list[str]:
 
 def sarif_report(outcomes: list[FileOutcome], target_info: dict, rules_versions: dict,
                  mode: str = "check") -> dict:
-    from .codes import CODES
+    """SARIF 2.1.0 (``report_sarif.py``: rule help from the codes' pages, fingerprints, verdicts)."""
+    from .report_sarif import sarif_report as build
 
-    findings = [f for f in all_findings(outcomes) if reported(f, mode)]
-    used = sorted({f.code for f in findings})
-    rule_index = {c: i for i, c in enumerate(used)}
-    rules = []
-    for c in used:
-        meta = CODES.get(c, {"name": c, "summary": c})
-        rules.append({
-            "id": c,
-            "name": meta["name"],
-            "shortDescription": {"text": meta["summary"]},
-            "helpUri": f"https://pypi.org/project/cpasync-migrate/#{c.lower()}",
-            "properties": {"fix": meta.get("fix", "none")},
-        })
-    results = []
-    for f in findings:
-        level = {"error": "error", "warning": "warning", "note": "note"}[f.severity or SEVERITY[f.status]]
-        if f.status is Status.UNSAFE:
-            level = "warning"
-        res = {
-            "ruleId": f.code,
-            "ruleIndex": rule_index[f.code],
-            "level": level,
-            "message": {"text": f.message + (" (assumptions: " + "; ".join(f.fix.assumptions) + ")"
-                                             if f.fix and f.fix.assumptions else "")},
-            "locations": [{
-                "physicalLocation": {
-                    "artifactLocation": {"uri": rel(f.path).replace(os.sep, "/"), "uriBaseId": "%SRCROOT%"},
-                    "region": {"startLine": f.line, "startColumn": f.column,
-                               "endLine": f.end_line, "endColumn": f.end_column},
-                }
-            }],
-            "properties": {"status": f.status.value, "function": f.function,
-                           "steps": list(f.fix.steps) if f.fix else [],
-                           **({"set_id": f.set_id, "role": f.role} if f.set_id else {})},
-        }
-        if f.status is Status.SUPPRESSED:
-            res["suppressions"] = [{"kind": "inSource"}]
-        if f.fix is not None and f.replacement is not None:
-            res["fixes"] = [{
-                "description": {"text": f"{f.fix.applicability.value} fix"},
-                "artifactChanges": [{
-                    "artifactLocation": {"uri": rel(f.path).replace(os.sep, "/"), "uriBaseId": "%SRCROOT%"},
-                    "replacements": [{
-                        "deletedRegion": {"startLine": f.line, "startColumn": f.column,
-                                          "endLine": f.end_line, "endColumn": f.end_column},
-                        "insertedContent": {"text": f.replacement},
-                    }],
-                }],
-            }]
-        results.append(res)
-    invocation = {"executionSuccessful": not any(o.error for o in outcomes)}
-    notes = [{"level": "error", "message": {"text": o.error},
-              "locations": [{"physicalLocation": {"artifactLocation": {"uri": rel(o.path).replace(os.sep, "/")}}}]}
-             for o in outcomes if o.error]
-    if notes:
-        invocation["toolExecutionNotifications"] = notes
-    return {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "cpasync-migrate",
-                "version": __version__,
-                "informationUri": "https://pypi.org/project/cpasync-migrate/",
-                "rules": rules,
-            }},
-            "invocations": [invocation],
-            "originalUriBaseIds": {"%SRCROOT%": {"uri": _cwd_uri()}},
-            "results": results,
-            "properties": {"target": target_info, "rules": rules_versions,
-                           "verdicts": [dict(v, path=rel(o.path)) for o in outcomes for v in o.verdicts]},
-        }],
-    }
+    return build(outcomes, target_info, rules_versions, mode)
 
 
 def _cwd_uri() -> str:

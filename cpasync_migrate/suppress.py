@@ -19,9 +19,9 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from .codes import FILE_ERROR, UNUSED_SUPPRESSION as CODE_UNUSED
 from .findings import Analysis, Finding, Status
 
-CODE_UNUSED = "CPA010"
 _NEEDLE = "cpasync-migrate"
 _MARKER = re.compile(r"cpasync-migrate:(?=\s*ignore)")
 _PY = re.compile(r"#\s*cpasync-migrate:\s*ignore(-file)?\b(?:\[([^\]\n]*)\])?")
@@ -111,7 +111,7 @@ def resolve(text: str, path: str, language: str, analysis: Analysis,
                 if not d.file_level:
                     by_line.setdefault(d.line, []).append(d)
             for f in analysis.findings:
-                if f.code == "CPA900" or (language == "cpp" and f.status is Status.INFO):
+                if f.code == FILE_ERROR or (language == "cpp" and f.status is Status.INFO):
                     continue
                 hits = [d for d in by_line.get(f.line, ()) if d.covers(f.code)]
                 hits += [d for d in ds if d.file_level and d.covers(f.code)]
