@@ -44,7 +44,7 @@ from .build import build_kernels
 from .cuda import FLOATS, Lowering, lower_pair
 from .dynamic import signature, written_params
 from .gpu import FORMAT, SENTINELS, host_inputs
-from .interp import Interpreter, KernelError, _stmt_exprs
+from .interp import Interpreter, KernelError, stmt_exprs
 from .ir import Bin, Cast, Const, CopyRegion, CpAsync, Math, Store, Unary, Unsupported, show, walk_expr, walk_stmts
 from . import smem
 from .sites import check_sites
@@ -69,7 +69,7 @@ def float_arithmetic(k, rules, target) -> Optional[str]:
         low.lower()
     except Unsupported as e:
         return f"not lowered: {e}"
-    for e in _stmt_exprs(k.body):
+    for e in stmt_exprs(k.body):
         for x in walk_expr(e):
             t = type(x)
             if t in (Bin, Math) or (t is Unary and x.op == "neg"):
