@@ -18,7 +18,8 @@ import pytest
 from cpasync_migrate.rules import load_rules
 from cpasync_migrate.verify import verify_source
 from cpasync_migrate.verify.bundle import kernel_items, mutant_sources, verify_fixture_sources, write_bundle
-from cpasync_migrate.verify.gpu import FLOAT_LAYOUT, host_inputs, run_bundle
+from cpasync_migrate.verify.bundle_format import FLOAT_LAYOUT, host_inputs
+from cpasync_migrate.verify.gpu import run_bundle
 
 pytestmark = pytest.mark.gpu
 

@@ -15,9 +15,8 @@ import pytest
 from cpasync_migrate.rules import load_rules
 from cpasync_migrate.verify import verify_source
 from cpasync_migrate.verify.bundle import control_sources, kernel_items, mutant_sources, write_bundle
-from cpasync_migrate.verify.gpu import (
-    ALIGN, GUARD, FLOAT_LAYOUT, arena_layout, combine, fmt_value, host_inputs, load_bundle, static_verdict,
-)
+from cpasync_migrate.verify.bundle_format import ALIGN, GUARD, FLOAT_LAYOUT, arena_layout, host_inputs, load_bundle
+from cpasync_migrate.verify.gpu import combine, fmt_value, static_verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 VERIFY = ROOT / "tests" / "fixtures" / "verify"
@@ -93,6 +92,17 @@ def test_bundle_items_carry_cuda_launch_params_sites_and_interpreter_output(tmp_
     assert 'extern "C" __global__' in old and " k00000_old(" in old and "make_copy_main_old" not in old
     z = np.load(tmp_path / w["crosscheck"]["file"])
     assert np.array_equal(z["s0_xff_B"], it["expected"]["s0_xff_B"])
+
+
+def test_a_bundle_of_another_format_or_version_is_refused(tmp_path):
+    (it,) = items_of("copy_tile")
+    write_bundle([it], str(tmp_path), seeds=1)
+    doc = json.loads((tmp_path / "bundle.json").read_text())
+    assert doc["format"] == "cpasync-migrate-gpu-bundle" and doc["version"] == 1
+    for key, value, words in (("version", 2, "version 2"), ("format", "other", "not a")):
+        (tmp_path / "bundle.json").write_text(json.dumps(dict(doc, **{key: value})))
+        with pytest.raises(ValueError, match=words):
+            load_bundle(str(tmp_path))
 
 
 def test_float_arithmetic_is_not_cross_checked():

@@ -21,7 +21,8 @@ Build the evidence bundle of the repository::
     python -m cpasync_migrate.verify.bundle --fixtures tests/fixtures --examples examples \\
         --sweep tests/gpu_sweep.py --mutants tests/fixtures/verify -o .gpubundle
 
-The runner (:mod:`.gpu`) needs only numpy and cupy.  This module needs the verifier (stdlib ``ast`` and
+The bundle's contract, shared with the runner, is :mod:`.bundle_format`.  The runner (:mod:`.gpu`)
+needs only numpy and cupy.  This module needs the verifier (stdlib ``ast`` and
 numpy); ``--examples`` also runs the migration engine (libcst).
 """
 from __future__ import annotations
@@ -43,7 +44,7 @@ from . import _has_access_ptr_sites, _pair_kernels, _widths
 from .build import build_kernels
 from .cuda import FLOATS, Lowering, lower_pair
 from .dynamic import signature, written_params
-from .gpu import FORMAT, SENTINELS, host_inputs
+from .bundle_format import FORMAT, SENTINELS, VERSION, expected_key, host_inputs
 from .interp import Interpreter, KernelError, stmt_exprs
 from .ir import Bin, Cast, Const, CopyRegion, CpAsync, Math, Store, Unary, Unsupported, show, walk_expr, walk_stmts
 from . import smem
@@ -103,7 +104,7 @@ def interpreter_outputs(k, rules, widths, params: list) -> dict:
             data = {n: (np.full(v.size, sentinel, dtype=np.uint8) if n in outs else v) for n, v in inputs.items()}
             got = interp.run(data, sentinel)
             for n in outs:
-                res[f"s{seed}_x{sentinel:02x}_{n}"] = np.asarray(got[n], dtype=np.uint8).copy()
+                res[expected_key(seed, sentinel, n)] = np.asarray(got[n], dtype=np.uint8).copy()
     return res
 
 
@@ -271,7 +272,7 @@ def write_bundle(items: list, out_dir: str, *, seeds: int = 3, meta: Optional[di
             os.makedirs(os.path.dirname(p), exist_ok=True)
             with open(p, "w", encoding="utf-8") as f:
                 f.write(text)
-    doc = {"format": FORMAT, "version": 1, "seeds": seeds, "sentinels": list(SENTINELS), "meta": meta or {},
+    doc = {"format": FORMAT, "version": VERSION, "seeds": seeds, "sentinels": list(SENTINELS), "meta": meta or {},
            "items": out}
     path = os.path.join(out_dir, "bundle.json")
     with open(path, "w", encoding="utf-8") as f:
