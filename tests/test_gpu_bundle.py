@@ -105,6 +105,17 @@ def test_a_bundle_of_another_format_or_version_is_refused(tmp_path):
             load_bundle(str(tmp_path))
 
 
+def test_kernel_items_take_one_options_value():
+    from cpasync_migrate.verify import VerifyOptions
+
+    c = CASES["mixed_width_019"]
+    old, new = (VERIFY / c["old"]).read_text(), (VERIFY / c["new"]).read_text()
+    by_value = kernel_items(old, new, c["old"], VerifyOptions(rules=RULES, target=c["target"], crosscheck_bytes=0))
+    by_keywords = kernel_items(old, new, c["old"], rules=RULES, target=c["target"], crosscheck_bytes=0)
+    assert by_value == by_keywords and by_value[0]["crosscheck"]["reason"].endswith("(cross-checked up to 0)")
+    assert "expected" in kernel_items(old, new, c["old"], rules=RULES, target=c["target"])[0]
+
+
 def test_float_arithmetic_is_not_cross_checked():
     (it,) = items_of("gemm_pipeline")
     assert "expected" not in it and it["crosscheck"]["reason"].startswith("float arithmetic")

@@ -1,13 +1,8 @@
 """GPU bundles, written on the CPU side: everything the GPU runner needs and nothing it must parse.
 
-A bundle is a directory::
-
-    bundle.json          format, seeds, sentinels, and one item per kernel pair (below)
-    cuda/ID.old.cu       lowered CUDA of the old form (entry renamed ``ID_old``), prefill variant
-    cuda/ID.new.cu       the same for the new form
-    expected/ID.npz      the CPU interpreter's output of the old form for the runner's own inputs (small
-                         kernels without float arithmetic), for the cross-check
-    texts/...            the Python texts the items came from (for reading; the runner does not need them)
+The bundle's layout, and what the writer and the runner share, is :mod:`.bundle_format`.  Here the
+kernels of two texts are lowered into bundle items (:func:`kernel_items`) and written out
+(:func:`write_bundle`).
 
 An item: ``id``, ``category``, ``name``, ``kernel``, ``line``, ``target``, ``source``, ``expect`` (the
 verdict the item must get, or null), ``launch`` (grid, block, entries, shared bytes), ``params``
@@ -21,8 +16,7 @@ Build the evidence bundle of the repository::
     python -m cpasync_migrate.verify.bundle --fixtures tests/fixtures --examples examples \\
         --sweep tests/gpu_sweep.py --mutants tests/fixtures/verify -o .gpubundle
 
-The bundle's contract, shared with the runner, is :mod:`.bundle_format`.  The runner (:mod:`.gpu`)
-needs only numpy and cupy.  This module needs the verifier (stdlib ``ast`` and
+The runner (:mod:`.gpu`) needs only numpy and cupy.  This module needs the verifier (stdlib ``ast`` and
 numpy); ``--examples`` also runs the migration engine (libcst).
 """
 from __future__ import annotations
@@ -40,13 +34,14 @@ from typing import Optional
 
 import numpy as np
 
-from . import _has_access_ptr_sites, _pair_kernels, _widths
 from .build import build_kernels
-from .cuda import FLOATS, Lowering, lower_pair
-from .dynamic import signature, written_params
 from .bundle_format import FORMAT, SENTINELS, VERSION, expected_key, host_inputs
+from .cuda import FLOATS, Lowering, lower_pair
+from .dynamic import signature
 from .interp import Interpreter, KernelError, stmt_exprs
 from .ir import Bin, Cast, Const, CopyRegion, CpAsync, Math, Store, Unary, Unsupported, show, walk_expr, walk_stmts
+from .options import VerifyOptions
+from .pairing import has_access_ptr_sites, pair_kernels, unchanged_text
 from . import smem
 from .sites import check_sites
 
@@ -55,10 +50,6 @@ CROSSCHECK_SEEDS = (0,)
 
 
 # ---------------------------------------------------------------------------------------------- items
-def _gen(rules, g):
-    return rules.generation(g) if isinstance(g, str) else g
-
-
 def float_arithmetic(k, rules, target) -> Optional[str]:
     """Why the GPU may legitimately round differently from the interpreter (None: data movement only).
 
@@ -112,15 +103,18 @@ def _json_clean(x):
     return json.loads(json.dumps(x, default=str))
 
 
-def kernel_items(old_text: str, new_text: str, path: str, *, rules, target, source=None, binds=None,
-                 category: str = "file", name: Optional[str] = None, expect=None,
-                 crosscheck_bytes: int = CROSSCHECK_BYTES) -> list[dict]:
+def kernel_items(old_text: str, new_text: str, path: str, options: Optional[VerifyOptions] = None, *,
+                 category: str = "file", name: Optional[str] = None, expect=None, **fields) -> list[dict]:
     """One bundle item per ``@T.prim_func`` of ``old_text`` (in memory: sources and arrays inline).
 
-    ``expect``: None, a verdict for every kernel, or ``{qualname: verdict}`` (``"*"``: the others)."""
-    target = _gen(rules, target)
-    source = _gen(rules, source) if source is not None else target
-    widths = _widths(rules, target)
+    ``options`` (or its fields as keywords: ``rules``, ``target``, ``source``, ``binds``,
+    ``crosscheck_bytes``; see :class:`.options.VerifyOptions`) says what to verify; ``crosscheck_bytes``
+    defaults to :data:`CROSSCHECK_BYTES`.  ``category`` and ``name`` label the items.  ``expect``: None,
+    a verdict for every kernel, or ``{qualname: verdict}`` (``"*"``: the others)."""
+    opts = VerifyOptions.of(options, **fields).resolved()
+    rules, target, source, binds = opts.rules, opts.target, opts.source, opts.binds
+    crosscheck_bytes = CROSSCHECK_BYTES if opts.crosscheck_bytes is None else opts.crosscheck_bytes
+    widths = opts.widths()
     name = name or path
 
     def base(qual, line):
@@ -144,16 +138,14 @@ def kernel_items(old_text: str, new_text: str, path: str, *, rules, target, sour
             out.append(it)
         return out
     items = []
-    for bo, bn in _pair_kernels(old, new):
+    for bo, bn in pair_kernels(old, new):
         it = base(bo.qualname, bo.line)
         items.append(it)
         if bn is None:
             it["decided"] = {"verdict": "mismatch", "reason": "the kernel is missing from the new text"}
             continue
         it["unchanged"] = bo.fingerprint == bn.fingerprint
-        if it["unchanged"] and (source.size_meaning == target.size_meaning or not (
-                _has_access_ptr_sites(bo.kernel) or bo.error is not None)) and (
-                bo.error is not None or bo.kernel.unsupported):
+        if unchanged_text(bo, bn, source, target) and (bo.error is not None or bo.kernel.unsupported):
             # as the CPU verifier: identical texts under the same meaning need no run (and this one cannot run)
             it["decided"] = {"verdict": "equivalent", "reason": "the kernel, the macros it can call and the "
                                                                 "constants it sees are unchanged"}
@@ -177,7 +169,7 @@ def kernel_items(old_text: str, new_text: str, path: str, *, rules, target, sour
             it["decided"] = {"verdict": "inconclusive", "reason": "the text does not decide the shared-memory "
                                                                   "merge (" + "; ".join(plan.open) + ")"}
             continue
-        if it["unchanged"] and (source.size_meaning == target.size_meaning or not _has_access_ptr_sites(ko)):
+        if it["unchanged"] and (source.size_meaning == target.size_meaning or not has_access_ptr_sites(ko)):
             # identical texts under the same meaning: nothing to check site by site (as the CPU verifier);
             # the device still runs both forms
             it["sites"] = []

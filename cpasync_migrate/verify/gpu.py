@@ -681,48 +681,6 @@ def summary_table(report: dict) -> str:
     return "\n".join(out)
 
 
-# ---------------------------------------------------------------------------------------------- CLI path
-def verify_source_gpu(old_text: str, new_text: str, path: str, *, rules, target, binds=None, emit_cuda_dir=None,
-                      seeds: int = 3, source=None) -> list:
-    """:func:`cpasync_migrate.verify.verify_source` on the GPU: build a bundle for this file, run it."""
-    from . import Verdict, emit_cuda
-    from .bundle import kernel_items, write_bundle
-
-    items = kernel_items(old_text, new_text, path, rules=rules, target=target, source=source, binds=binds,
-                         category="file", crosscheck_bytes=1 << 18)
-    if emit_cuda_dir:
-        emit_cuda(old_text, new_text, path, emit_cuda_dir, rules=rules, target=target, binds=binds, source=source)
-    out = []
-    with tempfile.TemporaryDirectory() as tmp:
-        write_bundle(items, tmp, seeds=seeds, meta={"from": path})
-        try:
-            report = run_bundle(tmp, seeds=seeds)
-        except RuntimeError as e:
-            out = []
-            for it in items:
-                sv, sr = static_verdict(it)
-                if it.get("decided"):
-                    v, r = combine(it, {}, {})
-                elif sv == "mismatch":
-                    v, r = sv, sr
-                else:
-                    v, r = "inconclusive", f"GPU runner unavailable: {_one_line(str(e))[:300]}"
-                out.append(Verdict(it.get("kernel") or "<file>", it.get("line") or 0, v, r, it.get("sites", []),
-                                   {"device": "gpu"}))
-            return out
-    for it, row in zip(items, report["kernels"]):
-        detail = {"device": "gpu", "gpu": row["gpu"], "crosscheck": row["crosscheck"], "target": it.get("target"),
-                  "grid": it.get("launch", {}).get("grid"), "block": it.get("launch", {}).get("block"),
-                  "gpu_name": report["device"].get("name")}
-        for k in ("first_difference", "nondeterministic"):
-            if k in row["gpu"]:
-                detail[k] = row["gpu"][k]
-        if it.get("unchanged"):
-            detail["unchanged"] = True
-        out.append(Verdict(it["kernel"], it["line"], row["verdict"], row["reason"], it.get("sites", []), detail))
-    return out
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m cpasync_migrate.verify.gpu",
                                  description="Run a cpasync-migrate GPU bundle: both forms of every kernel, "
