@@ -4,6 +4,7 @@ No GPU needed (the device side is tests/test_gpu.py, marked ``gpu``)."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 
 from cpasync_migrate.rules import load_rules
 from cpasync_migrate.verify import verify_source
-from cpasync_migrate.verify.bundle import control_sources, kernel_items, mutant_sources, write_bundle
+from cpasync_migrate.verify.bundle import kernel_items, write_bundle
 from cpasync_migrate.verify.bundle_format import ALIGN, GUARD, FLOAT_LAYOUT, arena_layout, host_inputs, load_bundle
 from cpasync_migrate.verify.gpu import combine, fmt_value, static_verdict
 
@@ -24,6 +25,7 @@ RULES = load_rules()
 CASES = {c["name"]: c for c in tomllib.loads((VERIFY / "cases.toml").read_text())["case"]}
 sys.path.insert(0, str(ROOT / "tests"))
 import gpu_sweep  # noqa: E402
+from gpu_evidence import control_sources, mutant_sources  # noqa: E402
 
 
 def items_of(name, new_text=None, target=None, expect="equivalent"):
@@ -159,6 +161,22 @@ def test_combine_rules():
 def test_controls_build():
     names = [s["name"] for s in control_sources()]
     assert any("memcheck" in n for n in names) and any("racecheck" in n for n in names)
+
+
+def test_evidence_builder_cli(tmp_path):
+    """tests/gpu_evidence.py, run as its users run it: a bundle the runner's loader accepts."""
+    out = tmp_path / "b"
+    r = subprocess.run([sys.executable, "tests/gpu_evidence.py", "--fixtures", "tests/fixtures", "--controls",
+                        "--only", "fixture-verify", "--only", "control", "--limit", "2", "--seeds", "1", "-j", "1",
+                        "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads(r.stdout)
+    assert set(res["by_category"]) == {"fixture-verify", "control"} and res["items"] >= 4
+    b = load_bundle(str(out))
+    assert len(b["items"]) == res["items"] and b["seeds"] == 1 and b["meta"]["sources"] == 4
+    assert {it["category"] for it in b["items"]} == {"fixture-verify", "control"}
+    assert all((out / it["texts"]["old"]).exists() for it in b["items"])
+    assert all((out / f).exists() for it in b["items"] for f in it.get("cuda", {}).values())
 
 
 def test_emit_bundle_from_cli_outcomes(tmp_path):

@@ -685,7 +685,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m cpasync_migrate.verify.gpu",
                                  description="Run a cpasync-migrate GPU bundle: both forms of every kernel, "
                                              "compared bit for bit on the device.")
-    ap.add_argument("bundle", help="bundle directory (written by --emit-bundle or cpasync_migrate.verify.bundle)")
+    ap.add_argument("bundle", help="bundle directory (written by --emit-bundle or tests/gpu_evidence.py)")
     ap.add_argument("--json", metavar="FILE", help="write the full report as JSON")
     ap.add_argument("--table", metavar="FILE", help="also write the summary table to FILE")
     ap.add_argument("--seeds", type=int, help="number of input seeds (default: the bundle's)")
