@@ -2,7 +2,8 @@
 
 Needs numpy and cupy (``cupy-cuda12x`` or ``cupy-cuda13x``) and nothing else: no libcst, no tree-sitter.
 It consumes a *bundle* (its contract: :mod:`.bundle_format` and docs/gpu.md) written on the CPU side by
-:mod:`.bundle`:
+:mod:`.bundle`, and imports nothing of the migration's front ends (libcst, tree-sitter, the engine; the
+test is tests/test_verify_imports.py):
 
     python -m cpasync_migrate.verify.gpu BUNDLE_DIR [--json OUT.json] [--seeds N]
 
