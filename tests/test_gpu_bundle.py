@@ -118,6 +118,38 @@ def test_kernel_items_take_one_options_value():
     assert "expected" in kernel_items(old, new, c["old"], rules=RULES, target=c["target"])[0]
 
 
+_WRITE_ONE = """
+import sys
+from pathlib import Path
+from cpasync_migrate.rules import load_rules
+from cpasync_migrate.verify.bundle import kernel_items, write_bundle
+py = Path("tests/fixtures/python")
+items = kernel_items((py / "bytes_not_multiple.in.py").read_text(), (py / "bytes_not_multiple.out.py").read_text(),
+                     "b.py", rules=load_rules(), target="0.1.8")
+write_bundle(items, sys.argv[1], seeds=1)
+"""
+
+
+def test_a_bundle_is_the_same_bytes_whatever_the_hash_seed(tmp_path):
+    """Two output parameters: their arrays go into expected/ID.npz in parameter order, not in the order of
+    a set of names (which changes with PYTHONHASHSEED; seeds 0 and 6 order "C" and "D" differently)."""
+    import os
+
+    outs = []
+    for seed in ("0", "6"):
+        d = tmp_path / seed
+        r = subprocess.run([sys.executable, "-c", _WRITE_ONE, str(d)], capture_output=True, text=True, cwd=ROOT,
+                           env=dict(os.environ, PYTHONHASHSEED=seed))
+        assert r.returncode == 0, r.stderr[-2000:]
+        outs.append(d)
+    (it,) = load_bundle(str(outs[0]))["items"]
+    assert [p["name"] for p in it["params"] if p["role"] == "output"] == ["C", "D"]
+    with np.load(outs[0] / it["crosscheck"]["file"]) as z:
+        assert z.files == ["s0_xa5_C", "s0_xa5_D", "s0_xff_C", "s0_xff_D"]
+    for rel in ("bundle.json", it["crosscheck"]["file"], it["cuda"]["old"], it["cuda"]["new"]):
+        assert (outs[0] / rel).read_bytes() == (outs[1] / rel).read_bytes(), rel
+
+
 def test_float_arithmetic_is_not_cross_checked():
     (it,) = items_of("gemm_pipeline")
     assert "expected" not in it and it["crosscheck"]["reason"].startswith("float arithmetic")

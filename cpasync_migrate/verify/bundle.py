@@ -73,7 +73,7 @@ def float_arithmetic(k, rules, target) -> Optional[str]:
 
 def interpreter_outputs(k, rules, widths, params: list) -> dict:
     """The interpreter's old-form output parameters for the runner's inputs (seed 0, both sentinels)."""
-    outs = {p["name"] for p in params if p["role"] == "output"}
+    outs = [p["name"] for p in params if p["role"] == "output"]  # in parameter order: the npz is reproducible
     interp = Interpreter(k, rules, widths)
     res = {}
     for seed in CROSSCHECK_SEEDS:
