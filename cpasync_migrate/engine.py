@@ -320,11 +320,10 @@ def _verify(outcome: FileOutcome, settings: RunSettings) -> None:
         return
     opts = front_end_options(settings)
     try:
-        verdicts = verify.verify_source(
-            outcome.old_text, outcome.new_text, outcome.path, rules=opts.rules, target=opts.target,
-            binds=settings.binds, device=settings.device, emit_cuda_dir=settings.emit_cuda,
-            source=None if settings.source == "legacy" else settings.source,
-        )
+        verdicts = verify.verify_source(outcome.old_text, outcome.new_text, outcome.path, verify.VerifyOptions(
+            rules=opts.rules, target=opts.target, binds=settings.binds, device=settings.device,
+            emit_cuda_dir=settings.emit_cuda, source=None if settings.source == "legacy" else settings.source,
+        ))
         outcome.verdicts = [v.to_dict() for v in verdicts]
     except Exception as e:  # noqa: BLE001 - a verifier crash must not lose the file's other results
         outcome.verdicts = [{"kernel": "*", "line": 1, "verdict": "inconclusive", "reason": f"verifier error: {e}"}]

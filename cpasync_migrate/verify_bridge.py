@@ -17,16 +17,18 @@ def emit_bundle(outcomes, settings, out_dir: str, *, seeds: int = 3) -> str:
     ``settings`` gives ``target``, ``source`` ("legacy" or a generation) and ``binds``."""
     from .rules import load_rules
     from .verify.bundle import kernel_items, write_bundle
+    from .verify.options import VerifyOptions
 
     rules = load_rules(getattr(settings, "rules_dir", None))
     source = getattr(settings, "source", "legacy")
     source = None if source in (None, "legacy") else source
+    opts = VerifyOptions(rules=rules, target=settings.target, source=source,
+                         binds=getattr(settings, "binds", None) or None)
     items, texts = [], {}
     for o in outcomes:
         if getattr(o, "language", "python") != "python" or o.old_text is None or not o.changed:
             continue
-        items += kernel_items(o.old_text, o.new_text, o.path, rules=rules, target=settings.target, source=source,
-                              binds=getattr(settings, "binds", None) or None, category="file", name=o.path)
+        items += kernel_items(o.old_text, o.new_text, o.path, opts, category="file", name=o.path)
         stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", os.path.relpath(o.path) if not os.path.isabs(o.path) else o.path)
         texts[f"{stem}.old.py"] = o.old_text
         texts[f"{stem}.new.py"] = o.new_text

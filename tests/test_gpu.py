@@ -17,12 +17,15 @@ import pytest
 
 from cpasync_migrate.rules import load_rules
 from cpasync_migrate.verify import verify_source
-from cpasync_migrate.verify.bundle import kernel_items, mutant_sources, verify_fixture_sources, write_bundle
-from cpasync_migrate.verify.gpu import FLOAT_LAYOUT, host_inputs, run_bundle
+from cpasync_migrate.verify.bundle import kernel_items, write_bundle
+from cpasync_migrate.verify.bundle_format import FLOAT_LAYOUT, host_inputs
+from cpasync_migrate.verify.gpu import run_bundle
 
 pytestmark = pytest.mark.gpu
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from gpu_evidence import mutant_sources, verify_fixture_sources  # noqa: E402
 VERIFY = ROOT / "tests" / "fixtures" / "verify"
 RULES = load_rules()
 CASES = {c["name"]: c for c in tomllib.loads((VERIFY / "cases.toml").read_text())["case"]}

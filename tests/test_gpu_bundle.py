@@ -4,6 +4,7 @@ No GPU needed (the device side is tests/test_gpu.py, marked ``gpu``)."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -14,10 +15,9 @@ import pytest
 
 from cpasync_migrate.rules import load_rules
 from cpasync_migrate.verify import verify_source
-from cpasync_migrate.verify.bundle import control_sources, kernel_items, mutant_sources, write_bundle
-from cpasync_migrate.verify.gpu import (
-    ALIGN, GUARD, FLOAT_LAYOUT, arena_layout, combine, fmt_value, host_inputs, load_bundle, static_verdict,
-)
+from cpasync_migrate.verify.bundle import kernel_items, write_bundle
+from cpasync_migrate.verify.bundle_format import ALIGN, GUARD, FLOAT_LAYOUT, arena_layout, host_inputs, load_bundle
+from cpasync_migrate.verify.gpu import combine, fmt_value, static_verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 VERIFY = ROOT / "tests" / "fixtures" / "verify"
@@ -25,6 +25,7 @@ RULES = load_rules()
 CASES = {c["name"]: c for c in tomllib.loads((VERIFY / "cases.toml").read_text())["case"]}
 sys.path.insert(0, str(ROOT / "tests"))
 import gpu_sweep  # noqa: E402
+from gpu_evidence import control_sources, mutant_sources  # noqa: E402
 
 
 def items_of(name, new_text=None, target=None, expect="equivalent"):
@@ -95,6 +96,60 @@ def test_bundle_items_carry_cuda_launch_params_sites_and_interpreter_output(tmp_
     assert np.array_equal(z["s0_xff_B"], it["expected"]["s0_xff_B"])
 
 
+def test_a_bundle_of_another_format_or_version_is_refused(tmp_path):
+    (it,) = items_of("copy_tile")
+    write_bundle([it], str(tmp_path), seeds=1)
+    doc = json.loads((tmp_path / "bundle.json").read_text())
+    assert doc["format"] == "cpasync-migrate-gpu-bundle" and doc["version"] == 1
+    for key, value, words in (("version", 2, "version 2"), ("format", "other", "not a")):
+        (tmp_path / "bundle.json").write_text(json.dumps(dict(doc, **{key: value})))
+        with pytest.raises(ValueError, match=words):
+            load_bundle(str(tmp_path))
+
+
+def test_kernel_items_take_one_options_value():
+    from cpasync_migrate.verify import VerifyOptions
+
+    c = CASES["mixed_width_019"]
+    old, new = (VERIFY / c["old"]).read_text(), (VERIFY / c["new"]).read_text()
+    by_value = kernel_items(old, new, c["old"], VerifyOptions(rules=RULES, target=c["target"], crosscheck_bytes=0))
+    by_keywords = kernel_items(old, new, c["old"], rules=RULES, target=c["target"], crosscheck_bytes=0)
+    assert by_value == by_keywords and by_value[0]["crosscheck"]["reason"].endswith("(cross-checked up to 0)")
+    assert "expected" in kernel_items(old, new, c["old"], rules=RULES, target=c["target"])[0]
+
+
+_WRITE_ONE = """
+import sys
+from pathlib import Path
+from cpasync_migrate.rules import load_rules
+from cpasync_migrate.verify.bundle import kernel_items, write_bundle
+py = Path("tests/fixtures/python")
+items = kernel_items((py / "bytes_not_multiple.in.py").read_text(), (py / "bytes_not_multiple.out.py").read_text(),
+                     "b.py", rules=load_rules(), target="0.1.8")
+write_bundle(items, sys.argv[1], seeds=1)
+"""
+
+
+def test_a_bundle_is_the_same_bytes_whatever_the_hash_seed(tmp_path):
+    """Two output parameters: their arrays go into expected/ID.npz in parameter order, not in the order of
+    a set of names (which changes with PYTHONHASHSEED; seeds 0 and 6 order "C" and "D" differently)."""
+    import os
+
+    outs = []
+    for seed in ("0", "6"):
+        d = tmp_path / seed
+        r = subprocess.run([sys.executable, "-c", _WRITE_ONE, str(d)], capture_output=True, text=True, cwd=ROOT,
+                           env=dict(os.environ, PYTHONHASHSEED=seed))
+        assert r.returncode == 0, r.stderr[-2000:]
+        outs.append(d)
+    (it,) = load_bundle(str(outs[0]))["items"]
+    assert [p["name"] for p in it["params"] if p["role"] == "output"] == ["C", "D"]
+    with np.load(outs[0] / it["crosscheck"]["file"]) as z:
+        assert z.files == ["s0_xa5_C", "s0_xa5_D", "s0_xff_C", "s0_xff_D"]
+    for rel in ("bundle.json", it["crosscheck"]["file"], it["cuda"]["old"], it["cuda"]["new"]):
+        assert (outs[0] / rel).read_bytes() == (outs[1] / rel).read_bytes(), rel
+
+
 def test_float_arithmetic_is_not_cross_checked():
     (it,) = items_of("gemm_pipeline")
     assert "expected" not in it and it["crosscheck"]["reason"].startswith("float arithmetic")
@@ -138,6 +193,22 @@ def test_combine_rules():
 def test_controls_build():
     names = [s["name"] for s in control_sources()]
     assert any("memcheck" in n for n in names) and any("racecheck" in n for n in names)
+
+
+def test_evidence_builder_cli(tmp_path):
+    """tests/gpu_evidence.py, run as its users run it: a bundle the runner's loader accepts."""
+    out = tmp_path / "b"
+    r = subprocess.run([sys.executable, "tests/gpu_evidence.py", "--fixtures", "tests/fixtures", "--controls",
+                        "--only", "fixture-verify", "--only", "control", "--limit", "2", "--seeds", "1", "-j", "1",
+                        "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads(r.stdout)
+    assert set(res["by_category"]) == {"fixture-verify", "control"} and res["items"] >= 4
+    b = load_bundle(str(out))
+    assert len(b["items"]) == res["items"] and b["seeds"] == 1 and b["meta"]["sources"] == 4
+    assert {it["category"] for it in b["items"]} == {"fixture-verify", "control"}
+    assert all((out / it["texts"]["old"]).exists() for it in b["items"])
+    assert all((out / f).exists() for it in b["items"] for f in it.get("cuda", {}).values())
 
 
 def test_emit_bundle_from_cli_outcomes(tmp_path):

@@ -362,3 +362,42 @@ def test_a_width_the_original_line_already_had_is_not_the_rewrites_mismatch():
     assert v.verdict != "mismatch", v.to_dict()
     widths = [c for s in v.sites for c in s["checks"] if c["check"] == "width"]
     assert any(c["ok"] is None and "did not change" in c["how"] for c in widths), v.sites
+
+
+# ---------------------------------------------------------------------------------------------- options
+def test_one_options_value_or_its_fields_as_keywords_give_the_same_verdicts():
+    from cpasync_migrate.verify import VerifyOptions
+
+    case = CASES["copy_tile"]
+    old, new = (HERE / case["old"]).read_text(), (HERE / case["new"]).read_text()
+    opts = VerifyOptions(rules=RULES, target=case["target"], seeds=1)
+    by_value = [v.to_dict() for v in verify_source(old, new, case["old"], opts)]
+    by_keywords = [v.to_dict() for v in verify_source(old, new, case["old"], rules=RULES, target=case["target"],
+                                                      seeds=1)]
+    assert by_value == by_keywords and by_value[0]["verdict"] == "equivalent"
+    # a keyword given with the value replaces the value's own field: read under 0.1.9 the same text
+    # (bytes where 0.1.9 counts elements) is refuted
+    (v,) = verify_source(old, new, case["old"], opts, target="0.1.9")
+    assert v.verdict == "mismatch", v.to_dict()
+    with pytest.raises(TypeError):
+        verify_source(old, new, case["old"], opts, seed=1)  # not a field
+
+
+def test_verify_options_is_a_frozen_value():
+    import dataclasses
+
+    from cpasync_migrate.verify import VerifyOptions
+
+    binds = {"M": "32"}
+    opts = VerifyOptions(rules=RULES, target="0.1.9", binds=binds)
+    binds["M"] = "64"
+    assert opts.binds["M"] == "32"  # kept as given, not shared
+    with pytest.raises(TypeError):
+        opts.binds["M"] = "64"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        opts.target = "0.1.8"
+    r = opts.resolved()
+    assert r.target is RULES.generation("0.1.9") and r.source is r.target  # no source: the target's meaning
+    assert VerifyOptions.of(r, source="0.1.8").resolved().source is RULES.generation("0.1.8")
+    assert opts.widths() == {"legacy": tuple(RULES.legacy.widths), "bytes": r.target.widths,
+                             "num_elems": r.target.widths}

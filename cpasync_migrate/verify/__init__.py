@@ -5,315 +5,42 @@ The verifier re-derives the meaning of the old and the new text on its own
 ``@T.prim_func`` in both texts, checks each cp.async site statically and runs
 both kernels in a numpy interpreter on the same inputs, comparing every
 output bit.  See docs/verify.md.
+
+The names below are loaded on first use, so that importing a submodule (the GPU runner
+:mod:`.gpu` above all) does not load the whole verifier:
+
+    verifier.py       verify_source, verify_source_gpu, lower_cuda, emit_cuda, Verdict
+    options.py        VerifyOptions: what one verification is asked to do
+    build.py          the kernel IR (ir.py) from a module's text (stdlib ast)
+    sites.py          the static per-site proof; structure.py: the same program apart from cp.async
+    smem.py           merged shared memory (the legacy destination's unit)
+    interp.py         the numpy interpreter; dynamic.py runs both forms and compares them
+    cuda.py           the CUDA lowering
+    bundle_format.py  the GPU bundle's contract: format, sentinels, inputs, arena, loading
+    bundle.py         the bundle writer (CPU side)
+    gpu.py            the bundle runner (numpy and cupy only)
 """
 from __future__ import annotations
 
-import json
-import os
-import re
-from dataclasses import asdict, dataclass, field
-from typing import Optional
-
-from .build import BuiltKernel, build_kernels
-from .dynamic import run_pair
-from .ir import CpAsync, Kernel, Opaque
-from . import smem, structure
-from .sites import check_sites
-
-__all__ = ["Verdict", "verify_source", "lower_cuda", "VERDICTS"]
+__all__ = ["Verdict", "VerifyOptions", "verify_source", "verify_source_gpu", "lower_cuda", "emit_cuda", "VERDICTS"]
 
 VERDICTS = ("equivalent", "mismatch", "inconclusive")
 
-
-@dataclass
-class Verdict:
-    kernel: str  # qualified name, e.g. "make_kernel.main"
-    line: int  # line of the prim_func in the old text
-    verdict: str  # "equivalent" | "mismatch" | "inconclusive"
-    reason: str  # one line
-    sites: list = field(default_factory=list)  # [{line, verdict, reason, ...}]
-    detail: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        return json.loads(json.dumps(asdict(self), default=str))
+_HOME = {"Verdict": "verifier", "verify_source": "verifier", "verify_source_gpu": "verifier",
+         "lower_cuda": "verifier", "emit_cuda": "verifier", "sweep_bindings": "verifier", "MAX_SWEEP": "verifier",
+         "VerifyOptions": "options"}
 
 
-def _generation(rules, g):
-    return rules.generation(g) if isinstance(g, str) else g
+def __getattr__(name: str):
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
 
 
-def _widths(rules, target) -> dict:
-    legacy = rules.legacy
-    return {"legacy": tuple(legacy.widths), "bytes": tuple(target.widths), "num_elems": tuple(target.widths)}
-
-
-def _pair_kernels(old: list[BuiltKernel], new: list[BuiltKernel]):
-    pool: dict = {}
-    for b in new:
-        pool.setdefault(b.qualname, []).append(b)
-    for b in old:
-        cands = pool.get(b.qualname)
-        yield b, (cands.pop(0) if cands else None)
-
-
-def _one_line(s: str) -> str:
-    return re.sub(r"\s+", " ", s).strip()
-
-
-def _has_access_ptr_sites(k: Optional[Kernel]) -> bool:
-    return bool(k) and any(isinstance(s, CpAsync) and s.form == "access_ptr" for s in k.sites)
-
-
-def verify_source(old_text: str, new_text: str, path: str, *, rules, target, binds: Optional[dict] = None,
-                  device: str = "cpu", emit_cuda_dir: Optional[str] = None, seeds: int = 3,
-                  source=None) -> list[Verdict]:
-    """One :class:`Verdict` per ``@T.prim_func`` of ``old_text``.
-
-    ``target`` is the generation (object or name) the new text is written for:
-    it fixes what the size argument of access-pointer calls means (bytes for
-    "0.1.8", element counts for "0.1.9").  Legacy calls mean bytes.
-    ``source`` is the generation of access-pointer calls already present in
-    the old text (default: ``target``; pass "0.1.8" for ``--from 0.1.8``).
-    ``device`` "cpu" (or "auto") runs the numpy interpreter; "gpu" runs the lowered CUDA of both forms
-    on an NVIDIA GPU through cupy (see docs/gpu.md and :mod:`.gpu`).
-    """
-    target = _generation(rules, target)
-    source = _generation(rules, source) if source is not None else target
-    if device == "gpu":
-        from .gpu import verify_source_gpu
-
-        return verify_source_gpu(old_text, new_text, path, rules=rules, target=target, binds=binds,
-                                 emit_cuda_dir=emit_cuda_dir, seeds=seeds, source=source)
-    if device not in ("cpu", "auto"):
-        raise ValueError(f"device {device!r}: expected 'cpu', 'auto' or 'gpu'")
-    try:
-        old = build_kernels(old_text, rules, meaning=source.size_meaning, binds=binds)
-    except SyntaxError as e:
-        return [Verdict("<file>", e.lineno or 0, "inconclusive", f"the old text does not parse: {e.msg}")]
-    try:
-        new = build_kernels(new_text, rules, meaning=target.size_meaning, binds=binds)
-    except SyntaxError as e:
-        return [Verdict(b.qualname, b.line, "mismatch", f"the new text does not parse: {e.msg} (line {e.lineno})")
-                for b in old]
-    widths = _widths(rules, target)
-    old_lines = old_text.splitlines()
-    new_lines = new_text.splitlines()
-    out = []
-    cache: dict = {}
-    for bo, bn in _pair_kernels(old, new):
-        v = _verify_kernel(bo, bn, rules, target, source, widths, seeds, old_lines, new_lines)
-        if bo.int_params:
-            v = _sweep(v, bo, old_text, new_text, rules, target, source, widths, binds or {}, cache)
-        out.append(v)
-    if emit_cuda_dir:
-        emit_cuda(old_text, new_text, path, emit_cuda_dir, rules=rules, target=target, binds=binds, source=source)
-    return out
-
-
-def _verify_kernel(bo: BuiltKernel, bn: Optional[BuiltKernel], rules, target, source, widths, seeds,
-                   old_lines, new_lines) -> Verdict:
-    name, line = bo.qualname, bo.line
-    if bn is None:
-        return Verdict(name, line, "mismatch", "the kernel is missing from the new text")
-    if bo.fingerprint == bn.fingerprint and (source.size_meaning == target.size_meaning or not (
-            _has_access_ptr_sites(bo.kernel) or bo.error is not None)):
-        return Verdict(name, line, "equivalent", "the kernel and every definition it can reach (macros, helpers, "
-                       "constants, imports) are unchanged", [], {"unchanged": True})
-    if bn.foreign and not bo.foreign:
-        return Verdict(name, line, "mismatch", f"new form: {bn.foreign} (the new text would not build)", [],
-                       {"unsupported": bn.foreign})
-    if bo.error is not None:
-        return Verdict(name, line, "inconclusive", f"old form: {bo.error}", [],
-                       {"unsupported": bo.error.construct, "unsupported_line": bo.error.line})
-    if bn.error is not None:
-        return Verdict(name, line, "inconclusive", f"new form: {bn.error}", [],
-                       {"unsupported": bn.error.construct, "unsupported_line": bn.error.line})
-    ko, kn = bo.kernel, bn.kernel
-    detail: dict = {"grid": list(ko.grid), "block": list(ko.block), "target": target.name}
-    match = structure.compare(ko, kn, rules.dtype_size)
-    detail["same_structure"] = match.same
-    if not match.same:
-        detail["structure_difference"] = structure.describe(match)
-    mp = smem.plan(ko, rules)
-    readings = smem.distinct_readings(ko, mp)
-    detail["shared_memory"] = mp.describe()
-    results = []
-    for r in readings:
-        # one compilation of one program: legacy calls the new text still holds read the same way
-        smem.apply(ko, r)
-        smem.apply(kn, r)
-        results.append((r, _one_reading(ko, kn, rules, target, source, widths, seeds, match, detail)))
-    smem.apply(ko, smem.default_reading(mp))
-    smem.apply(kn, smem.default_reading(mp))
-    if len(results) == 1:
-        verdict, reason, sites = results[0][1]
-    else:
-        detail["readings"] = {r.label: {"verdict": v, "reason": _one_line(why)} for r, (v, why, _) in results}
-        verdicts = {v for _, (v, _, _) in results}
-        sites = results[0][1][2]
-        if verdicts == {"equivalent"}:
-            verdict, reason = "equivalent", results[0][1][1] + f" (under every reading: {'; '.join(mp.open)})"
-        elif verdicts == {"mismatch"}:
-            verdict, reason = "mismatch", results[0][1][1] + " (under every reading of the shared-memory merge)"
-        else:
-            verdict = "inconclusive"
-            reason = ("the text does not decide the shared-memory merge (" + "; ".join(mp.open) + "): " +
-                      "; ".join(f"{r.label}: {v} ({_one_line(why)[:160]})" for r, (v, why, _) in results))
-    return Verdict(name, line, verdict, _one_line(reason), sites, detail)
-
-
-def _one_reading(ko, kn, rules, target, source, widths, seeds, match, detail):
-    sites = check_sites(ko, kn, rules, target, source.size_meaning, match)
-    if not match.same:
-        # site refutations rest on a pairing of the two kernels' variables that the structure did not confirm
-        for s in sites:
-            if s["verdict"] == "mismatch":
-                s["verdict"] = "inconclusive"
-                s["reason"] = "not confirmed (the kernels differ outside their cp.async calls): " + s["reason"]
-    blockers = ko.unsupported or kn.unsupported
-    unknown = [s.line for s in ko.sites if isinstance(s, CpAsync) and s.form == "legacy" and s.dst.merged_unknown]
-    if blockers:
-        b = blockers[0]
-        dyn_verdict, dyn_reason = "inconclusive", f"cannot run the kernel: {b.construct} (line {b.line})"
-        detail["unsupported"] = b.construct
-        detail["unsupported_line"] = b.line
-    elif unknown:
-        dyn_verdict, dyn_reason = "inconclusive", (f"cannot run the kernel: the legacy call at line {unknown[0]} "
-                                                   "writes merged shared memory with a dtype not known from the text")
-    else:
-        dyn = run_pair(ko, kn, rules, widths, seeds=seeds)
-        dyn_verdict, dyn_reason = dyn.verdict, dyn.reason
-        detail.update(dyn.detail)
-        detail["runs"] = dyn.runs
-        detail["simulated_bytes"] = dyn.bytes
-    bad_site = next((s for s in sites if s["verdict"] == "mismatch"), None)
-    unk_site = next((s for s in sites if s["verdict"] == "inconclusive"), None)
-    detail["interpreter"] = {"verdict": dyn_verdict, "reason": dyn_reason}
-    if dyn_verdict == "mismatch":
-        verdict, reason = "mismatch", dyn_reason
-    elif bad_site is not None:
-        verdict, reason = "mismatch", f"site at line {bad_site['line']}: {bad_site['reason']}"
-    elif dyn_verdict == "inconclusive":
-        verdict, reason = "inconclusive", dyn_reason
-    elif unk_site is not None:
-        verdict, reason = "inconclusive", f"site at line {unk_site['line']}: {unk_site['reason']}"
-    elif not match.same:
-        verdict = "inconclusive"
-        reason = (f"the kernels differ outside their cp.async calls: {structure.describe(match)}; the interpreter "
-                  f"found no difference on random inputs ({dyn_reason}), which does not cover every input")
-    else:
-        verdict = "equivalent"
-        reason = (f"{len(sites)} cp.async site(s) proven; the rest of the kernel is the same program; "
-                  f"{dyn_reason}")
-    return verdict, reason, sites
-
-
-MAX_SWEEP = 6
-
-
-def sweep_bindings(params: dict) -> list[dict]:
-    """Other sizes for a factory's integer parameters: all doubled, each doubled alone, all halved, all plus
-    one and all minus one (at most ``MAX_SWEEP``)."""
-    out = [{k: v * 2 for k, v in params.items()}]
-    if 1 < len(params) <= 3:
-        out += [{**params, k: v * 2} for k, v in params.items()]
-    if all(v >= 2 and v % 2 == 0 for v in params.values()):
-        out.append({k: v // 2 for k, v in params.items()})
-    out.append({k: v + 1 for k, v in params.items()})
-    if all(v >= 2 for v in params.values()):
-        out.append({k: v - 1 for k, v in params.items()})
-    seen, uniq = set(), []
-    for b in out:
-        t = tuple(sorted(b.items()))
-        if t not in seen and b != params:
-            seen.add(t)
-            uniq.append(b)
-    return uniq[:MAX_SWEEP]
-
-
-def _fmt_binds(b: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in b.items())
-
-
-def _sweep(v: Verdict, bo: BuiltKernel, old_text, new_text, rules, target, source, widths, binds, cache) -> Verdict:
-    """Check a factory kernel at other sizes of its integer parameters before calling it equivalent."""
-    v.detail["bindings"] = dict(bo.int_params)
-    if v.verdict != "equivalent" or v.detail.get("unchanged"):
-        if v.verdict != "equivalent":
-            v.reason = _one_line(f"{v.reason} (at {_fmt_binds(bo.int_params)})")
-        return v
-    swept, skipped = [], []
-    for b in sweep_bindings(bo.int_params):
-        key_ = tuple(sorted(b.items()))
-        if key_ not in cache:
-            allb = {**binds, **b}
-            try:
-                cache[key_] = (build_kernels(old_text, rules, meaning=source.size_meaning, binds=allb),
-                               build_kernels(new_text, rules, meaning=target.size_meaning, binds=allb))
-            except SyntaxError:
-                cache[key_] = ([], [])
-        olds, news = cache[key_]
-        bo2 = next((x for x in olds if x.qualname == bo.qualname), None)
-        bn2 = next((x for x in news if x.qualname == bo.qualname), None)
-        if bo2 is None or bo2.kernel is None:
-            skipped.append(f"{_fmt_binds(b)} (old form: {bo2.error if bo2 else 'not built'})")
-            continue
-        r = _verify_kernel(bo2, bn2, rules, target, source, widths, 1, [], [])
-        if (r.verdict == "inconclusive" and r.reason.startswith("old form:")) or (r.detail.get(
-                "interpreter", {}).get("reason", "").startswith("the old form fails")):
-            skipped.append(f"{_fmt_binds(b)} ({r.reason[:80]})")
-            continue
-        swept.append({"bindings": b, "verdict": r.verdict, "reason": r.reason})
-        if r.verdict != "equivalent":
-            v.verdict = r.verdict
-            v.reason = _one_line(f"at {_fmt_binds(b)} (swept from {_fmt_binds(bo.int_params)}): {r.reason}")
-            v.detail["swept"] = swept
-            return v
-    v.detail["swept"] = swept
-    if skipped:
-        v.detail["sweep_skipped"] = skipped
-    if not swept:
-        v.verdict = "inconclusive"
-        v.reason = _one_line(f"equivalent at {_fmt_binds(bo.int_params)} only: no other size of the integer "
-                             f"parameters builds and runs in the old form ({'; '.join(skipped)[:200]})")
-        return v
-    v.reason = _one_line(f"{v.reason}; at {_fmt_binds(bo.int_params)} and swept to "
-                         + "; ".join(_fmt_binds(x['bindings']) for x in swept))
-    return v
-
-
-def lower_cuda(old_text: str, new_text: str, path: str, *, rules, target, binds: Optional[dict] = None,
-               source=None, prefill: bool = False) -> list[dict]:
-    """The lowered CUDA of both forms of every kernel (see docs/verify.md for the shape).
-
-    ``prefill``: entries take a last ``unsigned int cpm_fill`` and fill on-chip memory with its low byte
-    (what the GPU runner uses; see docs/gpu.md)."""
-    from .cuda import lower_pair
-
-    target = _generation(rules, target)
-    source = _generation(rules, source) if source is not None else target
-    old = build_kernels(old_text, rules, meaning=source.size_meaning, binds=binds)
-    new = build_kernels(new_text, rules, meaning=target.size_meaning, binds=binds)
-    out = []
-    for bo, bn in _pair_kernels(old, new):
-        out.append(lower_pair(bo, bn, rules, target, prefill))
-    return out
-
-
-def emit_cuda(old_text, new_text, path, directory, *, rules, target, binds=None, source=None) -> list[str]:
-    """Write ``<stem>.<kernel>.{old,new}.cu`` and ``<stem>.<kernel>.json`` under ``directory``."""
-    os.makedirs(directory, exist_ok=True)
-    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(path) or "kernel")
-    written = []
-    for item in lower_cuda(old_text, new_text, path, rules=rules, target=target, binds=binds, source=source):
-        base = os.path.join(directory, f"{stem}.{item['kernel']}")
-        meta = {k: v for k, v in item.items() if k not in ("old_cuda", "new_cuda")}
-        for form in ("old", "new"):
-            if item.get(f"{form}_cuda"):
-                with open(f"{base}.{form}.cu", "w", encoding="utf-8") as f:
-                    f.write(item[f"{form}_cuda"])
-                written.append(f"{base}.{form}.cu")
-        with open(f"{base}.json", "w", encoding="utf-8") as f:
-            json.dump(meta, f, indent=2)
-        written.append(f"{base}.json")
-    return written
+def __dir__():
+    return sorted(set(globals()) | set(_HOME))

@@ -1,7 +1,9 @@
 """Run the lowered old and new form of each kernel on an NVIDIA GPU and compare every output bit.
 
 Needs numpy and cupy (``cupy-cuda12x`` or ``cupy-cuda13x``) and nothing else: no libcst, no tree-sitter.
-It consumes a *bundle* (see :mod:`.bundle` and docs/gpu.md) written on the CPU side:
+It consumes a *bundle* (its contract: :mod:`.bundle_format` and docs/gpu.md) written on the CPU side by
+:mod:`.bundle`, and imports nothing of the migration's front ends (libcst, tree-sitter, the engine; the
+test is tests/test_verify_imports.py):
 
     python -m cpasync_migrate.verify.gpu BUNDLE_DIR [--json OUT.json] [--seeds N]
 
@@ -41,13 +43,12 @@ from typing import Optional
 
 import numpy as np
 
+from .bundle_format import (
+    GEN_SOURCE, GUARD_BYTE, KINDS, SENTINELS, arena_layout, buffer_key, expected_key, input_kind, itemsize_of,
+    load_bundle, read_member,
+)
 from .interp import fmt_value  # the CPU verifier's format, so that both report values alike
 
-FORMAT = "cpasync-migrate-gpu-bundle"
-SENTINELS = (0xA5, 0xFF)
-GUARD = 4096  # bytes around every parameter in the arena
-GUARD_BYTE = 0x5A
-ALIGN = 256
 CHUNK = 24  # kernel pairs compiled into one module
 FAULT_EXIT = 3
 NO_GPU_EXIT = 4
@@ -67,167 +68,8 @@ typedef unsigned long long uint64_t;
 #endif
 """
 
-# ---------------------------------------------------------------------------------------------- inputs
-# One 64-bit hash per element: h = splitmix64(key + (i + 1) * golden), key from (seed, parameter index).
-# The same integer recipe runs on the device (GEN_SOURCE) and in numpy (host_inputs), so the CPU side can
-# rebuild the exact inputs for the interpreter cross-check.
-M64 = (1 << 64) - 1
-GOLDEN = 0x9E3779B97F4A7C15
-FLOAT_LAYOUT = {"float16": (16, 5, 10), "bfloat16": (16, 8, 7), "float32": (32, 8, 23), "float64": (64, 11, 52)}
-KINDS = {"raw": 0, "int": 1, "bool": 2, "float16": 3, "bfloat16": 4, "float32": 5, "float64": 6}
 
-GEN_SOURCE = r"""
-__device__ __forceinline__ unsigned long long cpm_float_bits(unsigned long long h, int bits, int ebits, int mbits) {
-  unsigned long long sign = (h >> 63) & 1ull;
-  unsigned long long expmask = ((1ull << ebits) - 1ull) << mbits;
-  if ((h & 15ull) == 0ull) {
-    unsigned long long sel = (h >> 4) % 3ull;
-    if (sel == 0ull) {
-      int pm = mbits < 30 ? mbits : 30;
-      unsigned long long payload = ((h >> 8) % ((1ull << pm) - 1ull)) + 1ull;
-      return (sign << (bits - 1)) | expmask | payload;
-    }
-    unsigned long long j = (h >> 8) & 3ull;
-    return ((j & 1ull) << (bits - 1)) | (j >= 2ull ? expmask : 0ull);
-  }
-  unsigned long long bias = (1ull << (ebits - 1)) - 1ull;
-  unsigned long long e = bias - 6ull + ((h >> 4) % 10ull);
-  unsigned long long m = (h >> 12) & ((1ull << mbits) - 1ull);
-  return (sign << (bits - 1)) | (e << mbits) | m;
-}
-
-extern "C" __global__ void cpm_gen_inputs(unsigned char* out, long long n, int kind, int itemsize,
-                                          unsigned long long key) {
-  long long stride = (long long)gridDim.x * blockDim.x;
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-    unsigned long long z = key + (unsigned long long)(i + 1) * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    unsigned long long h = z ^ (z >> 31);
-    unsigned long long v;
-    switch (kind) {
-      case 0: v = h & 0xFFull; break;
-      case 1: v = (h >> 8) % 1024ull; break;
-      case 2: v = h & 1ull; break;
-      case 3: v = cpm_float_bits(h, 16, 5, 10); break;
-      case 4: v = cpm_float_bits(h, 16, 8, 7); break;
-      case 5: v = cpm_float_bits(h, 32, 8, 23); break;
-      default: v = cpm_float_bits(h, 64, 11, 52); break;
-    }
-    for (int b = 0; b < itemsize; ++b) out[i * itemsize + b] = (unsigned char)(v >> (8 * b));
-  }
-}
-"""
-
-
-def input_kind(dtype: str, itemsize: int) -> str:
-    if dtype in FLOAT_LAYOUT:
-        return dtype
-    if dtype == "bool":
-        return "bool"
-    if itemsize == 1:
-        return "raw"  # int8, uint8 and the float8 types: every byte value
-    return "int"
-
-
-def buffer_key(seed: int, index: int) -> int:
-    return _mix_int((seed * 0x100000001B3 + index * 0x9E37 + 0x51ED) & M64)
-
-
-def _mix_int(z: int) -> int:
-    z = (z + GOLDEN) & M64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
-    return z ^ (z >> 31)
-
-
-def _u(x: int):
-    return np.uint64(x)
-
-
-def host_inputs(dtype: str, itemsize: int, numel: int, seed: int, index: int) -> np.ndarray:
-    """The bytes the device generator writes for one parameter (numpy mirror of ``cpm_gen_inputs``)."""
-    kind = input_kind(dtype, itemsize)
-    key = buffer_key(seed, index)
-    i = np.arange(1, numel + 1, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        z = _u(key) + i * _u(GOLDEN)
-        z = (z ^ (z >> _u(30))) * _u(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> _u(27))) * _u(0x94D049BB133111EB)
-        h = z ^ (z >> _u(31))
-        if kind == "raw":
-            v = h & _u(0xFF)
-        elif kind == "int":
-            v = (h >> _u(8)) % _u(1024)
-        elif kind == "bool":
-            v = h & _u(1)
-        else:
-            bits, ebits, mbits = FLOAT_LAYOUT[kind]
-            sign = (h >> _u(63)) & _u(1)
-            expmask = _u(((1 << ebits) - 1) << mbits)
-            top = _u(bits - 1)
-            special = (h & _u(15)) == 0
-            sel = (h >> _u(4)) % _u(3)
-            pm = min(mbits, 30)
-            payload = ((h >> _u(8)) % _u((1 << pm) - 1)) + _u(1)
-            nan = (sign << top) | expmask | payload
-            j = (h >> _u(8)) & _u(3)
-            spec = ((j & _u(1)) << top) | np.where(j >= _u(2), expmask, _u(0))
-            bias = (1 << (ebits - 1)) - 1
-            e = _u(bias - 6) + ((h >> _u(4)) % _u(10))
-            m = (h >> _u(12)) & _u((1 << mbits) - 1)
-            finite = (sign << top) | (e << _u(mbits)) | m
-            v = np.where(special, np.where(sel == 0, nan, spec), finite)
-    v = v.astype(np.uint64)
-    out = np.empty((numel, itemsize), dtype=np.uint8)
-    for b in range(itemsize):
-        out[:, b] = ((v >> _u(8 * b)) & _u(0xFF)).astype(np.uint8)
-    return out.reshape(-1)
-
-
-# ---------------------------------------------------------------------------------------------- layout
-def arena_layout(params: list) -> tuple[list, int]:
-    """Byte offset of each parameter in the arena, and the arena's size (guards before, between, after)."""
-    offs = []
-    pos = GUARD
-    for p in params:
-        pos = -(-pos // ALIGN) * ALIGN
-        offs.append(pos)
-        pos += int(p["bytes"]) + GUARD
-    return offs, -(-pos // ALIGN) * ALIGN
-
-
-def itemsize_of(p: dict) -> int:
-    n = 1
-    for s in p["shape"]:
-        n *= s
-    return max(1, int(p["bytes"]) // max(1, n))
-
-
-def locate(params: list, offs: list, byte: int) -> Optional[tuple]:
-    for p, o in zip(params, offs):
-        if o <= byte < o + int(p["bytes"]):
-            return p, o
-    return None
-
-
-# ---------------------------------------------------------------------------------------------- bundles
-def load_bundle(directory: str) -> dict:
-    with open(os.path.join(directory, "bundle.json"), encoding="utf-8") as f:
-        b = json.load(f)
-    if b.get("format") != FORMAT:
-        raise ValueError(f"{directory}: not a {FORMAT} (format {b.get('format')!r})")
-    b["dir"] = directory
-    return b
-
-
-def _read(directory: str, rel: Optional[str]) -> Optional[str]:
-    if not rel:
-        return None
-    with open(os.path.join(directory, rel), encoding="utf-8") as f:
-        return f.read()
-
-
+# ---------------------------------------------------------------------------------------------- verdicts
 def static_verdict(item: dict) -> tuple[str, str]:
     """(verdict, reason) of the per-site checks carried in the bundle."""
     sites = item.get("sites") or []
@@ -459,7 +301,7 @@ class ItemRunner:
         """Compare the GPU's old-form outputs with the interpreter's; None when they agree."""
         cp = self.cp
         for p, view in zip(self.params, self.views(mem)):
-            key = f"s{seed}_x{sentinel:02x}_{p['name']}"
+            key = expected_key(seed, sentinel, p["name"])
             if key not in expected:
                 continue
             want = expected[key]
@@ -516,7 +358,7 @@ class ItemRunner:
                         cross = {"status": "disagree", "detail": bad,
                                  "reason": f"{bad['buffer']}{bad['index']}: GPU {bad['gpu']}, interpreter "
                                            f"{bad['interpreter']} (seed {seed}, sentinel {bad['sentinel']})"}
-                    elif bad is None and any(k.startswith(f"s{seed}_x{sentinel:02x}_") for k in expected):
+                    elif bad is None and any(k.startswith(expected_key(seed, sentinel)) for k in expected):
                         checked += 1
                 fire(a_new, "new", "new")
                 if self.differ(a_old, a_new):
@@ -538,7 +380,7 @@ class ItemRunner:
 def _entry_sources(bundle: dict, item: dict) -> dict:
     out = {}
     for form in ("old", "new"):
-        src = _read(bundle["dir"], item.get("cuda", {}).get(form))
+        src = read_member(bundle["dir"], item.get("cuda", {}).get(form))
         if src is not None:
             out[form] = src
     return out
@@ -840,53 +682,11 @@ def summary_table(report: dict) -> str:
     return "\n".join(out)
 
 
-# ---------------------------------------------------------------------------------------------- CLI path
-def verify_source_gpu(old_text: str, new_text: str, path: str, *, rules, target, binds=None, emit_cuda_dir=None,
-                      seeds: int = 3, source=None) -> list:
-    """:func:`cpasync_migrate.verify.verify_source` on the GPU: build a bundle for this file, run it."""
-    from . import Verdict, emit_cuda
-    from .bundle import kernel_items, write_bundle
-
-    items = kernel_items(old_text, new_text, path, rules=rules, target=target, source=source, binds=binds,
-                         category="file", crosscheck_bytes=1 << 18)
-    if emit_cuda_dir:
-        emit_cuda(old_text, new_text, path, emit_cuda_dir, rules=rules, target=target, binds=binds, source=source)
-    out = []
-    with tempfile.TemporaryDirectory() as tmp:
-        write_bundle(items, tmp, seeds=seeds, meta={"from": path})
-        try:
-            report = run_bundle(tmp, seeds=seeds)
-        except RuntimeError as e:
-            out = []
-            for it in items:
-                sv, sr = static_verdict(it)
-                if it.get("decided"):
-                    v, r = combine(it, {}, {})
-                elif sv == "mismatch":
-                    v, r = sv, sr
-                else:
-                    v, r = "inconclusive", f"GPU runner unavailable: {_one_line(str(e))[:300]}"
-                out.append(Verdict(it.get("kernel") or "<file>", it.get("line") or 0, v, r, it.get("sites", []),
-                                   {"device": "gpu"}))
-            return out
-    for it, row in zip(items, report["kernels"]):
-        detail = {"device": "gpu", "gpu": row["gpu"], "crosscheck": row["crosscheck"], "target": it.get("target"),
-                  "grid": it.get("launch", {}).get("grid"), "block": it.get("launch", {}).get("block"),
-                  "gpu_name": report["device"].get("name")}
-        for k in ("first_difference", "nondeterministic"):
-            if k in row["gpu"]:
-                detail[k] = row["gpu"][k]
-        if it.get("unchanged"):
-            detail["unchanged"] = True
-        out.append(Verdict(it["kernel"], it["line"], row["verdict"], row["reason"], it.get("sites", []), detail))
-    return out
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m cpasync_migrate.verify.gpu",
                                  description="Run a cpasync-migrate GPU bundle: both forms of every kernel, "
                                              "compared bit for bit on the device.")
-    ap.add_argument("bundle", help="bundle directory (written by --emit-bundle or cpasync_migrate.verify.bundle)")
+    ap.add_argument("bundle", help="bundle directory (written by --emit-bundle or tests/gpu_evidence.py)")
     ap.add_argument("--json", metavar="FILE", help="write the full report as JSON")
     ap.add_argument("--table", metavar="FILE", help="also write the summary table to FILE")
     ap.add_argument("--seeds", type=int, help="number of input seeds (default: the bundle's)")

@@ -101,7 +101,7 @@ def from_value(v, dtype: str):
     return np.asarray(v).astype(storage_dtype(dtype), copy=False)
 
 
-def _is_int(v) -> bool:
+def is_int(v) -> bool:
     if isinstance(v, (bool, np.bool_)):
         return False
     if isinstance(v, (int, np.integer)):
@@ -657,14 +657,15 @@ class Interpreter:
             return math_fn(e.fn, args)
         raise KernelError(f"cannot evaluate {t.__name__}", line)
 
-    def binop(self, op, a, b, mask, line):
+    @staticmethod
+    def binop(op, a, b, mask, line):
         if op == "add":
             return a + b
         if op == "mul":
             return a * b
         if op == "sub":
             return a - b
-        ints = _is_int(a) and _is_int(b)
+        ints = is_int(a) and is_int(b)
         if op in ("fdiv", "fmod", "tdiv", "tmod", "div") and ints:
             bz = np.asarray(b) == 0
             if bz.any():
@@ -702,7 +703,7 @@ class Interpreter:
         return to_value(v, buf.dtype) if buf.dtype == "bfloat16" else v
 
 
-def _stmt_exprs(body):
+def stmt_exprs(body):
     from .ir import Opaque
     for st in body:
         t = type(st)
@@ -712,13 +713,13 @@ def _stmt_exprs(body):
         elif t is For:
             yield st.start
             yield st.extent
-            yield from _stmt_exprs(st.body)
+            yield from stmt_exprs(st.body)
         elif t is Parallel:
-            yield from _stmt_exprs(st.body)
+            yield from stmt_exprs(st.body)
         elif t is If:
             yield st.cond
-            yield from _stmt_exprs(st.then)
-            yield from _stmt_exprs(st.orelse)
+            yield from stmt_exprs(st.then)
+            yield from stmt_exprs(st.orelse)
         elif t in (Assign, Evaluate):
             yield st.value
         elif t is Fill:
@@ -733,7 +734,7 @@ def _stmt_exprs(body):
             yield from st.src.starts
             yield from st.dst.starts
         elif t is Opaque:
-            yield from _stmt_exprs(st.body)
+            yield from stmt_exprs(st.body)
 
 
 def thread_invariant(k: Kernel) -> set:
@@ -761,7 +762,7 @@ def thread_invariant(k: Kernel) -> set:
             visit(sub)
         return False
 
-    for e in _stmt_exprs(k.body):
+    for e in stmt_exprs(k.body):
         visit(e)
     return out
 
@@ -791,7 +792,7 @@ def cast_value(v, dtype: str):
 
 def math_fn(fn: str, args):
     a = args[0]
-    if _is_int(a) and fn not in ("abs",):
+    if is_int(a) and fn not in ("abs",):
         a = np.asarray(a, dtype=np.float32)
     if fn == "exp":
         return np.exp(a)

@@ -29,14 +29,13 @@ from typing import Optional
 
 import numpy as np
 
-from .interp import Interpreter, KernelError, _is_int
+from .interp import Interpreter, KernelError, is_int
 from .ir import (
     Bin, Cast, Cmp, Const, CpAsync, Expr, For, If, Kernel, Load, Logic, Math, Opaque, Parallel, Select, Assign,
     Unary, Var, show, walk_expr,
 )
 
 MAX_POINTS = 1 << 21
-_BIN = Interpreter.__new__(Interpreter)
 
 
 class NotStatic(Exception):
@@ -191,7 +190,7 @@ def sev(e: Expr, env: dict):
         return env[e.name]
     if t is Bin:
         try:
-            return _BIN.binop(e.op, sev(e.a, env), sev(e.b, env), None, 0)
+            return Interpreter.binop(e.op, sev(e.a, env), sev(e.b, env), None, 0)
         except KernelError as err:
             raise NotStatic(str(err)) from None
     if t is Cmp:
@@ -208,7 +207,7 @@ def sev(e: Expr, env: dict):
         return np.where(np.asarray(sev(e.cond, env)).astype(bool), sev(e.a, env), sev(e.b, env))
     if t is Cast:
         v = sev(e.a, env)
-        if e.dtype.startswith(("int", "uint")) and _is_int(v):
+        if e.dtype.startswith(("int", "uint")) and is_int(v):
             return v
         raise NotStatic("cast")
     raise NotStatic(type(e).__name__)
@@ -360,7 +359,7 @@ def const_value(e2: Expr):
         v = sev(e2, {})
     except NotStatic:
         return None
-    return int(v) if _is_int(v) or isinstance(v, (int, np.integer)) else None
+    return int(v) if is_int(v) or isinstance(v, (int, np.integer)) else None
 
 
 # ---------------------------------------------------------------- the checks
