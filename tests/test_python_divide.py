@@ -4,7 +4,7 @@ import itertools
 import libcst as cst
 import pytest
 
-from cpasync_migrate.python.rewrite import _divide, _divisible
+from cpasync_migrate.python.checks.legacy_call import _divide, _divisible
 
 CASES = [
     ("tx * 16", 2, True),

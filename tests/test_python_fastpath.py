@@ -4,6 +4,7 @@ import textwrap
 import pytest
 
 from cpasync_migrate import python as pyfe
+from cpasync_migrate.python import fast
 from cpasync_migrate.engine import RunSettings, front_end_options
 from fixture_cases import cases
 
@@ -287,7 +288,7 @@ def test_fast_pass_agrees_with_libcst_pass(text, opts):
 def test_generated_migrated_files_agree_and_are_decided(opts):
     codes = set()
     for text in GENERATED:
-        quick = pyfe._fast(text, "x.py", opts)
+        quick = fast.findings(text, "x.py", opts)
         full = pyfe.analyze(text, "x.py", opts, fast=False)
         assert quick is not None, text
         assert key(quick) == key(full), text
@@ -298,36 +299,36 @@ def test_generated_migrated_files_agree_and_are_decided(opts):
 @pytest.mark.parametrize("opts", ALL_OPTS[:2], ids=["0.1.8", "0.1.9"])
 @pytest.mark.parametrize("text", MIGRATED + VALUE_READS + OTHER_STAR)
 def test_migrated_files_are_decided_without_libcst(text, opts):
-    assert pyfe._fast(text, "x.py", opts) is not None
+    assert fast.findings(text, "x.py", opts) is not None
 
 
 @pytest.mark.parametrize("text", TO_LIBCST)
 def test_files_left_to_libcst_on_purpose(text):
-    assert pyfe._fast(text, "x.py", ALL_OPTS[1]) is None
+    assert fast.findings(text, "x.py", ALL_OPTS[1]) is None
 
 
 def test_from_sends_new_form_calls_to_libcst():
     opts = front_end_options(RunSettings(mode="check", target="0.1.9", source="0.1.8"))
-    assert pyfe._fast(MIGRATED[0], "x.py", opts) is None
+    assert fast.findings(MIGRATED[0], "x.py", opts) is None
     assert key(pyfe.analyze(MIGRATED[0], "x.py", opts)) == key(pyfe.analyze(MIGRATED[0], "x.py", opts, fast=False))
 
 
 def test_switch_off_sends_new_form_calls_to_libcst(monkeypatch):
-    monkeypatch.setattr(pyfe, "DECIDE_NEW_FORM", False)
-    assert pyfe._fast(MIGRATED[0], "x.py", OPTS) is None
-    assert pyfe._fast(VALUE_READS[0], "x.py", OPTS) is None
+    monkeypatch.setattr(fast, "DECIDE_NEW_FORM", False)
+    assert fast.findings(MIGRATED[0], "x.py", OPTS) is None
+    assert fast.findings(VALUE_READS[0], "x.py", OPTS) is None
 
 
 def test_fast_pass_answers_without_libcst_for_tvm_only_files():
-    quick = pyfe._fast(EXTRA[0], "x.py", OPTS)
+    quick = fast.findings(EXTRA[0], "x.py", OPTS)
     assert quick is not None and [f.code for f in quick.findings] == ["CPA003"] * 3
     assert quick.findings[1].status is not None  # the suppressed one
-    assert pyfe._fast(EXTRA[2], "x.py", OPTS) is None, "a rebound name is left to libcst"
+    assert fast.findings(EXTRA[2], "x.py", OPTS) is None, "a rebound name is left to libcst"
 
 
 def test_nested_import_is_left_to_libcst():
     text = "def f(a):\n    from tvm.script import tir as T\n    T.ptx_cp_async('float16', a, 0, a, 0, 16)\n"
-    assert pyfe._fast(text, "x.py", OPTS) is None
+    assert fast.findings(text, "x.py", OPTS) is None
     assert [f.code for f in pyfe.analyze(text, "x.py", OPTS).findings] == ["CPA003"]
 
 
@@ -344,11 +345,11 @@ def test_nested_import_is_left_to_libcst():
 ])
 def test_call_text_gate(text, may_call):
     """Files without call-shaped text are decided without parsing; a definition's header is no call."""
-    assert pyfe._may_call(text) is may_call
+    assert fast.may_call(text) is may_call
 
 
 def test_enclosing_names_come_from_definitions_around_the_call():
-    quick = pyfe._fast(EXTRA[5], "x.py", OPTS)
+    quick = fast.findings(EXTRA[5], "x.py", OPTS)
     assert quick is not None
     assert [(f.line, f.function) for f in quick.findings] == [(4, "ptx_cp_async"), (6, "C"), (11, "C")]
 
@@ -451,7 +452,7 @@ def _full_key(a):
 @pytest.mark.parametrize("text", DEFINITIONS)
 def test_definitions_agree_with_libcst(text, opts):
     full = pyfe.analyze(text, "x.py", opts, fast=False)
-    quick = pyfe._fast(text, "x.py", opts)
+    quick = fast.findings(text, "x.py", opts)
     if opts is ALL_OPTS[2] and quick is None:
         return  # --migrate-tvm: a legacy call of TVM's wrapper (the forward too) is libcst's to switch
     assert quick is not None, "definitions_ast.py decides this file"
@@ -460,13 +461,13 @@ def test_definitions_agree_with_libcst(text, opts):
 
 def test_definitions_are_findings():
     """The cases above exercise a fix, a manual definition and a helper."""
-    codes = {(f.code, f.fix is not None) for t in DEFINITIONS for f in pyfe._fast(t, "x.py", OPTS).findings}
+    codes = {(f.code, f.fix is not None) for t in DEFINITIONS for f in fast.findings(t, "x.py", OPTS).findings}
     assert {("CPA006", True), ("CPA006", False), ("CPA007", False)} <= codes
 
 
 def test_definitions_switch_off_sends_them_to_libcst(monkeypatch):
-    monkeypatch.setattr(pyfe, "DECIDE_DEFINITIONS", False)
-    assert pyfe._fast(DEFINITIONS[0], "x.py", OPTS) is None
+    monkeypatch.setattr(fast, "DECIDE_DEFINITIONS", False)
+    assert fast.findings(DEFINITIONS[0], "x.py", OPTS) is None
 
 
 def test_a_definition_with_defaults_is_left_for_a_person():

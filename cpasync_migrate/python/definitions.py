@@ -30,6 +30,7 @@ from typing import Optional
 import libcst as cst
 
 from ..findings import Applicability, Edit, Finding, Fix
+from .cst_util import is_docstring
 
 CODE_DEFINITION = "CPA006"
 CODE_HELPER = "CPA007"
@@ -92,7 +93,7 @@ def _upstream_shape(ctx, fdef: cst.FunctionDef, legacy: list[str], facts: dict) 
     if any(p.default is not None for p in fdef.params.params):
         return "a parameter has a default value, so a caller may leave it out"
     body = list(fdef.body.body) if isinstance(fdef.body, cst.IndentedBlock) else []
-    if body and _is_docstring(body[0]):
+    if body and is_docstring(body[0]):
         body = body[1:]
     if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine) or len(body[0].body) != 1 \
             or not isinstance(body[0].body[0], cst.Return):
@@ -116,7 +117,7 @@ def _rewrite(ctx, fdef: cst.FunctionDef, new_params: list[str], op: str, emit: d
     _, pe = ctx.span(fdef.params.params[-1])
     params_text = emit["params"].format(**values)
     body = list(fdef.body.body)
-    start = 1 if _is_docstring(body[0]) else 0
+    start = 1 if is_docstring(body[0]) else 0
     ret = body[start]
     line = ctx.pos(ret).start.line
     indent = re.match(r"[ \t]*", ctx.lines[line - 1]).group(0)
@@ -133,8 +134,3 @@ def _finding(ctx, node, code: str, op: Optional[str], role: str, message: str, f
     return Finding(path=ctx.path, line=r.start.line, column=r.start.column + 1, end_line=r.end.line,
                    end_column=r.end.column + 1, code=code, message=message, fix=fix,
                    function=node.name.value, op=op, role=role)
-
-
-def _is_docstring(stmt) -> bool:
-    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
-            and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))

@@ -23,6 +23,8 @@ from typing import Optional
 import libcst as cst
 from libcst.metadata import Assignment
 
+from .cst_util import dotted
+
 _DEPTH = 6
 
 
@@ -45,7 +47,7 @@ class Resolver:
                 for s in stmt.body:
                     if isinstance(s, cst.ImportFrom) and isinstance(s.names, cst.ImportStar) and s.module is not None \
                             and not s.relative:
-                        mod = _dotted(s.module)
+                        mod = dotted(s.module)
                         if mod in self.ctx.tl_modules:
                             return "tilelang"
                         if mod in self.ctx.tvm_modules:
@@ -160,11 +162,3 @@ class Resolver:
 
         expr.visit(V())
         return bool(found)
-
-
-def _dotted(node) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return f"{_dotted(node.value)}.{node.attr.value}"
-    return ""

@@ -32,6 +32,8 @@ from typing import Optional
 import libcst as cst
 from libcst.metadata import Assignment, QualifiedNameSource
 
+from .cst_util import string_value
+
 _MAX_DEPTH = 6  # nested macro calls followed
 
 
@@ -162,7 +164,7 @@ class SharedMemory:
         if arg is None:
             scope = spec["default"]
         else:
-            scope = _string(arg.value)
+            scope = string_value(arg.value)
             if scope is None:
                 return None, f"the allocation's scope `{self.ctx.node_text(arg.value)}` is not a string literal"
         forced = self.forced.get(fname)
@@ -463,16 +465,6 @@ class SharedMemory:
             return self.ctx.pos(node).start.line
         except Exception:  # noqa: BLE001
             return 0
-
-
-def _string(node: cst.BaseExpression) -> Optional[str]:
-    if isinstance(node, cst.SimpleString):
-        try:
-            v = node.evaluated_value
-        except Exception:  # noqa: BLE001
-            return None
-        return v if isinstance(v, str) else None
-    return None
 
 
 def _walk(nodes):

@@ -1,0 +1,530 @@
+"""CPA001 / CPA002: a legacy offset-form call and its rewrite into the access-pointer form.
+
+CPA001 legacy-call.
+  What: ``T.ptx_cp_async(dtype, dst.data, dst_off, src.data, src_off, bytes)``.
+  Why: TileLang 0.1.7.post2 (PR #1590) changed the intrinsic to access pointers; the legacy
+  call no longer builds.
+  Example: ``T.ptx_cp_async("float16", S.data, tx * 8, A.data, g, 16)`` becomes
+  ``T.ptx_cp_async(T.tvm_access_ptr(T.type_annotation("float16"), S.data, tx * 8, 8, 2),
+  T.tvm_access_ptr(T.type_annotation("float16"), A.data, g, 8, 1), 16)``: each pointer typed
+  by its buffer's declaration (in merged dynamic shared memory, the destination by the call's
+  dtype: rules/shared_memory.toml), its extent the bytes in elements of that type.
+  Fix safety: safe where the text decides every pointer type, offset and extent; unsafe
+  (applied with ``--unsafe-fixes``) where one rests on a stated assumption (a buffer whose
+  declaration is not visible, a factory parameter's default under 0.1.9, static shared
+  memory left unmerged).
+
+CPA002 legacy-call-manual.
+  What: a legacy call the tool cannot rewrite exactly (the message says why: a pointer that
+  is not a buffer's ``.data``, buffers of different widths under 0.1.9 with an offset that is
+  not a visible multiple, a shared-memory placement the text does not decide, ...).
+  Fix safety: none.
+"""
+from __future__ import annotations
+
+from dataclasses import replace as _replace
+from typing import Optional, Sequence
+
+import libcst as cst
+
+from ...findings import Applicability, Edit, Fix
+from .. import layout
+from ..calls import INTRINSIC
+from ..context import DType, NoFix, Pointer
+from ..cst_util import int_value, is_atom
+
+
+class LegacyCall:
+    """The legacy form's rewrite (mixed into the pass's context)."""
+
+    def bind_legacy(self, node: cst.Call) -> dict[str, cst.Arg]:
+        params = list(self.legacy.python_params)
+        bound: dict[str, cst.Arg] = {}
+        positional = [a for a in node.args if a.keyword is None]
+        keywords = [a for a in node.args if a.keyword is not None]
+        kwnames = [a.keyword.value for a in keywords]
+        # TVMScript's dtype forwarding: dtype given as keyword, the rest shift left
+        order = params[1:] if self.legacy_dtype_kw() in kwnames else params
+        if len(positional) > len(order):
+            raise NoFix("too many positional arguments")
+        for p, a in zip(order, positional):
+            bound[p] = a
+        for a in keywords:
+            k = a.keyword.value
+            if k not in params:
+                raise NoFix(f"unknown keyword argument {k}=")
+            if k in bound:
+                raise NoFix(f"argument {k} given twice")
+            bound[k] = a
+        missing = [p for p in params if p not in bound]
+        if missing:
+            raise NoFix("missing argument(s) " + ", ".join(missing))
+        return bound
+
+    def pointer(self, arg: cst.Arg, call: cst.Call, call_dtype: Optional[cst.Arg]) -> Pointer:
+        v = arg.value
+        buf = None
+        if not (isinstance(v, cst.Name) or (isinstance(v, cst.Attribute) and v.attr.value == "data"
+                                            and isinstance(v.value, cst.Name))):
+            raise NoFix(f"the data pointer `{self.node_text(v)}` is not a buffer's `.data` or a name: "
+                        "tvm_access_ptr takes the buffer's data Var")
+        routed = self.through_callers(arg, call)
+        if routed is not None:
+            return routed
+        if isinstance(v, cst.Attribute) and v.attr.value == "data" and isinstance(v.value, cst.Name):
+            buf = v.value.value
+            found = self.declaration_of(call, buf)
+            if found is not None:
+                ctx_node, decl = found
+                dexpr, fname = self.decl_dtype_expr(decl)
+                if dexpr is None:
+                    d = self.declared_default(fname, buf)
+                    return Pointer(arg, buf, DType(f'"{d}"', d, self.rules.dtype_size(d)))
+                dt = self.dtype_of_expr(dexpr, ctx_node)
+                if not self.same_binding(ctx_node, call, dexpr):
+                    # the declaration's dtype expression means something else here
+                    if dt.name is None:
+                        raise NoFix(f"the dtype of `{buf}` (`{dt.text}`) is not visible at the call")
+                    dt = DType(f'"{dt.name}"', dt.name, dt.size)
+                return Pointer(arg, buf, dt)
+        # no declaration visible: fall back to the call's dtype
+        what = f"`{buf}`" if buf else f"`{self.node_text(v)}`"
+        if call_dtype is None:
+            raise NoFix(f"no declaration of {what} is visible and the call has no dtype")
+        dt = self.dtype_of_expr(call_dtype.value, call)
+        dt.assumptions = dt.assumptions + [
+            f"no declaration of {what} is visible; its element type is assumed to be the call's dtype "
+            f"{self.node_text(call_dtype.value)}"
+        ]
+        return Pointer(arg, buf, dt)
+
+    def through_callers(self, arg: cst.Arg, call: cst.Call) -> Optional[Pointer]:
+        """A pointer that is a T.macro's parameter, typed by the buffers the macro's calls pass (callers.py).
+
+        None when the pointer is not a macro parameter or no call of the macro is visible (then the
+        declaration or the call's dtype decides, with its assumption)."""
+        from ..callers import param_route
+
+        v = arg.value
+        data = isinstance(v, cst.Attribute)
+        name = v.value.value if data else v.value
+        route = param_route(self, call, name, set(self.rules.shared_memory.get("functions", {}).get("macro", [])))
+        if route is None or route.why_unknown or not route.bindings:
+            return None
+        macro = route.macro.name.value
+        seen = []
+        for b in route.bindings:
+            e = b.expr
+            line = self.pos(b.site).start.line
+            if data and isinstance(e, cst.Name):
+                bufname = e.value
+            elif not data and isinstance(e, cst.Attribute) and e.attr.value == "data" and isinstance(e.value, cst.Name):
+                bufname = e.value.value
+            else:
+                raise NoFix(f"the call of macro `{macro}` at line {line} passes `{self.node_text(e)}` for `{name}`, "
+                            "not a buffer whose declaration the tool can read")
+            found = self.declaration_of(b.site, bufname)
+            if found is None:
+                raise NoFix(f"the call of macro `{macro}` at line {line} passes `{bufname}` for `{name}`, and no "
+                            "single declaration of it is visible there")
+            dexpr, fname = self.decl_dtype_expr(found[1])
+            if dexpr is None:
+                dn = self.declared_default(fname, bufname)
+                dt = DType(f'"{dn}"', dn, self.rules.dtype_size(dn))
+            else:
+                dt = self.dtype_of_expr(dexpr, found[0])
+            if dt.name is None:
+                raise NoFix(f"the call of macro `{macro}` at line {line} passes `{bufname}`, whose dtype "
+                            f"`{dt.text}` is not known inside the macro")
+            seen.append((dt, bufname, line, found[1]))
+        kinds = {dt.name for dt, _, _, _ in seen}
+        sizes = {dt.size for dt, _, _, _ in seen}
+        if len(sizes) > 1 or len(kinds) > 1:
+            listing = ", ".join(f"`{b}` ({dt.name}, line {ln})" for dt, b, ln, _ in seen)
+            raise NoFix(f"the calls of macro `{macro}` pass buffers of different element types for `{name}`: "
+                        f"{listing}; one rewrite cannot serve them all")
+        dt0 = seen[0][0]
+        d = DType(f'"{dt0.name}"', dt0.name, dt0.size)
+        if route.public:
+            d.assumptions.append(f"only the calls of macro `{macro}` in this file pass `{name}` (another file could "
+                                 "import the macro and pass another buffer)")
+        note = ""
+        ann = route.param.annotation
+        if data and ann is not None:
+            try:
+                aexpr, _ = self.decl_dtype_expr(ann.annotation)
+                adt = self.dtype_of_expr(aexpr, route.param) if aexpr is not None else None
+            except NoFix:
+                adt = None
+            if adt is not None and adt.name is not None and adt.size != dt0.size:
+                note = (f"; the annotation of `{name}` says {adt.name}, but every call of `{macro}` passes "
+                        f"{dt0.name}: the calls decide")
+        return Pointer(arg, name if data else None, d, routed_decls=[x[3] for x in seen], note=note)
+
+    def destination(self, ptr: Pointer, call: cst.Call, call_dtype: cst.Arg) -> Pointer:
+        """The destination's pointer type under the legacy lowering's own addressing.
+
+        A legacy destination offset counts elements of the buffer's type, except in merged dynamic
+        shared memory, where it counts elements of the call's dtype (``smem.py``).  The question
+        only arises when the two types differ.
+        """
+        if ptr.routed_decls:
+            found = (call, ptr.routed_decls[0])  # the buffer the macro's calls pass
+            if any(not self._same_decl_scope(d, ptr.routed_decls[0]) for d in ptr.routed_decls[1:]):
+                raise NoFix("the calls of the macro pass destination buffers of different storage scopes")
+        else:
+            found = self.declaration_of(call, ptr.buffer) if ptr.buffer else None
+        if found is None or (ptr.dtype.assumptions and not ptr.routed_decls):
+            return ptr  # no declaration: the call's dtype is already the pointer type (an assumption)
+        try:
+            cdt = self.dtype_of_expr(call_dtype.value, call)
+        except NoFix:
+            cdt = None
+        if cdt is not None and self._same_type(ptr.dtype, cdt, found[0], call_dtype.value, call):
+            return ptr
+        if self._smem is None:
+            from ..smem import SharedMemory
+
+            self._smem = SharedMemory(self)
+        reading = self._smem.reading(call, found[1])
+        buf_t = ptr.dtype.name or ptr.dtype.text
+        call_t = self.node_text(call_dtype.value)
+        if reading.merged is None:
+            raise NoFix(
+                f"the destination's offset counts elements of the call's dtype {call_t} if TileLang 0.1.7.post1 "
+                f"merged this kernel's dynamic shared memory (two or more used shared.dyn buffers), and of "
+                f"`{ptr.buffer}`'s own type {buf_t} if not; the text does not decide it: {reading.why}")
+        if not reading.merged:
+            ptr.dtype.assumptions = ptr.dtype.assumptions + reading.assumptions
+            return ptr
+        if cdt is None:
+            raise NoFix(f"`{ptr.buffer}` sits in merged shared memory ({reading.why}), so its offset counts elements "
+                        f"of the call's dtype `{call_t}`, which is not a known dtype")
+        cdt.assumptions = cdt.assumptions + reading.assumptions
+        return Pointer(ptr.arg, ptr.buffer, cdt, retyped=True, why=reading.why, routed_decls=ptr.routed_decls)
+
+    def _same_decl_scope(self, a, b) -> bool:
+        from ..smem import SharedMemory
+
+        if self._smem is None:
+            self._smem = SharedMemory(self)
+        return self._smem.scope_of_declaration(a) == self._smem.scope_of_declaration(b)
+
+    def _same_type(self, a: DType, b: DType, a_at, b_expr, b_at) -> bool:
+        """Pointer arithmetic in ``a`` and in ``b`` moves by the same bytes, whatever their values."""
+        if a.size is not None and b.size is not None:
+            return a.size == b.size
+        return a.text == b.text and self.same_binding(a_at, b_at, b_expr)
+
+    def buffer_style_problem(self, ptr: Pointer, call: cst.Call, parg: cst.Arg, oarg: cst.Arg,
+                             scaled: Optional[str]) -> Optional[str]:
+        """Why ``T.access_ptr(buf[off], ...)`` would not be exact here (None when it is)."""
+        if ptr.buffer is None:
+            return "the pointer is not `<buffer>.data`"
+        if scaled is not None:
+            return "its offset is rescaled to the other pointer's type"
+        found = self.declaration_of(call, ptr.buffer)
+        if found is None:
+            return f"no declaration of `{ptr.buffer}` is visible"
+        ndim = self.decl_ndim(found[1])
+        if ndim != 1:
+            return (f"`{ptr.buffer}` has {ndim if ndim else 'an unknown number of'} dimension(s); "
+                    "a flat offset is an index only of a one-dimensional buffer")
+        if ptr.dtype.assumptions:
+            return "its element type rests on an assumption"
+        if ptr.retyped:
+            return "its offset counts elements of the call's dtype, not of the buffer's"
+        _, pe = self.vspan(parg.value)
+        os_, _ = self.vspan(oarg.value)
+        if "#" in self.text[pe:os_]:
+            return "a comment sits between the pointer and the offset"
+        return None
+
+    def rewrite(self, node: cst.Call, switch_callee: bool = False) -> tuple[Fix, str]:
+        bound = self.bind_legacy(node)
+        p = self.legacy.python_params
+        k_dtype, k_dptr, k_doff, k_sptr, k_soff, k_bytes = p
+        call_dtype = bound[k_dtype]
+        dst = self.destination(self.pointer(bound[k_dptr], node, call_dtype), node, call_dtype)
+        src = self.pointer(bound[k_sptr], node, call_dtype)
+        size_arg = bound[k_bytes]
+        nbytes = int_value(size_arg.value)
+        assumptions: list[str] = []
+        steps = self.rules.steps(self.legacy.name, self.target.name)
+        to_elems = self.target.size_meaning == "num_elems"
+
+        d_off_new = s_off_new = None  # replacements for offsets (divided), when any
+
+        if to_elems:
+            # one common pointer type; both sizes must be known, or both pointers typed by one expression
+            # with a default (a factory's `dtype`): the literal count then rests on that default
+            if dst.dtype.size is None and src.dtype.size is None and dst.dtype.text == src.dtype.text and \
+                    dst.dtype.assumed_size is not None:
+                d = dst.dtype
+                assumptions.append(f"`{d.text}` keeps its default {d.assumed_name} ({d.assumed_size}-byte elements): "
+                                   f"{self.target.name} needs the element count as an integer literal")
+                dst = _replace(dst, dtype=DType(d.text, d.assumed_name, d.assumed_size, list(d.assumptions)))
+                src = _replace(src, dtype=DType(d.text, d.assumed_name, d.assumed_size,
+                                                           list(src.dtype.assumptions)))
+            for ptr in (dst, src):
+                if ptr.dtype.size is None:
+                    raise NoFix(f"the element size of `{ptr.dtype.text}` is not known from the text; "
+                                f"{self.target.name} needs the element count as an integer literal")
+            if nbytes is None:
+                raise NoFix(f"the byte count `{self.node_text(size_arg.value)}` is not an integer literal; "
+                            f"{self.target.name} needs num_elems as an integer literal")
+            if dst.dtype.size != src.dtype.size:
+                # One pointer type for both sides.  The wider type keeps every offset in bounds of its
+                # own buffer (TileLang checks access-pointer offsets against the buffer's element count,
+                # so a byte view of a wide tensor with scaled offsets is guarded out); the narrow side's
+                # offset is divided exactly, which needs it to be a visible multiple of the ratio.
+                narrow, wide = (dst, src) if dst.dtype.size < src.dtype.size else (src, dst)
+                ratio = wide.dtype.size // narrow.dtype.size
+                k_off = k_doff if narrow is dst else k_soff
+                off_node = bound[k_off].value
+                if not _divisible(off_node, ratio, lambda n: self.const_int(n, node)):
+                    raise NoFix(
+                        f"`{narrow.buffer}` ({narrow.dtype.name}) and `{wide.buffer}` ({wide.dtype.name}) differ in "
+                        f"width and {self.target.name} needs one pointer type; addressing `{narrow.buffer}` as "
+                        f"{wide.dtype.name} needs its offset `{self.node_text(off_node)}` to be a multiple of {ratio}, "
+                        "which the text does not show")
+                divided = _divide(off_node, self.node_text, ratio)
+                if narrow is dst:
+                    d_off_new = divided
+                else:
+                    s_off_new = divided
+                widened = Pointer(narrow.arg, narrow.buffer, DType(wide.dtype.text, wide.dtype.name, wide.dtype.size,
+                                                                   list(narrow.dtype.assumptions)),
+                                  retyped=narrow.retyped, why=narrow.why)
+                if narrow is dst:
+                    dst = widened
+                else:
+                    src = widened
+            k = dst.dtype.size
+            if nbytes % k:
+                raise NoFix(f"{nbytes} bytes is not a whole number of {dst.dtype.name} elements")
+            if nbytes not in self.target.widths:
+                raise NoFix(f"{nbytes} bytes is not a cp.async width ({'/'.join(map(str, self.target.widths))})")
+            n_common = nbytes // k
+        for ptr in (dst, src):
+            assumptions.extend(ptr.dtype.assumptions)
+
+        T = self.own_alias(node) or self.emit_alias()
+
+        def extent(ptr: Pointer) -> str:
+            size = ptr.dtype.size
+            if size is None and nbytes is not None and self.target.dtype_bits and not ptr.dtype.assumptions:
+                # the element count as an expression TileLang evaluates when it builds the kernel, exact
+                # whatever the factory passes (rules: the generation's `dtype_bits`), where the text decides
+                # the pointer type (no fallback to the call's dtype)
+                bits = self.target.dtype_bits.format(T=T, dtype=ptr.dtype.text)
+                widest = max(self.rules.dtype_sizes.values())
+                if nbytes % widest:
+                    assumptions.append(f"`{ptr.dtype.text}` is a type whose elements divide {nbytes} bytes")
+                return f"{nbytes} * 8 // {bits}"
+            if size is None:
+                if ptr.dtype.assumed_size is None:
+                    raise NoFix(f"the element size of `{ptr.dtype.text}` is not known from the text "
+                                "(give it a default or a literal dtype)")
+                size = ptr.dtype.assumed_size
+                assumptions.append(f"`{ptr.dtype.text}` keeps its default {ptr.dtype.assumed_name} "
+                                   f"({size}-byte elements) for the access pointer's extent")
+            if nbytes is not None:
+                if nbytes % size:
+                    raise NoFix(f"{nbytes} bytes is not a whole number of {ptr.dtype.name or ptr.dtype.text} elements")
+                return str(nbytes // size)
+            stext = self.node_text(size_arg.value)
+            if size == 1:
+                return stext
+            if size >= 8:
+                assumptions.append(f"the byte count `{stext}` is a multiple of {size}")
+            return f"{stext} // {size}" if is_atom(size_arg.value) else f"({stext}) // {size}"
+
+        n_dst = extent(dst)
+        n_src = extent(src)
+        if not self.alias_visible_at(T, node) and self._import_edit is None:
+            raise NoFix(f"`{T}` (tilelang.language) is shadowed at this call")
+        g = self.target
+        before = {
+            k_dptr: f"{T}.{g.access_ptr}({T}.{g.type_annotation}({dst.dtype.text}), ",
+            k_sptr: f"{T}.{g.access_ptr}({T}.{g.type_annotation}({src.dtype.text}), ",
+        }
+        after = {k_doff: f", {n_dst}, {g.dst_rw_mask})", k_soff: f", {n_src}, {g.src_rw_mask})"}
+        replace = {k: v for k, v in ((k_doff, d_off_new), (k_soff, s_off_new)) if v is not None}
+        merge: dict = {}
+        note_extra = ""
+        if self.opts.style == "access_ptr" and g.buffer_access_ptr:
+            for ptr, kp, ko, rw, n in ((dst, k_dptr, k_doff, g.dst_rw, n_dst), (src, k_sptr, k_soff, g.src_rw, n_src)):
+                why = self.buffer_style_problem(ptr, node, bound[kp], bound[ko], replace.get(ko))
+                if why:
+                    note_extra += f"; --style access_ptr not used for `{self.node_text(ptr.arg.value)}`: {why}"
+                    continue
+                before[kp] = f"{T}.{g.buffer_access_ptr}({ptr.buffer}["
+                after[ko] = f'], "{rw}", {n})'
+                merge[kp] = ko  # the text between the pointer and the offset goes away
+        if to_elems:
+            replace[k_bytes] = str(n_common)
+        edits = self.layout_edits(
+            node, bound,
+            order=[k_dptr, k_doff, k_sptr, k_soff, k_bytes],
+            drop=k_dtype, before=before, after=after, replace=replace, merge=merge,
+        )
+        if switch_callee:
+            fs, fe = self.vspan(node.func)
+            edits.append(Edit(fs, fe, f"{T}.{INTRINSIC}"))
+            steps = ["tvm->tilelang"] + steps
+        edits = layout.lay_out(self, node, edits)  # the new call laid out like the file (python/layout.py)
+        if self._import_edit is not None:
+            # every fix that needs the import carries the same edit; the engine applies it once
+            edits.append(self._import_edit)
+        assumptions = list(dict.fromkeys(assumptions))
+        applic = Applicability.UNSAFE if assumptions else Applicability.SAFE
+        note = ""
+        if assumptions:
+            note = f" (unsafe fix: rests on {len(assumptions)} assumption(s))"
+        note += dst.note + src.note
+        if dst.retyped:
+            note += (f"; the destination's offset counts elements of the call's dtype "
+                     f"{self.node_text(call_dtype.value)} (merged shared memory: {dst.why})")
+        note += note_extra
+        return Fix(edits, applic, assumptions, steps), note
+
+    def layout_edits(self, node: cst.Call, bound: dict[str, cst.Arg], order: Sequence[str], drop: str,
+                     before: dict, after: dict, replace: dict, merge: Optional[dict] = None) -> list[Edit]:
+        """Edits that turn the legacy argument list into the new one.
+
+        ``before``/``after``: text inserted around an argument's value;
+        ``replace``: new text for a value; ``merge``: pointer -> offset
+        pairs whose pointer value and separator are replaced by
+        ``before[pointer]`` (the offset becomes an index).
+        """
+        merge = merge or {}
+        merged_into = {v: k for k, v in merge.items()}
+        args = list(node.args)
+        index = {id(a): i for i, a in enumerate(args)}
+        keep = [bound[k] for k in order]
+        in_order = [a for a in args if a is not bound[drop]]
+        edits: list[Edit] = []
+        if [id(a) for a in in_order] == [id(a) for a in keep]:
+            # drop the dtype argument
+            di = index[id(bound[drop])]
+            ds, de = self.span(args[di])
+            if di + 1 < len(args):
+                ns, _ = self.span(args[di + 1])
+                gap = self.text[de:ns]
+                if "#" in gap:
+                    # keep the comment: remove only the value and its comma token
+                    cs, ce = self.span(args[di].comma)
+                    edits.append(Edit(ds, de, ""))
+                    edits.append(Edit(cs, ce, ""))
+                else:
+                    edits.append(Edit(ds, ns, ""))
+            else:
+                prev = args[di - 1]
+                _, pe = self.span(prev)
+                gap = self.text[pe:ds]
+                if "#" in gap:
+                    cs, ce = self.span(prev.comma)
+                    edits.append(Edit(cs, ce, ""))
+                    edits.append(Edit(ds, de, ""))
+                else:
+                    edits.append(Edit(pe, de, ""))
+            for k in order:
+                a = bound[k]
+                vs, ve = self.vspan(a.value)
+                as_, _ = self.span(a)
+                if k in merge:
+                    ovs, _ = self.vspan(bound[merge[k]].value)
+                    edits.append(Edit(as_, ovs, before[k]))
+                    continue
+                if k in merged_into:
+                    pass
+                elif a.keyword is not None:
+                    # drop `name=` (and the whitespace up to the value)
+                    edits.append(Edit(as_, vs, before.get(k, "")))
+                elif k in before:
+                    edits.append(Edit(vs, vs, before[k]))
+                if k in replace:
+                    edits.append(Edit(vs, ve, replace[k]))
+                if k in after:
+                    edits.append(Edit(ve, ve, after[k]))
+            return _merge_point_edits(edits)
+        # out of order: re-emit the argument list in canonical order
+        gaps = "".join(self.text[self.span(args[i])[1]:self.span(args[i + 1])[0]] for i in range(len(args) - 1))
+        if "#" in gaps:
+            raise NoFix("keyword arguments are out of order and comments sit between them")
+        parts = []
+        for k in order:
+            a = bound[k]
+            if k in merge:
+                continue
+            if k in merged_into:
+                parts.append(before[merged_into[k]] + replace.get(k, self.node_text(a.value)) + after.get(k, ""))
+                continue
+            vtext = replace.get(k, self.node_text(a.value))
+            parts.append(before.get(k, "") + vtext + after.get(k, ""))
+        s, _ = self.span(args[0])
+        _, e = self.span(args[-1])
+        return [Edit(s, e, ", ".join(parts))]
+
+
+def _divisible(node: cst.BaseExpression, r: int, const=lambda n: None) -> bool:
+    """The integer expression is a multiple of ``r`` for every value of its variables.
+
+    ``const(name_node)`` gives the value of a name bound once to an integer constant, or None.
+    """
+    iv = int_value(node)
+    if iv is None and isinstance(node, cst.Name):
+        iv = const(node)
+    if iv is not None:
+        return iv % r == 0
+    if isinstance(node, cst.BinaryOperation):
+        if isinstance(node.operator, (cst.Add, cst.Subtract)):
+            return _divisible(node.left, r, const) and _divisible(node.right, r, const)
+        if isinstance(node.operator, cst.Multiply):
+            return _divisible(node.left, r, const) or _divisible(node.right, r, const)
+    return False
+
+
+def _divide(node: cst.BaseExpression, text_of, r: int) -> str:
+    """Text of ``node / r`` for an expression that ``_divisible`` accepted, simplified where it is plain."""
+    iv = int_value(node)
+    if iv is not None and not node.lpar:
+        return str(iv // r)
+    if isinstance(node, cst.BinaryOperation) and not node.lpar:
+        op = node.operator
+        if isinstance(op, (cst.Add, cst.Subtract)):
+            left = _divide(node.left, text_of, r)
+            right = _divide(node.right, text_of, r)
+            # a right operand whose quotient reads as a sum would change meaning after "-": keep it whole
+            if node.right.lpar or not _is_sum(right):
+                sign = "+" if isinstance(op, cst.Add) else "-"
+                return f"{left} {sign} {right}"
+        elif isinstance(op, cst.Multiply):
+            for lit, other in ((node.right, node.left), (node.left, node.right)):
+                k = int_value(lit)
+                if k is not None and k % r == 0 and not lit.lpar:
+                    t = text_of(other)
+                    if isinstance(other, cst.BinaryOperation) and not other.lpar and \
+                            not isinstance(other.operator, (cst.Multiply, cst.FloorDivide, cst.Modulo)):
+                        t = f"({t})"
+                    return t if k // r == 1 else f"{t} * {k // r}"
+    t = text_of(node)
+    return f"{t} // {r}" if is_atom(node) else f"({t}) // {r}"
+
+
+def _is_sum(text: str) -> bool:
+    return " + " in text or " - " in text
+
+
+def _merge_point_edits(edits: list[Edit]) -> list[Edit]:
+    """Combine edits that touch the same point so they apply in order."""
+    edits = sorted(edits, key=lambda e: (e.start, e.end))
+    out: list[Edit] = []
+    for e in edits:
+        if out and out[-1].end == e.start and (out[-1].start == out[-1].end or e.start == e.end):
+            prev = out.pop()
+            out.append(Edit(prev.start, e.end, prev.replacement + e.replacement))
+        else:
+            out.append(e)
+    return out
