@@ -48,7 +48,7 @@ from typing import Optional
 
 from .ir import (
     CopyRegion, CpAsync, Fill, Kernel, Load, Opaque, Ptr, Store, walk_expr, walk_stmts, For, If, Assign,
-    Evaluate, Parallel,
+    Evaluate,
 )
 
 

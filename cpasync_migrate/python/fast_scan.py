@@ -1,0 +1,290 @@
+"""The fast pass's one walk over a stdlib ``ast`` tree: candidate calls, definitions, bindings.
+
+``scan`` collects what the decisions of ``fast.py`` and ``fast_sizes.py`` read; ``qualify``
+gives a callee's dotted name through the module's imports (undecided where libcst's scopes
+could answer otherwise); ``reaches_by_binding`` says when a call may reach the intrinsic
+through an assignment libcst follows.  ``Undecided``: libcst decides the file.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from .calls import INTRINSIC
+
+
+class Undecided(Exception):
+    """The ast pass cannot answer exactly; libcst decides."""
+
+
+_TYPE_PARAMS = tuple(getattr(ast, n) for n in ("TypeVar", "ParamSpec", "TypeVarTuple") if hasattr(ast, n))
+
+
+class Scan:
+    """What one walk over a module finds (``scan``)."""
+
+    __slots__ = ("calls", "defs", "imports", "other", "nested", "assigned", "bindings", "scopes",
+                 "values", "callee_names", "getattr_intrinsic", "alias_names")
+
+
+# Binding kinds a buffer or dtype lookup can use (rewrite.py's declaration_of / dtype_of_expr):
+# "param" (a def's parameter), "assign" (the sole target of a one-target assignment), "annassign"
+# (the target of an annotated assignment with a value), "with" (``with ... as NAME``); anything
+# else binding the name is "other", or "uncertain" where libcst's scopes record it otherwise than
+# Python binds it (``del``, match captures, ``global``/``nonlocal``, type parameters).
+_DECL_KINDS = ("param", "assign", "annassign", "with", "tuple")
+
+
+def scan(tree: ast.Module) -> Scan:
+    """One walk over the tree: the candidate calls, the definitions, and the bindings.
+
+    ``calls``: calls whose callee is ``<expr>.ptx_cp_async`` or a name ``ptx_cp_async`` is bound
+    to by ``from ... import ptx_cp_async as NAME``; ``defs``: function and class definitions;
+    ``imports``: module-level import bindings; ``other``: every name bound anywhere else;
+    ``nested``: names bound by imports below module level; ``assigned``: names that are a direct
+    target of an assignment (libcst follows those); ``bindings``: name -> [(kind, node, extra)]
+    for every binding occurrence (extra: the def of a parameter, the statement or with item of
+    the other ``_DECL_KINDS``); ``scopes``: (kind, node) of every function, class, lambda and
+    comprehension; ``values``: (target names, value) of every assignment; ``callee_names``: names
+    called; ``getattr_intrinsic``: a ``getattr(..., "ptx_cp_async")`` occurs.
+    """
+    imports: dict[str, list[str]] = {}
+    other: set[str] = set()
+    nested: set[str] = set()
+    assigned: set[str] = set()
+    bindings: dict[str, list] = {}
+    alias_names = {INTRINSIC}
+    calls, defs, scopes, values = [], [], [], []
+    callee_names: set[str] = set()
+    getattr_intrinsic = False
+    kinds: dict[int, tuple] = {}  # id(node) -> (kind, its def (param) or statement / with item)
+    top = set(id(s) for s in tree.body)
+    AST, Call, Attribute, Name, Store, Del = ast.AST, ast.Call, ast.Attribute, ast.Name, ast.Store, ast.Del
+    Import, ImportFrom = ast.Import, ast.ImportFrom
+    FuncDefs = (ast.FunctionDef, ast.AsyncFunctionDef)
+    Comps = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+    def bind(name, node, kind="other", extra=None):
+        other.add(name)
+        bindings.setdefault(name, []).append((kind, node, extra))
+
+    stack = [tree]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node = pop()
+        for field in node._fields:
+            v = getattr(node, field, None)
+            if isinstance(v, list):
+                for x in v:
+                    if isinstance(x, AST):
+                        push(x)
+            elif isinstance(v, AST):
+                push(v)
+        t = type(node)
+        if t is Call:
+            calls.append(node)
+            f = node.func
+            if type(f) is Name:
+                callee_names.add(f.id)
+                if f.id == "getattr" and any(type(a) is ast.Constant and a.value == INTRINSIC
+                                             for a in list(node.args) + [k.value for k in node.keywords]):
+                    getattr_intrinsic = True
+        elif t is Name:
+            if isinstance(node.ctx, (Store, Del)):
+                kind = kinds.get(id(node))
+                if kind is not None and isinstance(node.ctx, Store):
+                    bind(node.id, node, kind[0], kind[1])
+                else:
+                    bind(node.id, node, "other" if isinstance(node.ctx, Store) else "uncertain")
+        elif t is Attribute:
+            pass
+        elif t is ast.Assign:
+            names = [x.id for x in node.targets if type(x) is Name]
+            assigned.update(names)
+            values.append((names, node.value))
+            if len(node.targets) == 1 and type(node.targets[0]) is Name:
+                kinds[id(node.targets[0])] = ("assign", node)
+            elif len(node.targets) == 1 and type(node.targets[0]) is ast.Tuple:
+                for x in node.targets[0].elts:
+                    if type(x) is Name:
+                        kinds[id(x)] = ("tuple", node)  # rewrite.declaration_of unpacks these
+        elif t is ast.AnnAssign:
+            if type(node.target) is Name and node.value is not None:
+                assigned.add(node.target.id)
+                values.append(([node.target.id], node.value))
+                kinds[id(node.target)] = ("annassign", node)
+        elif t is ast.withitem:
+            if type(node.optional_vars) is Name:
+                kinds[id(node.optional_vars)] = ("with", node)
+        elif t is Import or t is ImportFrom:
+            names = []
+            if t is Import:
+                for a in node.names:
+                    if a.asname:
+                        names.append((a.asname, a.name))
+                    else:
+                        head = a.name.split(".")[0]
+                        names.append((head, head))
+            else:
+                for a in node.names:
+                    if a.name == INTRINSIC and a.asname:
+                        alias_names.add(a.asname)
+                if node.level or node.module is None:
+                    for a in node.names:
+                        bind(a.asname or a.name, node)
+                    continue
+                for a in node.names:
+                    if a.name == "*":
+                        names.append(("*", node.module))
+                        continue
+                    names.append((a.asname or a.name, f"{node.module}.{a.name}"))
+            for bound, target in names:
+                if id(node) in top:
+                    imports.setdefault(bound, []).append(target)
+                else:
+                    nested.add(bound)
+                bindings.setdefault(bound, []).append(("other", node, None))
+        elif t in FuncDefs:
+            bind(node.name, node)
+            defs.append(node)
+            scopes.append(("def", node))
+            a = node.args
+            for x in a.posonlyargs + a.args + a.kwonlyargs + [y for y in (a.vararg, a.kwarg) if y is not None]:
+                kinds[id(x)] = ("param", node)
+        elif t is ast.ClassDef:
+            bind(node.name, node)
+            defs.append(node)
+            scopes.append(("class", node))
+        elif t is ast.Lambda:
+            scopes.append(("lambda", node))
+        elif t in Comps:
+            scopes.append(("comp", node))
+        elif t is ast.arg:
+            kind = kinds.get(id(node))
+            if kind is not None:
+                bind(node.arg, node, "param", kind[1])
+            else:
+                bind(node.arg, node)
+        elif t is ast.Global or t is ast.Nonlocal:
+            for n in node.names:
+                bind(n, node, "uncertain")
+        elif t is ast.ExceptHandler:
+            if node.name:
+                bind(node.name, node)
+        elif t is ast.MatchAs or t is ast.MatchStar:
+            if node.name:
+                bind(node.name, node, "uncertain")
+        elif t is ast.MatchMapping:
+            if node.rest:
+                bind(node.rest, node, "uncertain")
+        elif t in _TYPE_PARAMS:
+            bind(node.name, node, "uncertain")
+    s = Scan()
+    s.calls = [c for c in calls if (isinstance(c.func, Attribute) and c.func.attr == INTRINSIC) or (
+        isinstance(c.func, Name) and c.func.id in alias_names)]
+    s.defs, s.imports, s.other, s.nested, s.assigned = defs, imports, other, nested, assigned
+    s.bindings, s.scopes, s.values, s.callee_names = bindings, scopes, values, callee_names
+    s.getattr_intrinsic, s.alias_names = getattr_intrinsic, alias_names
+    return s
+
+
+def reaches_by_binding(s: Scan) -> bool:
+    """A call may reach the intrinsic through a binding libcst follows and this pass does not.
+
+    libcst (``reach.py``) follows a called name through its assignments: ``cp = T.ptx_cp_async``,
+    ``cp2 = cp``, ``cp = functools.partial(T.ptx_cp_async, ...)``, ``cp = getattr(T,
+    "ptx_cp_async")``.  A name is tainted when an assignment binds it to a value that mentions the
+    intrinsic anywhere in it (an attribute or name ``ptx_cp_async``, an import alias of it, the
+    string: libcst's ``_mentions`` and ``getattr`` routes) or that is a tainted name itself (an
+    alias chain; libcst follows no name inside a larger expression, ``mod = compile(f)``); the file
+    goes to libcst when a tainted name is called, or when a ``getattr`` names the intrinsic.  The name read as a value elsewhere (``__all__`` strings, a definition's
+    body forwarding ``_tir_op.ptx_cp_async``, ``f = ptx_cp_async`` passed on, never called) reaches
+    no call: libcst gives those no finding either.
+    """
+    if s.getattr_intrinsic:
+        return True
+    if not s.values:
+        return False
+    tainted: set[str] = set()
+    names = s.alias_names
+    mentions = []
+    for targets, value in s.values:
+        direct = False
+        for n in ast.walk(value):
+            t = type(n)
+            if (t is ast.Attribute and n.attr == INTRINSIC) or (t is ast.Name and n.id in names) or (
+                    t is ast.Constant and n.value == INTRINSIC):
+                direct = True
+                break
+        alias = value.id if type(value) is ast.Name else None
+        mentions.append((targets, direct, alias))
+    changed = True
+    while changed:
+        changed = False
+        for targets, direct, alias in mentions:
+            if (direct or alias in tainted) and not set(targets) <= tainted:
+                tainted.update(targets)
+                changed = True
+    return bool(tainted & s.callee_names)
+
+
+def used_as_value(tree: ast.Module) -> bool:
+    """The intrinsic's name is read other than as a callee or an import: an attribute or name in a
+    value position, or the string of a ``getattr`` (the rule before ``reaches_by_binding``; kept for
+    ``DECIDE_NEW_FORM`` off)."""
+    callees = set()
+    refs = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            callees.add(id(node.func))
+        elif isinstance(node, ast.Attribute) and node.attr == INTRINSIC:
+            refs.append(node)
+        elif isinstance(node, ast.Name) and node.id == INTRINSIC and isinstance(node.ctx, ast.Load):
+            refs.append(node)
+        elif isinstance(node, ast.Constant) and node.value == INTRINSIC:
+            refs.append(node)
+    return any(id(r) not in callees for r in refs)
+
+
+def qualify(func: ast.expr, s: Scan) -> Optional[str]:
+    """The callee's qualified name; None when its root is never imported (then it is no module's function).
+
+    A root bound by an assignment (``L2 = T``) is followed by libcst (``reach.py``): undecided.
+    """
+    imports, other, nested = s.imports, s.other, s.nested
+    parts = []
+    cur = func
+    while isinstance(cur, ast.Attribute):
+        parts.append(cur.attr)
+        cur = cur.value
+    if not isinstance(cur, ast.Name):
+        raise Undecided
+    root = cur.id
+    if root not in imports and root not in nested:
+        if root in s.assigned:
+            raise Undecided
+        return None
+    if root in other or root in nested or len(set(imports[root])) != 1:
+        raise Undecided
+    return ".".join([imports[root][0]] + list(reversed(parts)))
+
+
+def enclosing(defs: list, node) -> Optional[str]:
+    """Dotted names of the function and class definitions around ``node`` (its ancestors in the tree).
+
+    A definition's extent starts at its first decorator; extents of AST nodes nest, so the
+    definitions whose extent holds the node's are exactly its ancestors.
+    """
+    pos, end = (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
+    around = []
+    for d in defs:
+        start = min([(d.lineno, d.col_offset)] + [(x.lineno, x.col_offset) for x in d.decorator_list])
+        if start <= pos and end <= (d.end_lineno, d.end_col_offset):
+            around.append((start, d.name))
+    return ".".join(name for _, name in sorted(around)) or None
+
+
+# A call of the intrinsic needs its name followed by "(" (whitespace, comments and line
+# continuations may sit between), or a name imported "as" an alias.  Without either, no call
+# can resolve to it: the file has no findings, decided without parsing.  A name followed by
+# "(" right after the keyword "def" is a definition's header, never a call.
