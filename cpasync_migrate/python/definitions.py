@@ -29,11 +29,12 @@ from typing import Optional
 
 import libcst as cst
 
+from .. import codes
 from ..findings import Applicability, Edit, Finding, Fix
 from .cst_util import is_docstring
 
-CODE_DEFINITION = "CPA006"
-CODE_HELPER = "CPA007"
+CODE_DEFINITION = codes.LEGACY_API_DEFINITION
+CODE_HELPER = codes.LEGACY_RUNTIME_HELPER
 
 
 def find(ctx, intrinsic: str) -> list[Finding]:

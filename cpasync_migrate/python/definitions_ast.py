@@ -23,10 +23,11 @@ import ast
 import re
 from typing import Callable, Optional
 
+from .. import codes
 from ..findings import Applicability, Edit, Finding, Fix, line_starts
 
-CODE_DEFINITION = "CPA006"
-CODE_HELPER = "CPA007"
+CODE_DEFINITION = codes.LEGACY_API_DEFINITION
+CODE_HELPER = codes.LEGACY_RUNTIME_HELPER
 
 
 class Undecided(Exception):

@@ -40,6 +40,7 @@ import os
 import re
 from typing import Optional
 
+from .. import codes
 from ..findings import Analysis, Finding, FrontEndOptions, Status
 from .calls import DTYPE_KW_MESSAGE, INTRINSIC, SUPPRESS_RE, TVM_MESSAGE, call_shape
 from .fast_scan import (
@@ -160,7 +161,7 @@ def decide(text: str, path: str, options: FrontEndOptions):
                 if not DECIDE_NEW_FORM:
                     return None, "new form"
                 if any(k.arg == dtype_kw for k in c.keywords):
-                    code, message, info = "CPA004", DTYPE_KW_MESSAGE, False
+                    code, message, info = codes.DTYPE_KEYWORD_ON_NEW_CALL, DTYPE_KW_MESSAGE, False
                 elif converting:
                     return None, "--from"  # convert_new: libcst
                 else:
@@ -169,7 +170,7 @@ def decide(text: str, path: str, options: FrontEndOptions):
                     message = new_form.size_warning(c)
                     if message is None:
                         continue  # already migrated: not a finding
-                    code, info = "CPA005", True
+                    code, info = codes.SUSPICIOUS_SIZE, True
                 f = _finding(c, lines, path, code, message, s.defs)
                 if info:
                     f.legacy_site, f.status, f.severity = False, Status.INFO, "warning"
@@ -183,7 +184,7 @@ def decide(text: str, path: str, options: FrontEndOptions):
                 return None, "legacy call"
             if options.migrate_tvm and kind == "legacy":
                 return None, "--migrate-tvm"
-            f = _finding(c, lines, path, "CPA003", TVM_MESSAGE, s.defs)
+            f = _finding(c, lines, path, codes.TVM_NAMESPACE_CALL, TVM_MESSAGE, s.defs)
             if SUPPRESS_RE.search(lines[c.lineno - 1]):
                 f.status = Status.SUPPRESSED
             out.append(f)
@@ -191,8 +192,8 @@ def decide(text: str, path: str, options: FrontEndOptions):
         return None, "undecided"
     if defined:
         # the definition's own forward to TVM's wrapper is part of the definition's site (as rewrite.analyze)
-        inside = [(d.line, d.end_line) for d in defined if d.code == "CPA006"]
-        out = [f for f in out if not (f.code == "CPA003" and any(a <= f.line and f.end_line <= b for a, b in inside))]
+        inside = [(d.line, d.end_line) for d in defined if d.code == codes.LEGACY_API_DEFINITION]
+        out = [f for f in out if not (f.code == codes.TVM_NAMESPACE_CALL and any(a <= f.line and f.end_line <= b for a, b in inside))]
         out.extend(defined)
     out.sort(key=lambda f: (f.line, f.column))
     return Analysis(out), "decided"

@@ -11,23 +11,18 @@ from typing import Optional
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
+from .. import codes
 from ..findings import Analysis, Finding, FrontEndOptions, Status
 from .bindings import Bindings
 from .calls import INTRINSIC, SUPPRESS_RE, TVM_MESSAGE, call_shape
 from .checks.access_ptr_call import AccessPtrCall
 from .checks.legacy_call import LegacyCall
-from .context import Context, NoFix
+from .context import Context
 from .imports import Imports
 
-CODE_FIX = "CPA001"
-
-CODE_MANUAL = "CPA002"
-
-CODE_TVM = "CPA003"
-
-CODE_DTYPE_KW = "CPA004"
-
-CODE_SIZE = "CPA005"
+CODE_FIX = codes.LEGACY_CALL
+CODE_MANUAL = codes.LEGACY_CALL_MANUAL
+CODE_TVM = codes.TVM_NAMESPACE_CALL
 
 
 
@@ -106,46 +101,13 @@ class _Context(Context, Bindings, Imports, LegacyCall, AccessPtrCall):
                     + (f"; keywords {', '.join(kw)}" if kw else "") + "), neither the legacy nor the access-pointer "
                     "form; if it is a fork's own op, suppress it with a `cpasync-migrate: ignore` comment")
         if kind == "new":
-            if any(a.keyword is not None and a.keyword.value == self.legacy_dtype_kw() for a in node.args):
-                finding.code = CODE_DTYPE_KW
-                finding.message = (
-                    "access-pointer call still passes dtype=: TileLang's dtype-forwarding wrapper moves it to the "
-                    "front and shifts every argument; delete the dtype= keyword"
-                )
-            elif self.opts.source.form == "access_ptr" and self.opts.source.name != self.target.name:
-                # --from: the call was written for an older access-pointer generation
-                try:
-                    fix = self.convert_new(node)
-                except NoFix as e:
-                    finding.code = CODE_MANUAL
-                    finding.message = (f"access-pointer call written for {self.opts.source.name} cannot be converted "
-                                       f"to {self.target.name}: {e}")
-                else:
-                    if fix is None:
-                        return  # nothing to convert (the size already means the same)
-                    finding.fix = fix
-                    finding.message = (f"access-pointer call written for the {self.opts.source.name} API "
-                                       f"({self.opts.source.size_meaning}); convert its size to "
-                                       f"{self.target.size_meaning} for {self.target.name}")
-            else:
-                warning = self.size_warning(node)
-                if warning is None:
-                    return  # already migrated: not a finding
-                finding.code = CODE_SIZE
-                finding.message = warning
-                finding.legacy_site = False
-                finding.status = Status.INFO
-                finding.severity = "warning"
+            if not self.check_access_ptr_call(node, finding):
+                return  # already migrated, or nothing to convert: not a finding
         elif api == "tvm" and not (self.opts.migrate_tvm and kind == "legacy"):
             finding.code = CODE_TVM
             finding.message = TVM_MESSAGE
         elif kind == "legacy":
-            try:
-                finding.fix, note = self.rewrite(node, switch_callee=(api == "tvm"))
-                finding.message = "legacy offset-form ptx_cp_async; migrate to access pointers" + note
-            except NoFix as e:
-                finding.code = CODE_MANUAL
-                finding.message = f"legacy ptx_cp_async cannot be migrated automatically: {e}"
+            self.check_legacy_call(node, finding, switch_callee=(api == "tvm"))
         else:
             finding.code = CODE_MANUAL
             finding.message = f"ptx_cp_async call with an argument layout the tool cannot read: {kind}"
@@ -196,7 +158,7 @@ def analyze(text: str, path: str, options: FrontEndOptions) -> Analysis:
     defs = find_definitions(ctx, INTRINSIC)
     if defs:
         # the definition's own forward to TVM's wrapper is part of the definition's site
-        inside = [(d.line, d.end_line) for d in defs if d.code == "CPA006"]
+        inside = [(d.line, d.end_line) for d in defs if d.code == codes.LEGACY_API_DEFINITION]
         ctx.findings = [f for f in ctx.findings
                         if not (f.code == CODE_TVM and any(a <= f.line and f.end_line <= b for a, b in inside))]
     ctx.findings.extend(defs)

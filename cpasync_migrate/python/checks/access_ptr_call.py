@@ -24,13 +24,46 @@ from typing import Optional
 
 import libcst as cst
 
-from ...findings import Applicability, Edit, Fix
+from ... import codes
+from ...findings import Applicability, Edit, Finding, Fix, Status
+from ..calls import DTYPE_KW_MESSAGE
 from ..context import DType, NoFix
 from ..cst_util import int_value
 
 
 class AccessPtrCall:
     """The access-pointer form's checks (mixed into the pass's context)."""
+
+    def check_access_ptr_call(self, node: cst.Call, finding: Finding) -> bool:
+        """Fill ``finding`` for a call in the access-pointer shape; False when it is no finding."""
+        if any(a.keyword is not None and a.keyword.value == self.legacy_dtype_kw() for a in node.args):
+            finding.code = codes.DTYPE_KEYWORD_ON_NEW_CALL
+            finding.message = DTYPE_KW_MESSAGE
+            return True
+        source, target = self.opts.source, self.target
+        if source.form == "access_ptr" and source.name != target.name:
+            # --from: the call was written for an older access-pointer generation
+            try:
+                fix = self.convert_new(node)
+            except NoFix as e:
+                finding.code = codes.LEGACY_CALL_MANUAL
+                finding.message = f"access-pointer call written for {source.name} cannot be converted to {target.name}: {e}"
+                return True
+            if fix is None:
+                return False  # nothing to convert (the size already means the same)
+            finding.fix = fix
+            finding.message = (f"access-pointer call written for the {source.name} API ({source.size_meaning}); "
+                               f"convert its size to {target.size_meaning} for {target.name}")
+            return True
+        warning = self.size_warning(node)
+        if warning is None:
+            return False  # already migrated: not a finding
+        finding.code = codes.SUSPICIOUS_SIZE
+        finding.message = warning
+        finding.legacy_site = False
+        finding.status = Status.INFO
+        finding.severity = "warning"
+        return True
 
     def access_pointer_dtype(self, expr: cst.BaseExpression, call: cst.Call) -> DType:
         """Pointer type of a new-form argument: tvm_access_ptr(type_annotation(P), ...) or access_ptr(buf[i], ...)."""

@@ -27,7 +27,8 @@ from typing import Optional, Sequence
 
 import libcst as cst
 
-from ...findings import Applicability, Edit, Fix
+from ... import codes
+from ...findings import Applicability, Edit, Finding, Fix
 from .. import layout
 from ..calls import INTRINSIC
 from ..context import DType, NoFix, Pointer
@@ -36,6 +37,15 @@ from ..cst_util import int_value, is_atom
 
 class LegacyCall:
     """The legacy form's rewrite (mixed into the pass's context)."""
+
+    def check_legacy_call(self, node: cst.Call, finding: Finding, switch_callee: bool) -> None:
+        """Fill ``finding`` for a call in the legacy shape: its fix (CPA001), or why there is none (CPA002)."""
+        try:
+            finding.fix, note = self.rewrite(node, switch_callee=switch_callee)
+            finding.message = "legacy offset-form ptx_cp_async; migrate to access pointers" + note
+        except NoFix as e:
+            finding.code = codes.LEGACY_CALL_MANUAL
+            finding.message = f"legacy ptx_cp_async cannot be migrated automatically: {e}"
 
     def bind_legacy(self, node: cst.Call) -> dict[str, cst.Arg]:
         params = list(self.legacy.python_params)
