@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Optional
 
 from . import __version__
+from .errors import EXIT_USAGE, UsageError
 
 EPILOG = """\
 modes:
@@ -28,10 +29,6 @@ where a site starts keeps it as it is and out of the report; `ignore[CPA001,CPA0
 `ignore-file` / `ignore-file[CODE,...]` anywhere in a file: the whole file.  A comment that suppresses
 nothing is reported as CPA010 (a warning).
 """
-
-
-class UsageError(Exception):
-    pass
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -337,7 +334,7 @@ def run(args) -> int:
     if args.jobs is not None or cfg.get("jobs"):
         jobs = args.jobs if args.jobs is not None else cfg["jobs"]
     else:
-        from .runner import default_jobs
+        from .cpus import default_jobs
 
         jobs = default_jobs()
     if jobs < 1:
