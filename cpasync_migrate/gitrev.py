@@ -17,14 +17,14 @@ def changed_since(rev: str, paths: Iterable[str]) -> set[str]:
     for p in paths:
         d = p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p))
         try:
-            root = subprocess.run(["git", "-C", d, "rev-parse", "--show-toplevel"], capture_output=True,
+            root = subprocess.run(["git", "-c", "core.fsmonitor=false", "-C", d, "rev-parse", "--show-toplevel"], capture_output=True,
                                   text=True, check=True).stdout.strip()
         except (OSError, subprocess.CalledProcessError):
             raise UsageError(f"--since needs a git repository; {p} is not in one") from None
         roots.add(root)
     for root in roots:
-        for cmd in (["git", "-C", root, "diff", "--name-only", "-z", "--diff-filter=ACMR", rev, "--"],
-                    ["git", "-C", root, "ls-files", "-z", "--others", "--exclude-standard"]):
+        for cmd in (["git", "-c", "core.fsmonitor=false", "-C", root, "diff", "--name-only", "-z", "--diff-filter=ACMR", rev, "--"],
+                    ["git", "-c", "core.fsmonitor=false", "-C", root, "ls-files", "-z", "--others", "--exclude-standard"]):
             r = subprocess.run(cmd, capture_output=True)
             if r.returncode != 0:
                 raise UsageError(f"--since {rev}: {r.stderr.decode(errors='replace').strip()}")
