@@ -551,9 +551,23 @@ def read_bytes(path: str) -> bytes:
     return _read(path, 0)
 
 
+_GIVEN: dict = {}  # path -> bytes given in place of the file's (the text read from stdin, under its name)
+
+
+def give(path: str, data: bytes) -> None:
+    """Let :func:`read_source` answer ``data`` for ``path`` (``-`` with ``--stdin-filename``): the
+    pipeline then treats the text as that file's, without the file being read (or having to exist)."""
+    _GIVEN[path] = data
+
+
 def read_source(path: str, max_size: int = 0) -> bytes:
     """:func:`read_bytes`, but a regular file over ``max_size`` bytes (0: no limit) is not read:
     :class:`TooLarge` says whether it names the intrinsic (searched through a memory map)."""
+    if _GIVEN and path in _GIVEN:
+        data = _GIVEN[path]
+        if max_size and len(data) > max_size:
+            raise TooLarge(path, len(data), max_size, has_needle(data))
+        return data
     if max_size:
         try:
             st = os.stat(path)

@@ -34,7 +34,7 @@ def test_bad_config_is_a_usage_error(tmp_path):
     write(tmp_path / "pyproject.toml", '[tool.cpasync-migrate]\ntargett = "0.1.9"\n')
     write(tmp_path / "k.py", LEGACY)
     r = run_cli("--check", "k.py", cwd=tmp_path)
-    assert r.returncode == 2 and "unknown key 'targett'" in r.stderr
+    assert r.returncode == 3 and "unknown key 'targett'" in r.stderr
 
 
 def test_explicit_config_file(tmp_path):
@@ -60,7 +60,7 @@ def test_since_only_checks_changed_files(tmp_path):
     r = run_cli("--check", "--format", "json", "--since", "HEAD~1", ".", cwd=tmp_path)
     assert {f["path"] for f in json.loads(r.stdout)["findings"]} == {"new.py", "touched.py"}
     r = run_cli("--check", "--since", "no-such-rev", ".", cwd=tmp_path)
-    assert r.returncode == 2
+    assert r.returncode == 3
 
 
 def test_parallel_output_is_the_same_as_serial(tmp_path):
