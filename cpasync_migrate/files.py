@@ -302,8 +302,8 @@ def _git_walk(top: str, suffixes, excludes, skipped: Optional[list] = None) -> O
     submodule are listed by git in their own folder.  Only untracked files, links and files that
     changed in the work tree cost a ``stat`` here; git vouches for the others."""
     entries = _git_list(top)
-    if entries is None:
-        return None
+    if entries is None or not any(entries):
+        return None  # git has nothing there: a folder named on the command line that git ignores is walked
     return _git_files(top, "", entries, suffixes, _Filter([], excludes) if excludes else None, skipped)
 
 

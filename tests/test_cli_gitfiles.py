@@ -131,3 +131,13 @@ def test_outside_git_the_walker_reads_anchored_patterns_relative_to_their_gitign
         write(tree / rel, LEGACY)
     r = run_cli("--check", ".", cwd=tree, env=_env(tmp_path))
     assert _listed(r) == ["a/gen/k.py", "k.py", "sub/deep/x/y.py", "x/y.py"]
+
+
+def test_a_folder_git_ignores_is_still_scanned_when_named(tmp_path):
+    env = _env(tmp_path)
+    repo = _repo(tmp_path / "repo", env)
+    write(repo / ".gitignore", "generated/\n")
+    write(repo / "generated" / "k.py", LEGACY)
+    write(repo / "k.py", LEGACY)
+    assert _listed(run_cli("--check", ".", cwd=repo, env=env)) == ["k.py"]
+    assert _listed(run_cli("--check", "generated", cwd=repo, env=env)) == ["generated/k.py"]
