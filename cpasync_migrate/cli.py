@@ -466,9 +466,12 @@ def run(args) -> int:
         # the fixes of sites deselected must not be applied: a first pass finds them, the run holds them
         probe = dataclasses.replace(settings, mode="check", keep_texts=False, defer_coupled=False, verify=False,
                                     emit_cuda=None)
-        settings.hold = _deselected_sites(run_all(probe, False)[0], select)
+        found = run_all(probe, False)[0]
+        _refuse_split_sets(found, select, unsafe)
+        settings.hold = _deselected_sites(found, select)
     outcomes, scanned = run_all(settings, args.verbose)
     if select is not None:
+        _refuse_split_sets(outcomes, select, unsafe)
         _deselect(outcomes, select)
     sets: list = []
     if any(f.role for o in outcomes for f in o.findings):
@@ -559,6 +562,22 @@ def _deselected_sites(outcomes, selected) -> dict:
     return {k: frozenset(v) for k, v in hold.items()}
 
 
+def _refuse_split_sets(outcomes, selected, unsafe: bool) -> None:
+    """With --unsafe-fixes a change set is applied without its suppressed members (sets.decide), so a
+    deselected member would be left in the legacy layout while the rest of its program moves on:
+    refused before anything is written."""
+    if not unsafe:
+        return
+    from .sets import group
+
+    split = sorted({f"{m.finding.code} ({m.role}, {m.path}:{m.finding.line})" for cs in group(outcomes)
+                    for m in cs.members if m.finding.legacy_site and not selected(m.finding.code)})
+    if split:
+        raise UsageError(f"--select/--ignore leave change-set members in the legacy layout while --unsafe-fixes "
+                         f"migrates the rest of their program: {', '.join(split[:5])}"
+                         f"{' ...' if len(split) > 5 else ''}; select every code of the set, or drop --unsafe-fixes")
+
+
 def _deselect(outcomes, selected) -> None:
     """Findings of codes not selected are kept as they are and out of the report: suppressed (so a
     change set they belong to is blocked, as by a suppression comment)."""
@@ -593,10 +612,12 @@ def _run_stdin(name: str, excluded: bool, settings, select, args, cfg, target_in
     if select is not None and mode != "check":
         o = engine.process_file(name, dataclasses.replace(run_settings, mode="check", verify=False, emit_cuda=None),
                                 explicit=True)
+        _refuse_split_sets([o] if o else [], select, settings.unsafe_fixes)
         run_settings.hold = _deselected_sites([o] if o else [], select)
     o = engine.process_file(name, run_settings, explicit=True)
     outcomes = [o] if o is not None else []
     if select is not None:
+        _refuse_split_sets(outcomes, select, settings.unsafe_fixes)
         _deselect(outcomes, select)
     sets: list = []
     if any(f.role for x in outcomes for f in x.findings):

@@ -263,3 +263,20 @@ def test_every_environment_variable_read_is_documented():
     epilog = run_cli("--help").stdout
     for n in ("NO_COLOR", "FORCE_COLOR", "CPASYNC_MIGRATE_CACHE_DIR", "CPASYNC_MIGRATE_RULES"):
         assert n in epilog
+
+
+def test_unsafe_fixes_do_not_split_a_change_set_around_an_ignored_member(tmp_path):
+    """--unsafe-fixes applies a set without its suppressed members; a selection that would leave
+    some of a set's members in the legacy layout is refused before anything is written."""
+    fx = ROOT / "tests" / "fixtures" / "cpp"
+    inject = write(tmp_path / "src" / "inject.cc", (fx / "async_inject.in.cc").read_text())
+    codegen = write(tmp_path / "src" / "codegen.cc", (fx / "codegen_branches.in.cc").read_text())
+    for mode in ((), ("--diff",), ("--check",)):
+        r = run_cli(*mode, "--unsafe-fixes", "--ignore", "CPA102", ".", cwd=tmp_path)
+        assert r.returncode == 3 and "CPA102 (builder, ./src/inject.cc:38)" in r.stderr, (mode, r.stderr)
+        assert r.stdout == ""
+    assert inject.read_text() == (fx / "async_inject.in.cc").read_text()
+    assert codegen.read_text() == (fx / "codegen_branches.in.cc").read_text()
+    write(tmp_path / "k.py", LEGACY)  # a kernel of a tree that does not define the intrinsic: in no set
+    r = run_cli("--unsafe-fixes", "--ignore", "CPA1", "k.py", cwd=tmp_path)
+    assert r.returncode == 0 and MIGRATED_CALL in (tmp_path / "k.py").read_text()
