@@ -309,7 +309,7 @@ def _git_walk(top: str, suffixes, excludes, skipped: Optional[list] = None) -> O
 
 def _git_files(top: str, prefix: str, entries: list, suffixes, filt, skipped) -> Iterator[str]:
     candidates: dict = {}  # rel -> whether it needs a look at the work tree
-    nested, venvs, gone, changed = [], set(), set(), set()
+    nested, venvs, gone, changed, links = [], set(), set(), set(), []
     for ent in entries:
         tag = ent[:1]
         if tag == "?":
@@ -338,6 +338,8 @@ def _git_files(top: str, prefix: str, entries: list, suffixes, filt, skipped) ->
             candidates[rel] = candidates.get(rel, False) or look
         elif rel.endswith("pyvenv.cfg") and (rel == prefix + "pyvenv.cfg" or rel.endswith("/pyvenv.cfg")):
             venvs.add(rel[: -len("/pyvenv.cfg")] if "/" in rel else "")
+        elif look and skipped is not None:
+            links.append(rel)  # untracked or a link: one to a folder is reported as skipped, as the walker does
     ok: dict = {"": True}
     if prefix:
         ok[prefix[:-1]] = True  # a nested repository's folder was checked as an entry of the one above
@@ -379,6 +381,10 @@ def _git_files(top: str, prefix: str, entries: list, suffixes, filt, skipped) ->
             yield path
         elif skipped is not None:
             skipped.append((path, describe_special(path) + "; only regular files are read"))
+    for rel in links:
+        d = rel.rpartition("/")[0]
+        if folder_ok(d) and os.path.islink(base + rel) and os.path.isdir(base + rel):
+            skipped.append((base + rel, "a symbolic link to a folder; links to folders are not followed"))
     for rel in nested:
         if not folder_ok(rel):
             continue

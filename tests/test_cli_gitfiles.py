@@ -141,3 +141,20 @@ def test_a_folder_git_ignores_is_still_scanned_when_named(tmp_path):
     write(repo / "k.py", LEGACY)
     assert _listed(run_cli("--check", ".", cwd=repo, env=env)) == ["k.py"]
     assert _listed(run_cli("--check", "generated", cwd=repo, env=env)) == ["generated/k.py"]
+
+
+def test_verbose_names_what_git_s_list_leaves_out_as_the_walker_does(tmp_path):
+    env = _env(tmp_path)
+    repo = _repo(tmp_path / "repo", env)
+    write(repo / "real" / "k.py", "x = 1\n")
+    os.symlink("real", repo / "linked")  # a link to a folder: not followed
+    os.mkfifo(repo / "pipe.py")  # not a regular file: not read
+    lines = {}
+    for extra in ({}, _no_git(tmp_path)):
+        r = run_cli("--check", "-v", ".", cwd=repo, env={**env, **extra})
+        assert r.returncode == 0, r.stderr
+        lines[bool(extra)] = sorted(ln for ln in r.stderr.splitlines() if ln.startswith(("skipped", "processed")))
+    link = "skipped ./linked: a symbolic link to a folder; links to folders are not followed"
+    fifo = "skipped ./pipe.py: a FIFO (named pipe); only regular files are read"
+    assert lines[True] == [link, fifo]
+    assert lines[False] == [link], "git lists no FIFO at all: it is neither read nor named"
