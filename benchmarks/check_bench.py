@@ -510,7 +510,7 @@ def bench_kernels(args, tool, work) -> dict:
 PROFILE_SCRIPT = r"""
 import sys, time
 t0 = time.perf_counter()
-from cpasync_migrate import engine, runner
+from cpasync_migrate import engine, prefilter, runner
 t_import = time.perf_counter() - t0
 tree = sys.argv[1]
 settings = engine.RunSettings(mode="check")
@@ -519,7 +519,7 @@ t0 = time.perf_counter()
 cands = []
 for path, explicit in runner._discovered([tree], (), True, None):
     counter[0] += 1
-    if runner._worth_parsing(path, explicit):
+    if prefilter.worth_parsing(path, explicit):
         cands.append((path, explicit))
 t_scan = time.perf_counter() - t0
 rows = []

@@ -8,92 +8,162 @@ from pathlib import Path
 from typing import Optional
 
 from . import __version__
+from .errors import EXIT_USAGE, UsageError
 
 EPILOG = """\
 modes:
   (default)  rewrite legacy calls in place and print a summary
   --diff     print a unified diff (git apply / patch -p1), write nothing
   --check    print one line per legacy site (path:line:col: CODE message), write nothing
+  -          with the path -, read one file from stdin (named by --stdin-filename): --check and --diff
+             as for a file; the default mode prints the migrated text on stdout (the report on stderr)
 
 exit codes:
-  0  no legacy site remains (write mode: every site was migrated or suppressed)
+  0  no legacy site remains (write mode: every site was migrated or suppressed), or --exit-zero
   1  legacy sites remain (--check/--diff: any; write mode: those the tool could not migrate)
-  2  an error: bad usage or configuration, a file that cannot be read, decoded, parsed or
-     written (or that write mode refuses), a named path that is not a regular file, a file
-     over --max-file-size that names the intrinsic
+  2  a file error: a file that cannot be read, decoded, parsed or written (or that write mode
+     refuses), a named path that is not a regular file, a file over --max-file-size that names
+     the intrinsic, a folder that cannot be listed
      (2 wins over 1; a broken file never stops the others from being processed)
+  3  bad usage or configuration (arguments, [tool.cpasync-migrate], an unknown --since revision):
+     nothing was processed
 
 suppression: `# cpasync-migrate: ignore` (Python) or `// cpasync-migrate: ignore` (C++) on the line
 where a site starts keeps it as it is and out of the report; `ignore[CPA001,CPA003]` only those codes;
 `ignore-file` / `ignore-file[CODE,...]` anywhere in a file: the whole file.  A comment that suppresses
-nothing is reported as CPA010 (a warning).
+nothing is reported as CPA010 (a warning).  --ignore CODES does the same for every file.
+
+environment:
+  NO_COLOR=1     no colour (wins over FORCE_COLOR)      FORCE_COLOR=1  colour also when not a terminal
+  CPASYNC_MIGRATE_CACHE_DIR   results cache folder (else $XDG_CACHE_HOME/cpasync-migrate/results)
+  CPASYNC_MIGRATE_RULES       a rules folder to use instead of the bundled rules/*.toml
 """
 
 
-class UsageError(Exception):
-    pass
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse's own usage errors exit 3 too, not 2 (a file error)
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+class _Version(argparse.Action):
+    """--version: the tool, its rules and its parsers (from their metadata, never imported)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        sys.stdout.write("\n".join(version_lines()) + "\n")
+        parser.exit(0)
+
+
+def version_lines() -> list[str]:
+    from importlib import metadata
+
+    lines = [f"cpasync-migrate {__version__}"]
+    try:
+        from .rules import load_rules, rules_dir
+
+        rules = load_rules()
+        lines.append(f"rules {max(rules.versions.values(), default='?')} ({rules_dir()})")
+    except Exception as e:  # noqa: BLE001 - --version still answers with a broken rules folder
+        lines.append(f"rules: cannot be loaded ({e})")
+    for dist in ("libcst", "tree-sitter", "tree-sitter-cpp"):
+        try:
+            lines.append(f"{dist} {metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            lines.append(f"{dist}: not installed")
+    return lines
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="cpasync-migrate",
         description="Migrate TileLang's legacy ptx_cp_async calls to the access-pointer API.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("paths", nargs="*", help="files and directories (recursively)")
-    mode = p.add_mutually_exclusive_group()
+    p.add_argument("paths", nargs="*", help="files and directories (recursively); - reads one file from stdin")
+    p.add_argument("--version", action=_Version, help="print the version of the tool, its rules and its parsers")
+
+    g = p.add_argument_group("modes")
+    mode = g.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="report legacy sites and write nothing (CI lint)")
     mode.add_argument("--diff", action="store_true", help="print a unified diff and write nothing (dry run)")
-    p.add_argument("--format", choices=("text", "json", "github", "sarif", "markdown"), default="text",
+
+    g = p.add_argument_group("output")
+    g.add_argument("--format", choices=("text", "json", "github", "sarif", "markdown"), default="text",
                    help="output format (default: text)")
-    p.add_argument("--unsafe-fixes", dest="unsafe_fixes", action="store_true", default=None,
+    g.add_argument("--statistics", action="store_true",
+                   help="text format: one line per code (count, code, name, fixable) instead of one per site")
+    g.add_argument("--exit-zero", action="store_true",
+                   help="exit 0 even while legacy sites remain (errors still exit 2 or 3)")
+    g.add_argument("-q", "--quiet", action="store_true", help="print only findings and errors")
+    g.add_argument("-v", "--verbose", action="store_true",
+                   help="also print every file processed and every path skipped, with the reason")
+
+    g = p.add_argument_group("selection")
+    g.add_argument("--select", metavar="CODES", action="append", default=None,
+                   help="only these codes (comma list; a prefix such as CPA1 selects every C++ code)")
+    g.add_argument("--ignore", metavar="CODES", action="append", default=None,
+                   help="not these codes (comma list, prefixes allowed; wins over --select): their sites "
+                        "are kept as they are and out of the report, as a suppression comment does")
+
+    g = p.add_argument_group("fixes and targets")
+    g.add_argument("--unsafe-fixes", dest="unsafe_fixes", action="store_true", default=None,
                    help="also apply fixes that rest on an assumption the text does not show")
-    p.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false")
-    p.add_argument("--accept-partial-sets", dest="accept_partial_sets", action="store_true", default=None,
+    g.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false")
+    g.add_argument("--accept-partial-sets", dest="accept_partial_sets", action="store_true", default=None,
                    help="migrate a change set although the paths hold only its builders or only its readers "
                         "(the rest of the program is not in view)")
-    p.add_argument("--target", help="TileLang API to migrate to: a version (0.1.8, tilelang==0.1.13), "
+    g.add_argument("--target", help="TileLang API to migrate to: a version (0.1.8, tilelang==0.1.13), "
                    "a generation (0.1.8, 0.1.9) or 'latest' (default: the installed TileLang, else 0.1.8)")
-    p.add_argument("--from", dest="source", help="API generation the code is written for (default: legacy); "
+    g.add_argument("--from", dest="source", help="API generation the code is written for (default: legacy); "
                    "e.g. --from 0.1.8 --target 0.1.9 converts byte counts of access-pointer calls")
-    p.add_argument("--style", choices=("tvm_access_ptr", "access_ptr"), default=None,
+    g.add_argument("--style", choices=("tvm_access_ptr", "access_ptr"), default=None,
                    help="access-pointer spelling for 0.1.9+ targets")
-    p.add_argument("--migrate-tvm", action="store_true", default=None,
+    g.add_argument("--migrate-tvm", action="store_true", default=None,
                    help="also migrate calls through TVM's namespace, switching them to TileLang's op")
-    p.add_argument("--exclude", action="append", default=None, metavar="GLOB",
+    g.add_argument("--allow-read-only", dest="allow_read_only", action="store_true", default=None,
+                   help="write mode also rewrites read-only files, keeping their permission bits")
+
+    g = p.add_argument_group("files")
+    g.add_argument("--exclude", action="append", default=None, metavar="GLOB",
                    help="skip paths matching GLOB (repeatable; replaces the configured list)")
-    p.add_argument("--extend-exclude", action="append", default=None, metavar="GLOB",
+    g.add_argument("--extend-exclude", action="append", default=None, metavar="GLOB",
                    help="skip paths matching GLOB, in addition to the configured list")
-    p.add_argument("--force-exclude", action="store_true",
+    g.add_argument("--force-exclude", action="store_true",
                    help="apply the excludes to files named on the command line too (pre-commit names every file)")
-    p.add_argument("--no-gitignore", action="store_true", help="do not honour .gitignore files")
-    p.add_argument("--since", metavar="REV", help="only files changed since git revision REV")
-    p.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: the CPUs this process may use)")
-    p.add_argument("--no-cache", dest="cache", action="store_false", default=None,
-                   help="do not read or write the results cache")
-    p.add_argument("--cache-dir", metavar="DIR", help="results cache folder (default: $CPASYNC_MIGRATE_CACHE_DIR, "
-                   "else ~/.cache/cpasync-migrate/results)")
-    p.add_argument("--config", metavar="PYPROJECT", help="read [tool.cpasync-migrate] from this file")
-    p.add_argument("--isolated", action="store_true", help="ignore configuration files")
-    p.add_argument("--verify", action="store_true", help="prove each rewritten kernel equivalent to the original")
-    p.add_argument("--device", choices=("auto", "cpu", "gpu"), default="auto",
-                   help="where --verify runs kernels (default: auto)")
-    p.add_argument("--require-proof", action="store_true",
-                   help="with --verify, do not write files that have inconclusive kernels")
-    p.add_argument("--bind", action="append", default=[], metavar="NAME=VALUE",
-                   help="bind a kernel factory parameter for --verify (repeatable)")
-    p.add_argument("--emit-cuda", metavar="DIR", help="with --verify, write the lowered CUDA of both forms")
-    p.add_argument("--emit-bundle", metavar="DIR", help="write a bundle of lowered kernels for the GPU runner")
-    p.add_argument("--max-file-size", metavar="SIZE", default=None,
+    g.add_argument("--no-gitignore", action="store_true",
+                   help="do not honour .gitignore files (nor take the file list from git)")
+    g.add_argument("--since", metavar="REV", help="only files changed since git revision REV")
+    g.add_argument("--stdin-filename", metavar="NAME",
+                   help="with the path -: the name the text on stdin is reported under; its suffix picks "
+                        "Python or C++, its folder the configuration")
+    g.add_argument("--max-file-size", metavar="SIZE", default=None,
                    help="files larger than SIZE bytes (e.g. 4MB; 0: no limit) that name the intrinsic are a "
                         "file error, not analysed (default: 1MB)")
-    p.add_argument("--allow-read-only", dest="allow_read_only", action="store_true", default=None,
-                   help="write mode also rewrites read-only files, keeping their permission bits")
-    p.add_argument("-q", "--quiet", action="store_true", help="print only findings and errors")
-    p.add_argument("-v", "--verbose", action="store_true",
-                   help="also print every file processed and every path skipped, with the reason")
-    p.add_argument("--version", action="version", version=f"cpasync-migrate {__version__}")
+    g.add_argument("--config", metavar="PYPROJECT", help="read [tool.cpasync-migrate] from this file")
+    g.add_argument("--isolated", action="store_true", help="ignore configuration files")
+
+    g = p.add_argument_group("verification")
+    g.add_argument("--verify", action="store_true", help="prove each rewritten kernel equivalent to the original")
+    g.add_argument("--device", choices=("auto", "cpu", "gpu"), default="auto",
+                   help="where --verify runs kernels (default: auto)")
+    g.add_argument("--require-proof", action="store_true",
+                   help="with --verify, do not write files that have inconclusive kernels")
+    g.add_argument("--bind", action="append", default=[], metavar="NAME=VALUE",
+                   help="bind a kernel factory parameter for --verify (repeatable)")
+    g.add_argument("--emit-cuda", metavar="DIR", help="with --verify, write the lowered CUDA of both forms")
+    g.add_argument("--emit-bundle", metavar="DIR", help="write a bundle of lowered kernels for the GPU runner")
+
+    g = p.add_argument_group("performance")
+    g.add_argument("-j", "--jobs", type=int, default=None,
+                   help="worker processes (default: the CPUs this process may use)")
+    g.add_argument("--no-cache", dest="cache", action="store_false", default=None,
+                   help="do not read or write the results cache")
+    g.add_argument("--cache-dir", metavar="DIR", help="results cache folder (default: $CPASYNC_MIGRATE_CACHE_DIR, "
+                   "else ~/.cache/cpasync-migrate/results)")
     return p
 
 
@@ -238,39 +308,43 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-    except SystemExit as e:  # argparse exits 2 on usage errors already
+    except SystemExit as e:  # argparse exits 3 on usage errors (_Parser.error), 0 for --help
         return int(e.code or 0)
     try:
         return run(args)
-    except UsageError as e:
+    except UsageError as e:  # also ConfigError: a mistake in [tool.cpasync-migrate]
         print(f"cpasync-migrate: error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("cpasync-migrate: interrupted", file=sys.stderr)
         return 2
 
 
 def run(args) -> int:
+    import dataclasses
+
     from . import config as cfgmod
     from .engine import RunSettings
     from .rules import RulesError, load_rules, version_spec
 
     if not args.paths:
         raise UsageError("no paths given (try: cpasync-migrate --diff path/)")
+    stdin = _stdin_name(args)
+    select = _selection(args)
+    if args.statistics and args.format != "text":
+        raise UsageError(f"--statistics is a text report; --format {args.format} lists every finding")
     cfg: dict = {}
     if not args.isolated:
-        try:
-            if args.config:
-                cfg = cfgmod.load(Path(args.config), required=True)
-            else:
-                try:
-                    pp = cfgmod.find_config(Path(args.paths[0]) if Path(args.paths[0]).exists() else Path.cwd())
-                except (OSError, RuntimeError):  # a link loop, a vanished folder: no configuration
-                    pp = None
-                if pp is not None:
-                    cfg = cfgmod.load(pp)
-        except cfgmod.ConfigError as e:
-            raise UsageError(str(e)) from None
+        if args.config:
+            cfg = cfgmod.load(Path(args.config), required=True)
+        else:
+            first = Path(stdin) if stdin is not None else Path(args.paths[0])
+            try:
+                pp = cfgmod.find_config(first if stdin is not None or first.exists() else Path.cwd())
+            except (OSError, RuntimeError):  # a link loop, a vanished folder: no configuration
+                pp = None
+            if pp is not None:
+                cfg = cfgmod.load(pp)
     try:
         rules = load_rules()
     except (RulesError, FileNotFoundError) as e:
@@ -317,15 +391,18 @@ def run(args) -> int:
     from .files import CPP_SUFFIXES, PYTHON_SUFFIXES
 
     kept = []
-    for p in args.paths:  # a named file of another kind (a .c file from a hook) is skipped, with a note
+    # a named file of another kind (a .c file from a hook) is skipped, with a note
+    for p in ([] if stdin is not None else args.paths):
         if not p.endswith(PYTHON_SUFFIXES + CPP_SUFFIXES) and os.path.isfile(p):
             print(f"cpasync-migrate: note: skipped {p}: not a Python ({' '.join(PYTHON_SUFFIXES)}) or C++ "
                   f"({' '.join(CPP_SUFFIXES)}) file", file=sys.stderr)
             continue
         kept.append(p)
-    args.paths = kept
+    if stdin is None:
+        args.paths = kept
     force_exclude = args.force_exclude or bool(cfg.get("force-exclude", False))
-    if force_exclude and anchored:
+    stdin_excluded = stdin is not None and force_exclude and bool(anchored) and _named_file_excluded(stdin, anchored)
+    if force_exclude and anchored and stdin is None:
         kept = []
         for p in args.paths:
             if not os.path.isdir(p) and _named_file_excluded(p, anchored):
@@ -337,7 +414,7 @@ def run(args) -> int:
     if args.jobs is not None or cfg.get("jobs"):
         jobs = args.jobs if args.jobs is not None else cfg["jobs"]
     else:
-        from .runner import default_jobs
+        from .cpus import default_jobs
 
         jobs = default_jobs()
     if jobs < 1:
@@ -376,12 +453,26 @@ def run(args) -> int:
     )
     if cache_dir:
         cache.prepare(settings)
+    if stdin is not None:
+        return _run_stdin(stdin, stdin_excluded, settings, select, args, cfg, target_info, rules)
     from .runner import run_files
 
-    outcomes, scanned = run_files(args.paths, settings, excludes=excludes, jobs=jobs,
-                                  respect_gitignore=not args.no_gitignore, since=args.since,
-                                  verbose=args.verbose, quiet=args.quiet,
-                                  show_progress=True) if args.paths else ([], 0)
+    def run_all(s, verbose: bool):
+        return run_files(args.paths, s, excludes=excludes, jobs=jobs, respect_gitignore=not args.no_gitignore,
+                         since=args.since, verbose=verbose, quiet=args.quiet,
+                         show_progress=True) if args.paths else ([], 0)
+
+    if select is not None and mode != "check":
+        # the fixes of sites deselected must not be applied: a first pass finds them, the run holds them
+        probe = dataclasses.replace(settings, mode="check", keep_texts=False, defer_coupled=False, verify=False,
+                                    emit_cuda=None)
+        found = run_all(probe, False)[0]
+        _refuse_split_sets(found, select, unsafe)
+        settings.hold = _deselected_sites(found, select)
+    outcomes, scanned = run_all(settings, args.verbose)
+    if select is not None:
+        _refuse_split_sets(outcomes, select, unsafe)
+        _deselect(outcomes, select)
     sets: list = []
     if any(f.role for o in outcomes for f in o.findings):
         from .settle import settle
@@ -389,11 +480,170 @@ def run(args) -> int:
         accept_partial = (args.accept_partial_sets if args.accept_partial_sets is not None
                           else bool(cfg.get("accept-partial-sets", False)))
         outcomes, sets = settle(outcomes, settings, args.paths, accept_partial, rules)
+        if select is not None:  # a file processed again for its set has its deselected sites held
+            _deselect(outcomes, select)
     if args.emit_bundle:
         from .verify_bridge import emit_bundle
 
         emit_bundle(outcomes, settings, args.emit_bundle)
-    return emit(outcomes, scanned, mode, args, target_info, rules, sets)
+    return _exit(args, emit(outcomes, scanned, mode, args, target_info, rules, sets))
+
+
+def _exit(args, code: int) -> int:
+    """--exit-zero: sites that remain do not fail the run (errors still do)."""
+    return 0 if args.exit_zero and code == 1 else code
+
+
+def _stdin_name(args) -> Optional[str]:
+    """The name the text on stdin is reported under, when the path is ``-`` (else None)."""
+    if "-" not in args.paths:
+        if args.stdin_filename is not None:
+            raise UsageError("--stdin-filename names the text read from stdin: give - as the path")
+        return None
+    if args.paths != ["-"]:
+        raise UsageError("- (read stdin) must be the only path")
+    if args.since:
+        raise UsageError("--since selects files of a tree; - reads one text from stdin")
+    name = args.stdin_filename
+    if name is None:
+        raise UsageError("- reads stdin: give --stdin-filename NAME (the file's name: its suffix picks Python "
+                         "or C++, and findings are reported under it)")
+    from .engine import language_of
+    from .files import CPP_SUFFIXES, PYTHON_SUFFIXES
+
+    if language_of(name) is None:
+        raise UsageError(f"--stdin-filename {name}: not a Python ({' '.join(PYTHON_SUFFIXES)}) or C++ "
+                         f"({' '.join(CPP_SUFFIXES)}) name")
+    if os.path.isdir(name):
+        raise UsageError(f"--stdin-filename {name}: a folder")
+    return name
+
+
+def _selection(args):
+    """From --select/--ignore, whether a code is selected (None: neither given).  A prefix such as
+    ``CPA1`` stands for every code it starts; CPA900 (a file error) is always selected."""
+    if args.select is None and args.ignore is None:
+        return None
+    from .codes import CODES
+
+    def parse(option: str, values) -> tuple:
+        out = []
+        for value in values or ():
+            for c in value.split(","):
+                c = c.strip().upper()
+                if not c:
+                    continue
+                if not any(k.startswith(c) for k in CODES):
+                    raise UsageError(f"{option} {c}: no such code (codes: {', '.join(sorted(CODES))})")
+                out.append(c)
+        return tuple(out)
+
+    chosen, dropped = parse("--select", args.select), parse("--ignore", args.ignore)
+    if args.select is not None and not chosen:
+        raise UsageError("--select: no code given")
+
+    def selected(code: str) -> bool:
+        if code == "CPA900":
+            return True
+        if chosen and not code.startswith(chosen):
+            return False
+        return not (dropped and code.startswith(dropped))
+
+    return selected
+
+
+def _deselected_sites(outcomes, selected) -> dict:
+    """Per path, the (line, column, code) of the sites of codes not selected that have a fix (to hold)."""
+    hold: dict = {}
+    for o in outcomes:
+        for f in o.findings:
+            if f.fix is not None and not selected(f.code):
+                hold.setdefault(o.path, set()).add((f.line, f.column, f.code))
+    return {k: frozenset(v) for k, v in hold.items()}
+
+
+def _refuse_split_sets(outcomes, selected, unsafe: bool) -> None:
+    """With --unsafe-fixes a change set is applied without its suppressed members (sets.decide), so a
+    deselected member would be left in the legacy layout while the rest of its program moves on:
+    refused before anything is written."""
+    if not unsafe:
+        return
+    from .sets import group
+
+    split = sorted({f"{m.finding.code} ({m.role}, {m.path}:{m.finding.line})" for cs in group(outcomes)
+                    for m in cs.members if m.finding.legacy_site and not selected(m.finding.code)})
+    if split:
+        raise UsageError(f"--select/--ignore leave change-set members in the legacy layout while --unsafe-fixes "
+                         f"migrates the rest of their program: {', '.join(split[:5])}"
+                         f"{' ...' if len(split) > 5 else ''}; select every code of the set, or drop --unsafe-fixes")
+
+
+def _deselect(outcomes, selected) -> None:
+    """Findings of codes not selected are kept as they are and out of the report: suppressed (so a
+    change set they belong to is blocked, as by a suppression comment)."""
+    from .findings import Status
+
+    for o in outcomes:
+        for f in o.findings:
+            if not selected(f.code) and f.status is not Status.UNPARSABLE:
+                f.status = Status.SUPPRESSED
+
+
+def _run_stdin(name: str, excluded: bool, settings, select, args, cfg, target_info, rules) -> int:
+    """One text from stdin, reported under ``name``: --check and --diff as for a file of that name;
+    write mode prints the migrated text (the input as it is, where nothing is migrated) on stdout
+    and its report on stderr, as formatters do.  Nothing is written to disk."""
+    import dataclasses
+
+    from . import engine, files
+    from .findings import Status
+
+    raw = sys.stdin.buffer.read()
+    mode = settings.mode
+    if excluded:  # --force-exclude and an excluded name: the text goes through untouched
+        if args.verbose:
+            print(f"skipped {name}: excluded (--force-exclude)", file=sys.stderr)
+        if mode == "write":
+            sys.stdout.buffer.write(raw)
+        return 0
+    files.give(name, raw)
+    run_settings = dataclasses.replace(settings, mode="diff", keep_texts=True, defer_coupled=False) \
+        if mode == "write" else settings
+    if select is not None and mode != "check":
+        o = engine.process_file(name, dataclasses.replace(run_settings, mode="check", verify=False, emit_cuda=None),
+                                explicit=True)
+        _refuse_split_sets([o] if o else [], select, settings.unsafe_fixes)
+        run_settings.hold = _deselected_sites([o] if o else [], select)
+    o = engine.process_file(name, run_settings, explicit=True)
+    outcomes = [o] if o is not None else []
+    if select is not None:
+        _refuse_split_sets(outcomes, select, settings.unsafe_fixes)
+        _deselect(outcomes, select)
+    sets: list = []
+    if any(f.role for x in outcomes for f in x.findings):
+        from .settle import settle
+
+        accept = (args.accept_partial_sets if args.accept_partial_sets is not None
+                  else bool(cfg.get("accept-partial-sets", False)))
+        outcomes, sets = settle(outcomes, run_settings, [name], accept, rules)
+        if select is not None:
+            _deselect(outcomes, select)
+    if mode != "write":
+        return _exit(args, emit(outcomes, 1, mode, args, target_info, rules, sets))
+    text_out = raw
+    for x in outcomes:
+        if x.new_text is not None and not x.error:
+            src = files.decode(name, raw, python=x.language == "python")
+            text_out = files.encode(src, x.new_text)
+            x.written = True  # to stdout: the report says what remains in the text printed
+    for x in outcomes:  # what was not printed migrated stays for a person
+        if not x.written:
+            for f in x.findings:
+                if f.status is Status.REWRITTEN:
+                    f.status = Status.MANUAL
+    sys.stdout.buffer.write(text_out)
+    sys.stdout.flush()
+    return _exit(args, emit(outcomes, 1, mode, args, target_info, rules, sets, out=sys.stderr))
 
 
 def _rel_to(path: str, anchor: str) -> Optional[str]:
@@ -462,8 +712,10 @@ def _gpu_available() -> bool:
         return False
 
 
-def emit(outcomes, scanned: int, mode: str, args, target_info: dict, rules, sets=()) -> int:
-    code = _emit(outcomes, scanned, mode, args, target_info, rules, sets)
+def emit(outcomes, scanned: int, mode: str, args, target_info: dict, rules, sets=(), out=None) -> int:
+    """Print the report (on ``out``, default stdout; the text summary goes to stderr in --check and
+    --diff) and return the exit code; with ``GITHUB_STEP_SUMMARY`` set, also append the job summary."""
+    code = _emit(outcomes, scanned, mode, args, target_info, rules, sets, out)
     if os.environ.get("GITHUB_STEP_SUMMARY"):  # the job summary, in any format and mode (report_markdown.py)
         from . import report, report_markdown
 
@@ -475,11 +727,11 @@ def emit(outcomes, scanned: int, mode: str, args, target_info: dict, rules, sets
     return code
 
 
-def _emit(outcomes, scanned: int, mode: str, args, target_info: dict, rules, sets=()) -> int:
+def _emit(outcomes, scanned: int, mode: str, args, target_info: dict, rules, sets=(), out=None) -> int:
     from . import report
     from .findings import Status
 
-    out = sys.stdout
+    out = out or sys.stdout
     code = report.exit_code(outcomes, mode)
     if mode == "write" and args.format != "json":
         # what remains, where it now stands (the JSON ledger keeps the positions read, as --check has them)
@@ -505,11 +757,17 @@ def _emit(outcomes, scanned: int, mode: str, args, target_info: dict, rules, set
     if mode == "diff":
         _write_diffs(outcomes, out)
         info = sys.stderr
-        _print_unapplied(outcomes, info, show_unsafe=True)
+        if args.statistics:
+            _print_statistics(outcomes, mode, info)
+        else:
+            _print_unapplied(outcomes, info, show_unsafe=True)
     elif mode == "check":
-        for line in report.check_lines(outcomes):
+        for line in statistics_lines(outcomes, mode) if args.statistics else report.check_lines(outcomes):
             out.write(line + "\n")
         info = sys.stderr
+    elif args.statistics:
+        _print_statistics(outcomes, mode, out)
+        info = out
     else:
         if args.quiet:  # one line per change (the fixing pre-commit hook runs quiet)
             for f in report.all_findings(outcomes):
@@ -525,6 +783,39 @@ def _emit(outcomes, scanned: int, mode: str, args, target_info: dict, rules, set
         report.print_summary(info, outcomes, scanned, mode, target_info, _color(info), sets)
     info.flush()
     return code
+
+
+def statistics_lines(outcomes, mode: str) -> list[str]:
+    """--statistics: one line per code of the findings the per-site report lists (after a write: of
+    what remains), most frequent first: count, code, name, and how many have a fix applied by default
+    (in --check and --diff) or only with --unsafe-fixes."""
+    from . import report
+    from .codes import CODES
+    from .findings import Status
+
+    counts: dict = {}
+    for f in report.all_findings(outcomes):
+        if f.status is Status.SUPPRESSED or (mode == "write" and f.status is Status.REWRITTEN):
+            continue
+        c = counts.setdefault(f.code, [0, 0, 0])
+        c[0] += 1
+        c[1] += f.status is Status.REWRITTEN
+        c[2] += f.status is Status.UNSAFE
+    for o in outcomes:
+        if o.error and not any(f.code == "CPA900" for f in o.findings):
+            counts.setdefault("CPA900", [0, 0, 0])[0] += 1
+    width = len(str(max((c[0] for c in counts.values()), default=0)))
+    lines = []
+    for code, (n, fixable, unsafe) in sorted(counts.items(), key=lambda kv: (-kv[1][0], kv[0])):
+        notes = ([f"{fixable} fixable"] if fixable else []) + ([f"{unsafe} with --unsafe-fixes"] if unsafe else [])
+        name = CODES.get(code, {}).get("name", "")
+        lines.append(f"{n:>{width}}  {code}  {name}" + (f" ({', '.join(notes)})" if notes else ""))
+    return lines
+
+
+def _print_statistics(outcomes, mode: str, out) -> None:
+    for line in statistics_lines(outcomes, mode):
+        out.write(line + "\n")
 
 
 def _write_diffs(outcomes, out) -> None:

@@ -1,7 +1,7 @@
 """``[tool.cpasync-migrate]`` of the nearest pyproject.toml that has the table, merged under the command line.
 
 Every mistake in the file is a :class:`ConfigError` whose message is one line naming the file and
-the key; the command line turns it into exit code 2 (never a traceback).
+the key; the command line turns it into exit code 3 (never a traceback).
 """
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import os
 import tomllib
 from pathlib import Path
 from typing import Optional
+
+from .errors import ConfigError
 
 # key -> (what the value must be, in words; a check)
 _STR = ("a string", lambda v: isinstance(v, str))
@@ -31,10 +33,6 @@ KEYS = {
     "accept-partial-sets": _BOOL,
     "force-exclude": _BOOL,
 }
-
-
-class ConfigError(Exception):
-    pass
 
 
 def parse_size(v) -> Optional[int]:

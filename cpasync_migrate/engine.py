@@ -113,7 +113,7 @@ def _count_sites(text: str) -> list[tuple[int, int]]:
     return [offset_to_linecol(starts, m.start()) for m in _SITE_RE.finditer(text)]
 
 
-def _error_outcome(path: str, language: str, message: str, line: Optional[int] = None,
+def error_outcome(path: str, language: str, message: str, line: Optional[int] = None,
                    text: Optional[str] = None, column: Optional[int] = None) -> FileOutcome:
     out = FileOutcome(path=path, language=language, error=message, error_line=line)
     out.findings.append(Finding(path, line or 1, column or 1, line or 1, column or 1, CODE_FILE_ERROR,
@@ -139,15 +139,15 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
     try:
         raw = files.read_source(path, settings.max_file_size)
     except files.TooLarge as e:
-        return _error_outcome(path, language, e.message) if e.has_needle else None
+        return error_outcome(path, language, e.message) if e.has_needle else None
     except files.FileError as e:
-        return _error_outcome(path, language, e.message)
+        return error_outcome(path, language, e.message)
     if not files.has_needle(raw):
         return None
     try:
         src = files.decode(path, raw, python=(language == "python"))
     except files.FileError as e:
-        return _error_outcome(path, language, e.message, e.line)
+        return error_outcome(path, language, e.message, e.line)
     text = src.text
     analysis = ck = None
     line_length = line_length_of(path) if language == "python" else 88
@@ -167,7 +167,7 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
         if ck is not None:
             cache.store_analysis(settings.cache_dir, ck, analysis)
     if analysis.error:
-        return _error_outcome(path, language, analysis.error, analysis.error_line, text, analysis.error_column)
+        return error_outcome(path, language, analysis.error, analysis.error_line, text, analysis.error_column)
     outcome = FileOutcome(path=path, language=language, findings=analysis.findings, old_text=text,
                           cached=ck is not None and not fresh)
     chosen: list[Edit] = []
@@ -192,7 +192,7 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
         try:
             new_text = apply_edits(text, chosen)
         except ValueError as e:
-            return _error_outcome(path, language, f"internal error: {e}; file left unchanged")
+            return error_outcome(path, language, f"internal error: {e}; file left unchanged")
         problem = _reparse_problem(settings, path, language, raw, text, new_text)
         if problem:
             for f in outcome.findings:

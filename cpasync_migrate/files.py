@@ -1,10 +1,11 @@
 """File discovery, faithful reading and atomic writing.
 
-Discovery walks directories with ``os.scandir``, honours ``.gitignore`` files
-(a practical subset of git's rules: negation, anchoring, directory-only
-patterns, ``*``, ``?``, ``[...]`` and ``**``), skips VCS, virtual-environment,
-build and cache folders, and applies ``--exclude`` globs.  Explicit file
-arguments are always processed.
+Discovery takes a folder's files from git inside a git work tree (``git ls-files``:
+every ignore rule git has); elsewhere it walks directories with ``os.scandir`` and
+honours ``.gitignore`` files (a practical subset of git's rules: negation,
+anchoring, directory-only patterns, ``*``, ``?``, ``[...]`` and ``**``).  Either
+way it skips VCS, virtual-environment, build and cache folders, and applies
+``--exclude`` globs.  Explicit file arguments are always processed.
 
 Reading keeps everything needed to write the file back byte for byte:
 the encoding (PEP 263 cookie for Python, UTF-8 otherwise), a BOM, and the
@@ -59,10 +60,13 @@ class FileError(Exception):
 
 
 class _Pattern:
-    __slots__ = ("negate", "dir_only", "regex", "base", "name_only")
+    __slots__ = ("negate", "dir_only", "regex", "base", "name_only", "lead")
 
-    def __init__(self, line: str, base: str):
+    def __init__(self, line: str, base: str, lead: str = ""):
         self.base = base  # directory (relative to the walk root, "" for root) holding the .gitignore
+        # for a .gitignore above the walk root: the walk root relative to its folder, with a final "/"
+        # (an anchored pattern there matches lead + the path from the walk root)
+        self.lead = lead
         self.negate = line.startswith("!")
         if self.negate:
             line = line[1:]
@@ -77,6 +81,8 @@ class _Pattern:
         # Without a slash, "**" or a bracket (whose negation would match "/"), the pattern can only
         # match a whole last path component: then matching the name alone gives the same answer.
         self.name_only = None if anchored or "**" in line or "[" in line else rx
+        if self.name_only is not None:
+            self.lead = ""  # a name matches wherever the path starts
 
     def matches(self, rel: str, is_dir: bool) -> bool:
         if self.dir_only and not is_dir:
@@ -85,7 +91,7 @@ class _Pattern:
             if not rel.startswith(self.base + "/"):
                 return False
             rel = rel[len(self.base) + 1 :]
-        return bool(self.regex.match(rel))
+        return bool(self.regex.match(self.lead + rel))
 
 
 def _glob_to_regex(pat: str) -> str:
@@ -120,7 +126,7 @@ def _glob_to_regex(pat: str) -> str:
     return "".join(out)
 
 
-def _read_gitignore(directory: str, base: str) -> list[_Pattern]:
+def _read_gitignore(directory: str, base: str, lead: str = "") -> list[_Pattern]:
     try:
         with open(os.path.join(directory, ".gitignore"), encoding="utf-8", errors="replace") as fh:
             lines = fh.read().splitlines()
@@ -131,7 +137,7 @@ def _read_gitignore(directory: str, base: str) -> list[_Pattern]:
         line = raw.rstrip()
         if not line or line.startswith("#"):
             continue
-        pats.append(_Pattern(line, base))
+        pats.append(_Pattern(line, base, lead))
     return pats
 
 
@@ -155,19 +161,22 @@ class _Filter:
     each pattern and glob in turn (tested).
     """
 
-    __slots__ = ("patterns", "negations", "groups", "rel_rx", "name_rx")
+    __slots__ = ("patterns", "negations", "groups", "rel_rx", "name_rx", "excludes")
 
     def __init__(self, patterns: list, excludes: tuple[str, ...]):
         self.patterns = patterns
+        self.excludes = excludes
         self.negations = any(p.negate for p in patterns)
         grouped: dict = {}
         for p in patterns:
             on_name = p.name_only is not None
-            grouped.setdefault((p.base, p.dir_only, on_name), []).append(p.name_only if on_name else p.regex.pattern)
-        self.groups = []  # (folder prefix, dir_only, matched against the name, alternation)
-        for (base, dir_only, on_name), rxs in grouped.items():
+            grouped.setdefault((p.base, p.dir_only, on_name, p.lead), []).append(
+                p.name_only if on_name else p.regex.pattern)
+        self.groups = []  # (folder prefix, dir_only, matched against the name, alternation, lead)
+        for (base, dir_only, on_name, lead), rxs in grouped.items():
             alt = "|".join(f"(?:{x})" for x in rxs)
-            self.groups.append((base + "/" if base else "", dir_only, on_name, re.compile(f"(?:{alt})$" if on_name else alt)))
+            self.groups.append((base + "/" if base else "", dir_only, on_name,
+                                re.compile(f"(?:{alt})$" if on_name else alt), lead))
         norm = os.path.normcase
         self.rel_rx = self.name_rx = None
         if excludes:
@@ -181,10 +190,10 @@ class _Filter:
             norm = os.path.normcase
             if self.rel_rx.match(norm(rel)) or self.name_rx.match(norm(name)):
                 return True
-        for base, dir_only, on_name, rx in self.groups:
+        for base, dir_only, on_name, rx, lead in self.groups:
             if dir_only and not is_dir or base and not rel.startswith(base):
                 continue
-            if rx.match(name) if on_name else rx.match(rel[len(base):]):
+            if rx.match(name) if on_name else rx.match(lead + rel[len(base):]):
                 break
         else:
             return False
@@ -208,13 +217,11 @@ def _git_root_patterns(start: Path) -> tuple[Optional[Path], list[_Pattern]]:
         return None, []
     pats: list[_Pattern] = []
     chain.reverse()
+    here = start.resolve()
     for d in chain[:-1]:  # the start folder's own .gitignore is read by the walk
-        rel_to_start = os.path.relpath(d, start.resolve())
-        # express the parent's patterns relative to `start`: only unanchored ones still apply
-        for p in _read_gitignore(str(d), ""):
-            if p.regex.pattern.startswith("^(?:.*/)?"):
-                pats.append(p)
-        del rel_to_start
+        # an anchored pattern is relative to its .gitignore's folder: it sees the path from there
+        lead = here.relative_to(d).as_posix() + "/"
+        pats += _read_gitignore(str(d), "", lead)
     return root, pats
 
 
@@ -241,9 +248,12 @@ def discover(
         except (OSError, ValueError):
             st = None
         if st is not None and stat.S_ISDIR(st.st_mode):
-            outer = _git_root_patterns(Path(arg))[1] if respect_gitignore else []
             ex = tuple(excludes(arg)) if callable(excludes) else excludes  # per folder: globs anchored elsewhere
-            for f in _walk(arg, outer, suffixes, ex, respect_gitignore, errors, skipped):
+            found = _git_walk(arg, suffixes, ex, skipped) if respect_gitignore else None
+            if found is None:  # not in a git work tree, or no git: the walker reads the .gitignore files
+                outer = _git_root_patterns(Path(arg))[1] if respect_gitignore else []
+                found = _walk(arg, outer, suffixes, ex, respect_gitignore, errors, skipped)
+            for f in found:
                 if f not in seen:
                     seen.add(f)
                     yield f
@@ -257,6 +267,144 @@ def discover(
         if arg not in seen:
             seen.add(arg)
             yield arg
+
+
+def _git_list(folder: str) -> Optional[list[str]]:
+    """git's entries for the files under ``folder`` (tracked, and untracked that no ignore rule
+    covers: every ``.gitignore`` of the repository, parents' included, ``.git/info/exclude`` and
+    ``core.excludesFile``), relative to it; None when it is not in a git work tree or git fails.
+
+    Each entry starts with git's tag (``-t``): ``? path`` for an untracked file (a nested repository
+    that is not a submodule: its folder with a final ``/``); ``H mode object stage\tpath`` for one in
+    the index, listed once more tagged ``R`` when it is deleted from the work tree and ``C`` when it
+    changed there (``-d``, ``-m``).  ``core.fsmonitor`` is turned off: the repository's configuration
+    never starts a program."""
+    import subprocess
+
+    try:
+        r = subprocess.run(["git", "-c", "core.fsmonitor=false", "-C", folder, "ls-files", "-z", "-t", "-s", "-c",
+                            "-o", "-d", "-m", "--exclude-standard", "--", "."],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    except (OSError, ValueError):
+        return None
+    if r.returncode != 0:
+        return None
+    return os.fsdecode(r.stdout).split("\0")
+
+
+def _git_walk(top: str, suffixes, excludes, skipped: Optional[list] = None) -> Optional[Iterator[str]]:
+    """The files under ``top`` in scope, from git's own list (see :func:`_git_list`); None when git
+    cannot give it (then the walker is used).
+
+    The rest of the walker's rules hold on top of git's: the skipped folders (``SKIP_DIRS``,
+    ``*.egg-info``, a folder holding ``pyvenv.cfg``), the ``--exclude`` globs, regular files only
+    (a file deleted from the work tree is passed over).  A nested repository and a checked out
+    submodule are listed by git in their own folder.  Only untracked files, links and files that
+    changed in the work tree cost a ``stat`` here; git vouches for the others."""
+    entries = _git_list(top)
+    if entries is None or not any(entries):
+        return None  # git has nothing there: a folder named on the command line that git ignores is walked
+    return _git_files(top, "", entries, suffixes, _Filter([], excludes) if excludes else None, skipped)
+
+
+def _git_files(top: str, prefix: str, entries: list, suffixes, filt, skipped) -> Iterator[str]:
+    candidates: dict = {}  # rel -> whether it needs a look at the work tree
+    nested, venvs, gone, changed, links = [], set(), set(), set(), []
+    for ent in entries:
+        tag = ent[:1]
+        if tag == "?":
+            rel = prefix + ent[2:]
+            if rel.endswith("/"):  # a nested repository
+                nested.append(rel[:-1])
+                continue
+            look = True
+        elif tag:
+            head, _, rel = ent.partition("\t")
+            rel = prefix + rel
+            if tag == "R":
+                gone.add(rel)
+                continue
+            if tag == "C":
+                changed.add(rel)
+                continue
+            mode = head[2:8]
+            if mode == "160000":  # a submodule
+                nested.append(rel)
+                continue
+            look = mode == "120000" or tag not in "HM"  # a link; skip-worktree (S) and others: look
+        else:
+            continue
+        if rel.endswith(suffixes):
+            candidates[rel] = candidates.get(rel, False) or look
+        elif rel.endswith("pyvenv.cfg") and (rel == prefix + "pyvenv.cfg" or rel.endswith("/pyvenv.cfg")):
+            venvs.add(rel[: -len("/pyvenv.cfg")] if "/" in rel else "")
+        elif look and skipped is not None:
+            links.append(rel)  # untracked or a link: one to a folder is reported as skipped, as the walker does
+    ok: dict = {"": True}
+    if prefix:
+        ok[prefix[:-1]] = True  # a nested repository's folder was checked as an entry of the one above
+    venvs.discard(prefix[:-1] if prefix else "")  # the folder scanned is scanned, whatever it holds
+
+    def folder_ok(d: str) -> bool:
+        v = ok.get(d)
+        if v is None:
+            up, _, name = d.rpartition("/")
+            v = ok[d] = (folder_ok(up) and name not in SKIP_DIRS and not name.endswith(".egg-info")
+                         and d not in venvs and not (filt is not None and filt.skip(d, name, True)))
+        return v
+
+    base = top if top.endswith(os.sep) else top + os.sep  # as os.path.join(top, rel) writes it
+    for rel, look in candidates.items():
+        if rel in gone:  # in the index, deleted from the work tree
+            continue
+        d, _, name = rel.rpartition("/")
+        if not folder_ok(d) or filt is not None and filt.skip(rel, name, False):
+            continue
+        path = base + rel
+        if not look and rel not in changed:
+            yield path
+            continue
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISREG(st.st_mode):
+            yield path
+            continue
+        try:
+            regular = st is not None and stat.S_ISLNK(st.st_mode) and os.path.isfile(path)
+        except OSError:
+            regular = False
+        if regular:
+            yield path
+        elif skipped is not None:
+            skipped.append((path, describe_special(path) + "; only regular files are read"))
+    for rel in links:
+        d = rel.rpartition("/")[0]
+        if folder_ok(d) and os.path.islink(base + rel) and os.path.isdir(base + rel):
+            skipped.append((base + rel, "a symbolic link to a folder; links to folders are not followed"))
+    for rel in nested:
+        if not folder_ok(rel):
+            continue
+        folder = base + rel
+        if not os.path.lexists(os.path.join(folder, ".git")):
+            continue  # a submodule that is not checked out
+        sub = _git_list(folder)
+        if sub is None:  # a repository git cannot read: the walker reads its .gitignore files
+            yield from _walk(folder, [], suffixes, _sub_globs(filt, rel), True, None, skipped)
+            continue
+        yield from _git_files(top, rel + "/", sub, suffixes, filt, skipped)
+
+
+def _sub_globs(filt, rel: str) -> tuple:
+    """The exclude globs of ``filt`` as seen from its folder ``rel`` (for a walk started there)."""
+    if filt is None or not getattr(filt, "excludes", None):
+        return ()
+    from .config import glob_for_folder
+
+    return tuple(g for g in (glob_for_folder(g, rel) for g in filt.excludes) if g is not None)
 
 
 def describe_special(path: str) -> str:
@@ -409,9 +557,23 @@ def read_bytes(path: str) -> bytes:
     return _read(path, 0)
 
 
+_GIVEN: dict = {}  # path -> bytes given in place of the file's (the text read from stdin, under its name)
+
+
+def give(path: str, data: bytes) -> None:
+    """Let :func:`read_source` answer ``data`` for ``path`` (``-`` with ``--stdin-filename``): the
+    pipeline then treats the text as that file's, without the file being read (or having to exist)."""
+    _GIVEN[path] = data
+
+
 def read_source(path: str, max_size: int = 0) -> bytes:
     """:func:`read_bytes`, but a regular file over ``max_size`` bytes (0: no limit) is not read:
     :class:`TooLarge` says whether it names the intrinsic (searched through a memory map)."""
+    if _GIVEN and path in _GIVEN:
+        data = _GIVEN[path]
+        if max_size and len(data) > max_size:
+            raise TooLarge(path, len(data), max_size, has_needle(data))
+        return data
     if max_size:
         try:
             st = os.stat(path)

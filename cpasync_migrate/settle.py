@@ -34,7 +34,8 @@ def settle(outcomes: list[FileOutcome], settings: engine.RunSettings, paths: lis
                 if (f.line, f.column, f.code) in hold[o.path]:
                     f.status = Status.HELD
         elif o.path in hold:
-            again = dataclasses.replace(settings, hold={o.path: frozenset(hold[o.path])}, defer_coupled=False)
+            keep = frozenset(hold[o.path]) | frozenset(settings.hold.get(o.path, ()))  # and the run's own holds
+            again = dataclasses.replace(settings, hold={o.path: keep}, defer_coupled=False)
             o = engine.process_file(o.path, again, no_write=o.no_write) or o
         elif o.deferred_digest is not None:
             o = engine.finish_deferred(o, settings)

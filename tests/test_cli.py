@@ -155,10 +155,10 @@ def test_unsafe_fix_needs_flag_and_names_assumption(tmp_path):
     assert 'T.tvm_access_ptr(T.type_annotation("float32"), S.data, off, 4, 2)' in f.read_text()
 
 
-def test_usage_error_exits_2(tmp_path):
-    assert run_cli(cwd=tmp_path).returncode == 2
-    assert run_cli("--format", "xml", "x.py", cwd=tmp_path).returncode == 2
-    assert run_cli("--target", "0.0.1", "x.py", cwd=tmp_path).returncode == 2
+def test_usage_error_exits_3(tmp_path):
+    assert run_cli(cwd=tmp_path).returncode == 3
+    assert run_cli("--format", "xml", "x.py", cwd=tmp_path).returncode == 3
+    assert run_cli("--target", "0.0.1", "x.py", cwd=tmp_path).returncode == 3
 
 
 def test_error_wins_over_remaining_sites_and_others_still_processed(tmp_path):
@@ -186,7 +186,8 @@ def test_python_m_and_console_script_agree(tmp_path):
 def test_help_documents_exit_codes():
     r = run_cli("--help")
     assert r.returncode == 0
-    for s in ("exit codes:", "0  no legacy site remains", "1  legacy sites remain", "2  an error"):
+    for s in ("exit codes:", "0  no legacy site remains", "1  legacy sites remain", "2  a file error",
+              "3  bad usage or configuration"):
         assert s in r.stdout
 
 

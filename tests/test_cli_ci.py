@@ -34,7 +34,7 @@ def test_bad_config_is_a_usage_error(tmp_path):
     write(tmp_path / "pyproject.toml", '[tool.cpasync-migrate]\ntargett = "0.1.9"\n')
     write(tmp_path / "k.py", LEGACY)
     r = run_cli("--check", "k.py", cwd=tmp_path)
-    assert r.returncode == 2 and "unknown key 'targett'" in r.stderr
+    assert r.returncode == 3 and "unknown key 'targett'" in r.stderr
 
 
 def test_explicit_config_file(tmp_path):
@@ -60,7 +60,7 @@ def test_since_only_checks_changed_files(tmp_path):
     r = run_cli("--check", "--format", "json", "--since", "HEAD~1", ".", cwd=tmp_path)
     assert {f["path"] for f in json.loads(r.stdout)["findings"]} == {"new.py", "touched.py"}
     r = run_cli("--check", "--since", "no-such-rev", ".", cwd=tmp_path)
-    assert r.returncode == 2
+    assert r.returncode == 3
 
 
 def test_parallel_output_is_the_same_as_serial(tmp_path):
@@ -201,33 +201,33 @@ def test_default_target_follows_installed_tilelang(tmp_path):
 
 @pytest.mark.parametrize("use_mmap", [True, False])
 def test_prefilter_finds_the_name_across_read_blocks(tmp_path, monkeypatch, use_mmap):
-    from cpasync_migrate import runner
+    from cpasync_migrate import prefilter
 
-    monkeypatch.setattr(runner, "_BLOCK", 8)
-    monkeypatch.setattr(runner, "_MMAP", use_mmap)
+    monkeypatch.setattr(prefilter, "_BLOCK", 8)
+    monkeypatch.setattr(prefilter, "_MMAP", use_mmap)
     f = tmp_path / "k.py"
     for pad in range(40):
         f.write_text("x" * pad + "ptx_cp_async(")
-        assert runner._worth_parsing(str(f), False), pad
+        assert prefilter.worth_parsing(str(f), False), pad
     for size in range(30):
         f.write_text("x" * size + "ptx_cp_asyn" + "y" * size)
-        assert not runner._worth_parsing(str(f), False)
-    assert runner._worth_parsing(str(tmp_path / "missing.py"), False), "unreadable files go on to the reader"
+        assert not prefilter.worth_parsing(str(f), False)
+    assert prefilter.worth_parsing(str(tmp_path / "missing.py"), False), "unreadable files go on to the reader"
 
 
 @pytest.mark.parametrize("use_mmap", [True, False])
 def test_prefilter_on_files_larger_than_a_block(tmp_path, monkeypatch, use_mmap):
-    from cpasync_migrate import runner
+    from cpasync_migrate import prefilter
 
-    monkeypatch.setattr(runner, "_MMAP", use_mmap)
-    block = runner._BLOCK
+    monkeypatch.setattr(prefilter, "_MMAP", use_mmap)
+    block = prefilter._BLOCK
     f = tmp_path / "big.h"
     name = b"ptx_cp_async"
     for at in (block - 5, block, 3 * block - 1, 3 * block + 100):
         f.write_bytes(b"x" * at + name + b"y" * 50)
-        assert runner._worth_parsing(str(f), False), at
+        assert prefilter.worth_parsing(str(f), False), at
     f.write_bytes(b"x" * (3 * block) + name[:-1])
-    assert not runner._worth_parsing(str(f), False)
+    assert not prefilter.worth_parsing(str(f), False)
 
 
 def _pool_tree(tmp_path: Path) -> Path:
@@ -447,7 +447,7 @@ def test_default_jobs_respect_a_container_cpu_quota(tmp_path):
     """-j defaults to the CPUs the process may use: a cgroup quota caps the affinity mask."""
     import os
 
-    from cpasync_migrate import runner
+    from cpasync_migrate import cpus
 
     cores = len(os.sched_getaffinity(0))
 
@@ -456,7 +456,7 @@ def test_default_jobs_respect_a_container_cpu_quota(tmp_path):
         for rel, text in files.items():
             write(fs / rel, text)
         write(fs / "proc-cgroup", proc)
-        return runner._cgroup_cpu_limit(str(fs / "proc-cgroup"), str(fs)), runner.default_jobs(str(fs / "proc-cgroup"), str(fs))
+        return cpus.cgroup_cpu_limit(str(fs / "proc-cgroup"), str(fs)), cpus.default_jobs(str(fs / "proc-cgroup"), str(fs))
 
     assert case("0::/\n", {"cpu.max": "100000 100000\n"}) == ((100000, 100000), 1)  # cgroup v2, one CPU
     assert case("0::/ci/job\n", {"ci/job/cpu.max": "150000 100000\n"})[0] == (150000, 100000)
@@ -466,7 +466,7 @@ def test_default_jobs_respect_a_container_cpu_quota(tmp_path):
     assert case("12:memory:/docker/x\n5:cpu,cpuacct:/docker/x\n", v1) == ((50000, 100000), 1)  # cgroup v1
     unlimited = {"cpu,cpuacct/cpu.cfs_quota_us": "-1\n", "cpu,cpuacct/cpu.cfs_period_us": "100000\n"}
     assert case("5:cpu,cpuacct:/\n", unlimited) == (None, cores)
-    assert runner._cgroup_cpu_limit(str(tmp_path / "missing"), str(tmp_path)) is None
+    assert cpus.cgroup_cpu_limit(str(tmp_path / "missing"), str(tmp_path)) is None
 
 
 def test_a_folder_that_cannot_be_listed_is_an_error_not_a_silent_gap(tmp_path, monkeypatch):

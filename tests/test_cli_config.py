@@ -70,6 +70,6 @@ def test_config_values_are_checked_even_where_the_command_line_overrides_them(tm
                       ('from = "nonsense"', "from = 'nonsense'"), ('style = "bogus"', "style")):
         write(tmp_path / "pyproject.toml", f"[tool.cpasync-migrate]\n{line}\n")
         r = run_cli("--check", "--target", "0.1.8", "--from", "legacy", "--style", "access_ptr", "k.py", cwd=tmp_path)
-        assert r.returncode == 2, (line, r.stdout, r.stderr)
+        assert r.returncode == 3, (line, r.stdout, r.stderr)
         assert r.stderr.startswith(f"cpasync-migrate: error: {tmp_path / 'pyproject.toml'}: [tool.cpasync-migrate] {key}")
         assert "--target" not in r.stderr and "--from" not in r.stderr, r.stderr

@@ -408,7 +408,7 @@ def test_default_size_limit(tmp_path):
 def test_bad_size_on_the_command_line_is_a_usage_error(tmp_path):
     put(tmp_path / "k.py", LEGACY)
     r = cli("--check", "--max-file-size", "huge", "k.py", cwd=tmp_path)
-    assert r.returncode == 2 and "--max-file-size 'huge'" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 3 and "--max-file-size 'huge'" in r.stderr and "Traceback" not in r.stderr
 
 
 # ------------------------------------------------------------------ configuration mistakes
@@ -430,12 +430,12 @@ def test_bad_size_on_the_command_line_is_a_usage_error(tmp_path):
     (b"[tool.cpasync-migrate]\ntarget = \"0.1.8\"\n# caf\xe9\n", "UTF-8"),
     (b"[tool.cpasync-migrate\n", "TOML"),
 ])
-def test_config_mistake_is_one_line_naming_file_and_key_with_exit_2(tmp_path, content, key):
+def test_config_mistake_is_one_line_naming_file_and_key_with_exit_3(tmp_path, content, key):
     (tmp_path / "pyproject.toml").write_bytes(content)
     put(tmp_path / "k.py", LEGACY)
     for args in (("--check", "k.py"), ("--config", "pyproject.toml", "--check", "k.py")):
         r = cli(*args, cwd=tmp_path)
-        assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+        assert r.returncode == 3, (r.returncode, r.stdout, r.stderr)
         assert "Traceback" not in r.stderr and r.stdout == ""
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1, r.stderr
