@@ -524,7 +524,7 @@ def _selection(args):
     ``CPA1`` stands for every code it starts; CPA900 (a file error) is always selected."""
     if args.select is None and args.ignore is None:
         return None
-    from .codes import CODES
+    from .codes import CODES, FILE_ERROR
 
     def parse(option: str, values) -> tuple:
         out = []
@@ -543,8 +543,8 @@ def _selection(args):
         raise UsageError("--select: no code given")
 
     def selected(code: str) -> bool:
-        if code == "CPA900":
-            return True
+        if code == FILE_ERROR:
+            return True  # a file error is never deselected
         if chosen and not code.startswith(chosen):
             return False
         return not (dropped and code.startswith(dropped))
@@ -790,7 +790,7 @@ def statistics_lines(outcomes, mode: str) -> list[str]:
     what remains), most frequent first: count, code, name, and how many have a fix applied by default
     (in --check and --diff) or only with --unsafe-fixes."""
     from . import report
-    from .codes import CODES
+    from .codes import CODES, FILE_ERROR
     from .findings import Status
 
     counts: dict = {}
@@ -802,13 +802,13 @@ def statistics_lines(outcomes, mode: str) -> list[str]:
         c[1] += f.status is Status.REWRITTEN
         c[2] += f.status is Status.UNSAFE
     for o in outcomes:
-        if o.error and not any(f.code == "CPA900" for f in o.findings):
-            counts.setdefault("CPA900", [0, 0, 0])[0] += 1
+        if o.error and not any(f.code == FILE_ERROR for f in o.findings):
+            counts.setdefault(FILE_ERROR, [0, 0, 0])[0] += 1
     width = len(str(max((c[0] for c in counts.values()), default=0)))
     lines = []
     for code, (n, fixable, unsafe) in sorted(counts.items(), key=lambda kv: (-kv[1][0], kv[0])):
         notes = ([f"{fixable} fixable"] if fixable else []) + ([f"{unsafe} with --unsafe-fixes"] if unsafe else [])
-        name = CODES.get(code, {}).get("name", "")
+        name = CODES[code].name if code in CODES else ""
         lines.append(f"{n:>{width}}  {code}  {name}" + (f" ({', '.join(notes)})" if notes else ""))
     return lines
 
