@@ -187,3 +187,18 @@ def test_line_length_is_part_of_the_results_cache_key(tmp_path):
         outs.append((tmp_path / "k.py").read_text())
     assert outs[0].count("\n") == src.count("\n")
     assert outs[1].count("\n") > src.count("\n")
+
+
+def test_comments_keep_their_order_when_the_dtype_keyword_goes(tmp_path):
+    """A comment on a line of its own before the dropped `dtype=` and the one after it stay in that order
+    (the second one used to be hung on the argument before the first)."""
+    src = HEAD + ('        T.ptx_cp_async(S.data, tx * 8, A.data, tx * 8, 16,\n'
+                  '            # before the keyword\n'
+                  '            dtype="float16",  # after the keyword\n'
+                  '        )\n')
+    out = _migrate(tmp_path, src)
+    assert out.endswith(
+        '            16,\n'
+        '            # before the keyword\n'
+        '            # after the keyword\n'
+        '        )\n'), out

@@ -262,7 +262,9 @@ def _call(module: cst.Module, call: cst.Call, column_in_original) -> _Call:
                 magic = True
             for ws in (a.comma.whitespace_before, a.comma.whitespace_after):
                 t, own = _comments(ws)
-                if t:
+                if t and after:
+                    after.append(t)  # after comments on lines of their own: on a line of its own after them
+                elif t:
                     trailing.append(t)
                 after += own
         if len(trailing) > 1:
