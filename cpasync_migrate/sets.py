@@ -20,7 +20,8 @@ Rules (``decide``):
   member left for a person, not fixed without ``--unsafe-fixes``, suppressed, or in a file
   that cannot be parsed **blocks** it, and its other members are **held** (status ``held``).
 * With ``--unsafe-fixes`` every automatic member is applied and the members left for a person
-  make the set's checklist.
+  make the set's checklist, unless a member stays in the legacy form whatever is applied (a
+  suppression comment keeps it, or its file cannot be parsed): then the set is held too.
 
 Pure: takes findings with their engine status, returns the sets and which findings to hold.
 """
@@ -131,6 +132,19 @@ def decide(sets: list[ChangeSet], unsafe_fixes: bool, accept_partial: bool, path
                 held.append(m.finding)
             continue
         if unsafe_fixes:
+            # members that stay as they are whatever is applied: a suppressed one (its comment says keep it)
+            # and one in a file that cannot be parsed; migrating the rest would leave them reading the other
+            # layout, so they hold the set here too (a member left for a person goes on the checklist instead)
+            kept = [(m, _KEPT[m.finding.status]) for m in legacy if m.finding.status in _KEPT]
+            if kept:
+                cs.blockers.extend(kept)
+                cs.state = "held"
+                cs.why = (f"{len(kept)} member(s) stay in the legacy layout whatever is applied, so none of the "
+                          f"set's {len(legacy)} legacy site(s) is rewritten")
+                cs.command = ("remove the suppression comment (or suppress every member of the set) and fix the "
+                              f"unparsable files, then `cpasync-migrate --unsafe-fixes {where}`")
+                held.extend(m.finding for m in applying)
+                continue
             cs.state = "partial" if cs.checklist else "applied"
             if cs.checklist:
                 cs.why = f"{len(cs.checklist)} member(s) must be changed by hand in the same change (checklist)"
@@ -142,8 +156,7 @@ def decide(sets: list[ChangeSet], unsafe_fixes: bool, accept_partial: bool, path
             reason = {
                 Status.UNSAFE: "its fix rests on an assumption (--unsafe-fixes applies it)",
                 Status.MANUAL: "it is left for a person",
-                Status.SUPPRESSED: "a suppression comment keeps it in the legacy form",
-                Status.UNPARSABLE: "its file cannot be parsed",
+                **_KEPT,
             }.get(st, f"its status is {st.value if st else 'unknown'}")
             cs.blockers.append((m, reason))
         if cs.blockers:
@@ -156,6 +169,12 @@ def decide(sets: list[ChangeSet], unsafe_fixes: bool, accept_partial: bool, path
                           f"{where}` applies every automatic member")
             held.extend(m.finding for m in applying)
     return held
+
+
+_KEPT = {
+    Status.SUPPRESSED: "a suppression comment keeps it in the legacy form",
+    Status.UNPARSABLE: "its file cannot be parsed",
+}
 
 
 def upstream_for(upstream: dict, path: str) -> str:
