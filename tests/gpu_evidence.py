@@ -90,9 +90,12 @@ def python_fixture_sources(directory: str, rules) -> list:
         out.append({"category": "fixture-python", "name": stem, "path": os.path.join(directory, fn), "old": old,
                     "new": _read(outp), "target": opt["target"], "source": opt["source"],
                     "binds": opt["binds"] or None,
-                    # one verdict for every kernel, or per kernel ([verdicts]) with that as the default
+                    # one verdict for every kernel, or per kernel ([verdicts]) with that as the default;
+                    # gpu_verdict where the GPU runner, which runs every pair it is given, must say otherwise
+                    # than the CPU verifier (an unchanged kernel that cannot lower: equivalent on the CPU by
+                    # its unchanged text, inconclusive when run)
                     "expect": ({"*": cfg.get("verdict", "equivalent"), **cfg["verdicts"]} if cfg.get("verdicts")
-                               else cfg.get("verdict", "equivalent"))})
+                               else cfg.get("gpu_verdict", cfg.get("verdict", "equivalent")))})
     return out
 
 
