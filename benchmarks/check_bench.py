@@ -289,6 +289,11 @@ def bench_check(args, tool, rg, sg, tree) -> dict:
         cmds[OFF] = (f"CPASYNC_MIGRATE_FAST_NEW_FORM=0 {q(tool)} --check --no-cache {q(str(tree))}", (1,))
         names.append(OFF)
         short[OFF] = "cold, switch off"
+    for var in getattr(args, "switch_off", None) or []:
+        off = f"cold, {var}=0"
+        cmds[off] = (f"{var}=0 {q(tool)} --check --no-cache {q(str(tree))}", (1,))
+        names.append(off)
+        short[off] = off
     say("\n## --check on the tree")
     say(f"results cache of the warm runs: {ENV[CACHE_ENV]} (emptied now; the warm-up run fills it)")
     shutil.rmtree(ENV[CACHE_ENV], ignore_errors=True)
@@ -594,6 +599,10 @@ def main(argv=None) -> int:
     ap.add_argument("--switch-off-row", action="store_true",
                     help="also time the cold run with the fast pass's access-pointer decisions off "
                          "(CPASYNC_MIGRATE_FAST_NEW_FORM=0), paired in the same rounds")
+    ap.add_argument("--switch-off", metavar="VAR", action="append",
+                    help="also time the cold run with the speed-up switch VAR set to 0 (repeatable: one row each, "
+                         "e.g. CPASYNC_MIGRATE_FAST_DEFINITIONS, CPASYNC_MIGRATE_SPARSE_OFFSETS), paired in the "
+                         "same rounds")
     args = ap.parse_args(argv)
     args.write_reps = args.write_reps or args.reps
 
