@@ -740,7 +740,9 @@ def _emit(outcomes, scanned: int, mode: str, args, target_info: dict, rules, set
         report.dump_json(report.json_report(outcomes, scanned, mode, target_info, rules.versions, sets), out)
         return code
     if args.format == "sarif":
-        report.dump_json(report.sarif_report(outcomes, target_info, rules.versions, mode), out)
+        from .report_sarif import sarif_report
+
+        report.dump_json(sarif_report(outcomes, target_info, rules.versions, mode), out)
         return code
     if args.format == "markdown":
         from .report_markdown import markdown_summary

@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Iterable, TextIO
 
 from . import __version__
+from .paths import rel
 from .codes import FILE_ERROR
 from .findings import FileOutcome, Finding, Status
 
@@ -30,14 +31,6 @@ SEVERITY = {
     Status.UNPARSABLE: "error",
     Status.INFO: "note",
 }
-
-
-def rel(path: str) -> str:
-    try:
-        r = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if r.startswith("..") else r
 
 
 def all_findings(outcomes: Iterable[FileOutcome]) -> list[Finding]:
@@ -435,23 +428,6 @@ def github_lines(outcomes: list[FileOutcome], mode: str = "check") -> list[str]:
                 lines.append(f"::error file={_gh_escape_prop(rel(o.path))},line={v.get('line', 1)},"
                              f"title=verify::{_gh_escape_data(str(v.get('kernel')) + ': ' + str(v.get('reason')))}")
     return lines
-
-
-# ------------------------------------------------------------------ sarif
-
-
-def sarif_report(outcomes: list[FileOutcome], target_info: dict, rules_versions: dict,
-                 mode: str = "check") -> dict:
-    """SARIF 2.1.0 (``report_sarif.py``: rule help from the codes' pages, fingerprints, verdicts)."""
-    from .report_sarif import sarif_report as build
-
-    return build(outcomes, target_info, rules_versions, mode)
-
-
-def _cwd_uri() -> str:
-    from pathlib import Path
-
-    return Path(os.getcwd()).resolve().as_uri() + "/"
 
 
 def dump_json(obj: dict, out: TextIO = sys.stdout) -> None:

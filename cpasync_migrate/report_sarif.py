@@ -19,13 +19,12 @@ from . import __version__
 from . import codes
 from .codes import CODES, TOOL_ROOT, page, page_path, page_sections
 from .findings import FileOutcome, Finding, Status
+from .paths import rel
 
 FINGERPRINT_KEY = "cpasyncSite/v1"
 
 
 def _uri(path: str) -> str:
-    from .report import rel
-
     return rel(path).replace(os.sep, "/")
 
 
@@ -125,7 +124,7 @@ def verdict_properties(f: Finding, by_line: dict, by_kernel: dict) -> Optional[d
 
 def sarif_report(outcomes: list[FileOutcome], target_info: dict, rules_versions: dict,
                  mode: str = "check") -> dict:
-    from .report import SEVERITY, all_findings, rel, reported, _cwd_uri
+    from .report import SEVERITY, all_findings, reported
 
     prints = fingerprints(outcomes)
     verdicts = {o.path: _verdicts_by_site(o) for o in outcomes if o.verdicts}
@@ -205,3 +204,9 @@ def sarif_report(outcomes: list[FileOutcome], target_info: dict, rules_versions:
                            "verdicts": [dict(v, path=rel(o.path)) for o in outcomes for v in o.verdicts]},
         }],
     }
+
+
+def _cwd_uri() -> str:
+    from pathlib import Path
+
+    return Path(os.getcwd()).resolve().as_uri() + "/"

@@ -1167,7 +1167,7 @@ class KernelBuilder:
                     hi = self.expr(it.upper, scope) if it.upper is not None else Const(dim, "int32")
                     e = fold(Bin("sub", hi, lo))
                     if not isinstance(e, Const):
-                        from .sites import poly  # a[i:i + 8]: the extent is a constant polynomial
+                        from .poly import poly  # a[i:i + 8]: the extent is a constant polynomial
 
                         pe = poly(Bin("sub", hi, lo))
                         if not pe or set(pe) == {()}:

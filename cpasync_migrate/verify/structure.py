@@ -142,7 +142,7 @@ def pair_buffers(ko: Kernel, kn: Kernel) -> tuple[dict, Optional[str]]:
 
 def compare(ko: Kernel, kn: Kernel, size_of) -> Match:
     """``size_of``: element size of a dtype (the rules' ``dtype_size``)."""
-    from .sites import key  # polynomial normal form of an expression
+    from .poly import key  # polynomial normal form of an expression
 
     bmap, why = pair_buffers(ko, kn)
     tags = {}
@@ -195,7 +195,7 @@ def compare(ko: Kernel, kn: Kernel, size_of) -> Match:
 
     def src_sig(side: Side, s: CpAsync):
         b = side.buf(s.src.buf)
-        from .sites import scale
+        from .poly import scale
 
         return (id(side.buf(s.dst.buf)), id(b), k_(side, scale(s.src.offset, _size(s.src))))
 
