@@ -17,7 +17,7 @@ import os
 import sys
 from typing import Optional
 
-from . import files, prefilter
+from . import discovery, files, prefilter
 from .engine import RunSettings, error_outcome, language_of, process_file
 from .findings import FileOutcome
 from .gitrev import changed_since, since_filter
@@ -32,7 +32,7 @@ def _discovered(paths, excludes, respect_gitignore, since_set, errors=None, skip
     ``errors``, entries that are not regular files to ``skipped`` (in a walk) or ``special`` (named)."""
     explicit = {p for p in paths if not os.path.isdir(p)}
     changed = None if since_set is None else since_filter(paths, since_set)
-    for path in files.discover(paths, SUFFIXES, excludes, respect_gitignore, errors, skipped, special):
+    for path in discovery.discover(paths, SUFFIXES, excludes, respect_gitignore, errors, skipped, special):
         if changed is not None and not changed(path):
             continue
         yield path, path in explicit

@@ -387,7 +387,7 @@ def test_compiled_walk_filter_gives_the_pattern_by_pattern_answers():
     the --exclude globs on every path, negations, folder-only patterns, nested .gitignore files included."""
     import random
 
-    from cpasync_migrate import files
+    from cpasync_migrate import discovery
 
     rng = random.Random(20261129)
     words = ["build", "src", "gen", "a", "b.py", "c.cc", "test_x.py", "kernel.h", "keep", "tmp", "x_gen.py", "deep",
@@ -396,14 +396,14 @@ def test_compiled_walk_filter_gives_the_pattern_by_pattern_answers():
                     "a**", "[bk]*.py", "*[!a].h", "deep/", "?.py", "\\!keep", "/build", "kernel.h", "te*/", "!build/"]
     exclude_pool = ["vendor", "src/gen*", "*.cc", "deep/", "a/*", "[xy]_*.py"]
     for _ in range(300):
-        pats = [files._Pattern(rng.choice(pattern_pool), rng.choice(["", "", "src", "src/deep"]))
+        pats = [discovery._Pattern(rng.choice(pattern_pool), rng.choice(["", "", "src", "src/deep"]))
                 for _ in range(rng.randint(0, 7))]
         excludes = tuple(rng.sample(exclude_pool, rng.randint(0, 2)))
-        filt = files._Filter(pats, excludes)
+        filt = discovery._Filter(pats, excludes)
         for _ in range(40):
             parts = [rng.choice(words) for _ in range(rng.randint(1, 4))]
             rel, name, is_dir = "/".join(parts), parts[-1], rng.random() < 0.4
-            reference = bool(excludes and _excluded(rel, name, excludes) or pats and files._ignored(pats, rel, is_dir))
+            reference = bool(excludes and _excluded(rel, name, excludes) or pats and discovery._ignored(pats, rel, is_dir))
             assert filt.skip(rel, name, is_dir) == reference, (rel, is_dir, [(p.base, p.regex.pattern) for p in pats], excludes)
 
 

@@ -1,0 +1,438 @@
+"""Which files a run looks at: a folder's files from git inside a git work tree (``git ls-files``:
+every ignore rule git has), elsewhere a walk with ``os.scandir`` that honours ``.gitignore`` files (a
+practical subset of git's rules: negation, anchoring, directory-only patterns, ``*``, ``?``, ``[...]``
+and ``**``).  Either way it skips VCS, virtual-environment, build and cache folders, and applies
+``--exclude`` globs.  Explicit file arguments are always processed.
+"""
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Iterable, Iterator, Optional
+
+from .files import SKIP_DIRS, describe_special
+
+
+# ---------------------------------------------------------------- gitignore
+
+
+class _Pattern:
+    __slots__ = ("negate", "dir_only", "regex", "base", "name_only", "lead")
+
+    def __init__(self, line: str, base: str, lead: str = ""):
+        self.base = base  # directory (relative to the walk root, "" for root) holding the .gitignore
+        # for a .gitignore above the walk root: the walk root relative to its folder, with a final "/"
+        # (an anchored pattern there matches lead + the path from the walk root)
+        self.lead = lead
+        self.negate = line.startswith("!")
+        if self.negate:
+            line = line[1:]
+        if line.startswith("\\"):
+            line = line[1:]
+        self.dir_only = line.endswith("/")
+        line = line.rstrip("/")
+        anchored = "/" in line
+        line = line.lstrip("/")
+        rx = _glob_to_regex(line)
+        self.regex = re.compile(("^" if anchored else "^(?:.*/)?") + rx + "$")
+        # Without a slash, "**" or a bracket (whose negation would match "/"), the pattern can only
+        # match a whole last path component: then matching the name alone gives the same answer.
+        self.name_only = None if anchored or "**" in line or "[" in line else rx
+        if self.name_only is not None:
+            self.lead = ""  # a name matches wherever the path starts
+
+    def matches(self, rel: str, is_dir: bool) -> bool:
+        if self.dir_only and not is_dir:
+            return False
+        if self.base:
+            if not rel.startswith(self.base + "/"):
+                return False
+            rel = rel[len(self.base) + 1 :]
+        return bool(self.regex.match(self.lead + rel))
+
+
+def _glob_to_regex(pat: str) -> str:
+    i, n, out = 0, len(pat), []
+    while i < n:
+        c = pat[i]
+        if c == "*":
+            if pat[i : i + 3] == "**/":
+                out.append("(?:.*/)?")
+                i += 3
+                continue
+            if pat[i : i + 2] == "**":
+                out.append(".*")
+                i += 2
+                continue
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            j = pat.find("]", i + 1)
+            if j == -1:
+                out.append(re.escape(c))
+            else:
+                body = pat[i + 1 : j].replace("\\", "\\\\")
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append("[" + body + "]")
+                i = j
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
+
+
+def _read_gitignore(directory: str, base: str, lead: str = "") -> list[_Pattern]:
+    try:
+        with open(os.path.join(directory, ".gitignore"), encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return []
+    pats = []
+    for raw in lines:
+        line = raw.rstrip()
+        if not line or line.startswith("#"):
+            continue
+        pats.append(_Pattern(line, base, lead))
+    return pats
+
+
+def _ignored(patterns: list[_Pattern], rel: str, is_dir: bool) -> bool:
+    ignored = False
+    for p in patterns:
+        if p.negate == ignored and p.matches(rel, is_dir):
+            ignored = not p.negate
+    return ignored
+
+
+class _Filter:
+    """The ``.gitignore`` patterns and ``--exclude`` globs in force in one folder, compiled for the walk.
+
+    The walk asks about every folder and every source file, so instead of one regular expression
+    (or three ``fnmatch`` calls) per pattern and entry it asks one alternation per group of
+    patterns.  When none matches, the entry is kept, as the ordered evaluation would keep it.  When
+    one does, the answer is "ignored" unless some pattern negates; then :func:`_ignored` decides,
+    pattern by pattern in order.  An ``--exclude`` glob excludes a path that ``fnmatch`` matches it
+    with, whose name it matches, or that lies below a folder it names.  Same answers as asking
+    each pattern and glob in turn (tested).
+    """
+
+    __slots__ = ("patterns", "negations", "groups", "rel_rx", "name_rx", "excludes")
+
+    def __init__(self, patterns: list, excludes: tuple[str, ...]):
+        self.patterns = patterns
+        self.excludes = excludes
+        self.negations = any(p.negate for p in patterns)
+        grouped: dict = {}
+        for p in patterns:
+            on_name = p.name_only is not None
+            grouped.setdefault((p.base, p.dir_only, on_name, p.lead), []).append(
+                p.name_only if on_name else p.regex.pattern)
+        self.groups = []  # (folder prefix, dir_only, matched against the name, alternation, lead)
+        for (base, dir_only, on_name, lead), rxs in grouped.items():
+            alt = "|".join(f"(?:{x})" for x in rxs)
+            self.groups.append((base + "/" if base else "", dir_only, on_name,
+                                re.compile(f"(?:{alt})$" if on_name else alt), lead))
+        norm = os.path.normcase
+        self.rel_rx = self.name_rx = None
+        if excludes:
+            rel = [fnmatch.translate(norm(g)) for g in excludes]
+            rel += [fnmatch.translate(norm(g.rstrip("/") + "/*")) for g in excludes]
+            self.rel_rx = re.compile("|".join(f"(?:{x})" for x in rel))
+            self.name_rx = re.compile("|".join(f"(?:{fnmatch.translate(norm(g))})" for g in excludes))
+
+    def skip(self, rel: str, name: str, is_dir: bool) -> bool:
+        if self.rel_rx is not None:
+            norm = os.path.normcase
+            if self.rel_rx.match(norm(rel)) or self.name_rx.match(norm(name)):
+                return True
+        for base, dir_only, on_name, rx, lead in self.groups:
+            if dir_only and not is_dir or base and not rel.startswith(base):
+                continue
+            if rx.match(name) if on_name else rx.match(lead + rel[len(base):]):
+                break
+        else:
+            return False
+        return True if not self.negations else _ignored(self.patterns, rel, is_dir)
+
+
+def _git_root_patterns(start: Path) -> tuple[Optional[Path], list[_Pattern]]:
+    """.gitignore files of the enclosing repository above ``start`` (outermost first)."""
+    chain = []
+    cur = start.resolve()
+    root = None
+    while True:
+        chain.append(cur)
+        if (cur / ".git").exists():
+            root = cur
+            break
+        if cur.parent == cur:
+            break
+        cur = cur.parent
+    if root is None:
+        return None, []
+    pats: list[_Pattern] = []
+    chain.reverse()
+    here = start.resolve()
+    for d in chain[:-1]:  # the start folder's own .gitignore is read by the walk
+        # an anchored pattern is relative to its .gitignore's folder: it sees the path from there
+        lead = here.relative_to(d).as_posix() + "/"
+        pats += _read_gitignore(str(d), "", lead)
+    return root, pats
+
+
+def discover(
+    paths: Iterable[str],
+    suffixes: tuple[str, ...],
+    excludes=(),  # globs, or a function of a folder argument giving its globs
+    respect_gitignore: bool = True,
+    errors: Optional[list] = None,
+    skipped: Optional[list] = None,
+    special: Optional[list] = None,
+) -> Iterator[str]:
+    """Yield candidate files (explicit files first in argument order; a folder's files in no set order).
+
+    A folder that cannot be listed is appended to ``errors`` as (path, reason), when given.  Only
+    regular files (or links to them) are yielded: a FIFO, socket, device, broken link or link to a
+    folder met in a walk goes to ``skipped`` as (path, reason); one named explicitly goes to
+    ``special`` (the caller reports it as an error) and is never opened.
+    """
+    seen: set[str] = set()
+    for arg in paths:
+        try:
+            st = os.stat(arg)
+        except (OSError, ValueError):
+            st = None
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            ex = tuple(excludes(arg)) if callable(excludes) else excludes  # per folder: globs anchored elsewhere
+            found = _git_walk(arg, suffixes, ex, skipped) if respect_gitignore else None
+            if found is None:  # not in a git work tree, or no git: the walker reads the .gitignore files
+                outer = _git_root_patterns(Path(arg))[1] if respect_gitignore else []
+                found = _walk(arg, outer, suffixes, ex, respect_gitignore, errors, skipped)
+            for f in found:
+                if f not in seen:
+                    seen.add(f)
+                    yield f
+            continue
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            if special is not None and arg not in seen:
+                special.append((arg, describe_special(arg)))
+            seen.add(arg)
+            continue
+        # explicit files are always processed (a missing one is reported by the reader)
+        if arg not in seen:
+            seen.add(arg)
+            yield arg
+
+
+def _git_list(folder: str) -> Optional[list[str]]:
+    """git's entries for the files under ``folder`` (tracked, and untracked that no ignore rule
+    covers: every ``.gitignore`` of the repository, parents' included, ``.git/info/exclude`` and
+    ``core.excludesFile``), relative to it; None when it is not in a git work tree or git fails.
+
+    Each entry starts with git's tag (``-t``): ``? path`` for an untracked file (a nested repository
+    that is not a submodule: its folder with a final ``/``); ``H mode object stage\tpath`` for one in
+    the index, listed once more tagged ``R`` when it is deleted from the work tree and ``C`` when it
+    changed there (``-d``, ``-m``).  ``core.fsmonitor`` is turned off: the repository's configuration
+    never starts a program."""
+    import subprocess
+
+    try:
+        r = subprocess.run(["git", "-c", "core.fsmonitor=false", "-C", folder, "ls-files", "-z", "-t", "-s", "-c",
+                            "-o", "-d", "-m", "--exclude-standard", "--", "."],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    except (OSError, ValueError):
+        return None
+    if r.returncode != 0:
+        return None
+    return os.fsdecode(r.stdout).split("\0")
+
+
+def _git_walk(top: str, suffixes, excludes, skipped: Optional[list] = None) -> Optional[Iterator[str]]:
+    """The files under ``top`` in scope, from git's own list (see :func:`_git_list`); None when git
+    cannot give it (then the walker is used).
+
+    The rest of the walker's rules hold on top of git's: the skipped folders (``SKIP_DIRS``,
+    ``*.egg-info``, a folder holding ``pyvenv.cfg``), the ``--exclude`` globs, regular files only
+    (a file deleted from the work tree is passed over).  A nested repository and a checked out
+    submodule are listed by git in their own folder.  Only untracked files, links and files that
+    changed in the work tree cost a ``stat`` here; git vouches for the others."""
+    entries = _git_list(top)
+    if entries is None or not any(entries):
+        return None  # git has nothing there: a folder named on the command line that git ignores is walked
+    return _git_files(top, "", entries, suffixes, _Filter([], excludes) if excludes else None, skipped)
+
+
+def _git_files(top: str, prefix: str, entries: list, suffixes, filt, skipped) -> Iterator[str]:
+    candidates: dict = {}  # rel -> whether it needs a look at the work tree
+    nested, venvs, gone, changed, links = [], set(), set(), set(), []
+    for ent in entries:
+        tag = ent[:1]
+        if tag == "?":
+            rel = prefix + ent[2:]
+            if rel.endswith("/"):  # a nested repository
+                nested.append(rel[:-1])
+                continue
+            look = True
+        elif tag:
+            head, _, rel = ent.partition("\t")
+            rel = prefix + rel
+            if tag == "R":
+                gone.add(rel)
+                continue
+            if tag == "C":
+                changed.add(rel)
+                continue
+            mode = head[2:8]
+            if mode == "160000":  # a submodule
+                nested.append(rel)
+                continue
+            look = mode == "120000" or tag not in "HM"  # a link; skip-worktree (S) and others: look
+        else:
+            continue
+        if rel.endswith(suffixes):
+            candidates[rel] = candidates.get(rel, False) or look
+        elif rel.endswith("pyvenv.cfg") and (rel == prefix + "pyvenv.cfg" or rel.endswith("/pyvenv.cfg")):
+            venvs.add(rel[: -len("/pyvenv.cfg")] if "/" in rel else "")
+        elif look and skipped is not None:
+            links.append(rel)  # untracked or a link: one to a folder is reported as skipped, as the walker does
+    ok: dict = {"": True}
+    if prefix:
+        ok[prefix[:-1]] = True  # a nested repository's folder was checked as an entry of the one above
+    venvs.discard(prefix[:-1] if prefix else "")  # the folder scanned is scanned, whatever it holds
+
+    def folder_ok(d: str) -> bool:
+        v = ok.get(d)
+        if v is None:
+            up, _, name = d.rpartition("/")
+            v = ok[d] = (folder_ok(up) and name not in SKIP_DIRS and not name.endswith(".egg-info")
+                         and d not in venvs and not (filt is not None and filt.skip(d, name, True)))
+        return v
+
+    base = top if top.endswith(os.sep) else top + os.sep  # as os.path.join(top, rel) writes it
+    for rel, look in candidates.items():
+        if rel in gone:  # in the index, deleted from the work tree
+            continue
+        d, _, name = rel.rpartition("/")
+        if not folder_ok(d) or filt is not None and filt.skip(rel, name, False):
+            continue
+        path = base + rel
+        if not look and rel not in changed:
+            yield path
+            continue
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISREG(st.st_mode):
+            yield path
+            continue
+        try:
+            regular = st is not None and stat.S_ISLNK(st.st_mode) and os.path.isfile(path)
+        except OSError:
+            regular = False
+        if regular:
+            yield path
+        elif skipped is not None:
+            skipped.append((path, describe_special(path) + "; only regular files are read"))
+    for rel in links:
+        d = rel.rpartition("/")[0]
+        if folder_ok(d) and os.path.islink(base + rel) and os.path.isdir(base + rel):
+            skipped.append((base + rel, "a symbolic link to a folder; links to folders are not followed"))
+    for rel in nested:
+        if not folder_ok(rel):
+            continue
+        folder = base + rel
+        if not os.path.lexists(os.path.join(folder, ".git")):
+            continue  # a submodule that is not checked out
+        sub = _git_list(folder)
+        if sub is None:  # a repository git cannot read: the walker reads its .gitignore files
+            yield from _walk(folder, [], suffixes, _sub_globs(filt, rel), True, None, skipped)
+            continue
+        yield from _git_files(top, rel + "/", sub, suffixes, filt, skipped)
+
+
+def _sub_globs(filt, rel: str) -> tuple:
+    """The exclude globs of ``filt`` as seen from its folder ``rel`` (for a walk started there)."""
+    if filt is None or not getattr(filt, "excludes", None):
+        return ()
+    from .config import glob_for_folder
+
+    return tuple(g for g in (glob_for_folder(g, rel) for g in filt.excludes) if g is not None)
+
+
+def _walk(top: str, outer: list[_Pattern], suffixes, excludes, respect_gitignore,
+          errors: Optional[list] = None, skipped: Optional[list] = None) -> Iterator[str]:
+    """Files under ``top`` in scope, in no particular order (callers sort what they report).
+
+    One ``scandir`` per folder and no other system call for plain entries: a folder's own
+    ``.gitignore`` and ``pyvenv.cfg`` are seen among its entries, and ``rel`` paths are built only
+    when a pattern or an exclude needs them.  A source-named entry is yielded only when it is a
+    regular file or a link to one (the entry's type costs nothing; a link costs one ``stat``).
+    Links to folders are not followed.
+    """
+    stack = [("", outer)]
+    filters: dict = {}  # id of a pattern list -> its compiled filter (sibling folders share one list)
+    while stack:
+        rel_dir, pats = stack.pop()
+        full_dir = os.path.join(top, rel_dir) if rel_dir else top
+        try:
+            with os.scandir(full_dir) as it:
+                entries = list(it)
+        except OSError as e:
+            if errors is not None:
+                errors.append((full_dir, e.strerror or str(e)))
+            continue
+        names = [e.name for e in entries]
+        if rel_dir and "pyvenv.cfg" in names:
+            continue  # a virtual environment, whatever its folder is called
+        if respect_gitignore and ".gitignore" in names:
+            own = _read_gitignore(full_dir, rel_dir)
+            if own:
+                pats = pats + own
+        filt = None
+        if pats or excludes:
+            filt = filters.get(id(pats))
+            if filt is None or filt.patterns is not pats:
+                filt = filters[id(pats)] = _Filter(pats, excludes)
+        for e in entries:
+            name = e.name
+            try:
+                is_dir = e.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if is_dir:
+                if name in SKIP_DIRS or name.endswith(".egg-info"):
+                    continue
+                rel = f"{rel_dir}/{name}" if rel_dir else name
+                if filt is not None and filt.skip(rel, name, True):
+                    continue
+                stack.append((rel, pats))
+            elif name.endswith(suffixes):
+                if filt is not None and filt.skip(f"{rel_dir}/{name}" if rel_dir else name, name, False):
+                    continue
+                try:
+                    regular = e.is_file()  # follows a link; FIFOs, sockets and devices are not files
+                except OSError:
+                    regular = False
+                if not regular:
+                    if skipped is not None:
+                        skipped.append((e.path, describe_special(e.path) + "; only regular files are read"))
+                    continue
+                yield e.path
+            elif skipped is not None and e.is_symlink():
+                try:
+                    linked_dir = e.is_dir()
+                except OSError:
+                    linked_dir = False
+                if linked_dir:
+                    skipped.append((e.path, "a symbolic link to a folder; links to folders are not followed"))
+
+
+# ---------------------------------------------------------------- reading
