@@ -31,6 +31,7 @@ import libcst as cst
 
 from .. import codes
 from ..findings import Applicability, Edit, Finding, Fix
+from . import definition_rules as texts
 from .cst_util import is_docstring
 
 CODE_DEFINITION = codes.LEGACY_API_DEFINITION
@@ -42,25 +43,20 @@ def find(ctx, intrinsic: str) -> list[Finding]:
     facts = ctx.rules.python_api
     if not facts:
         return []
-    helpers = facts.get("helpers", {})
-    helper_names = set(helpers.get("names", []))
-    offset_re = re.compile(helpers.get("offset_param", "_offset$"))
+    op = facts.get("helpers", {}).get("op")
     out = []
     for stmt in ctx.module.body:
         if not isinstance(stmt, cst.FunctionDef):
             continue
         name = stmt.name.value
         if name == intrinsic:
-            f = definition(ctx, stmt, facts.get("definition", {}))
+            f = definition(ctx, stmt, facts)
             if f is not None:
                 out.append(f)
-        elif name in helper_names:
-            params = [p.name.value for p in stmt.params.params]
-            if sum(1 for p in params if offset_re.search(p)) >= 2:
-                out.append(_finding(ctx, stmt, CODE_HELPER, helpers.get("op"), "reader", (
-                    f"runtime helper `{name}({', '.join(params)})` takes the legacy shape (a pointer and an offset "
-                    "per side); under access pointers the code generator prints one pointer per side: give it a "
-                    f"pointer-only form and change the printer that calls it in the same change"), None))
+            continue
+        message = texts.helper_message(facts, name, [p.name.value for p in stmt.params.params])
+        if message is not None:
+            out.append(_finding(ctx, stmt, CODE_HELPER, op, "reader", message, None))
     return out
 
 
@@ -71,61 +67,45 @@ def definition(ctx, fdef: cst.FunctionDef, facts: dict) -> Optional[Finding]:
     if names != legacy or params.star_arg not in (cst.MaybeSentinel.DEFAULT, None) or params.kwonly_params \
             or params.star_kwarg is not None or params.posonly_params:
         return None
-    target = ctx.target
-    new_params = list(target.python_params)
-    signature = f"{fdef.name.value}({', '.join(new_params[:-1])}, {new_params[-1]}=None)"
-    op = facts.get("op")
-    why = _upstream_shape(ctx, fdef, legacy, facts)
-    emit = facts.get("emit", {}).get(target.name)
-    if why is None and emit is None:
-        why = f"the rules hold no rewrite of the definition for {target.name}"
-    if why is not None:
-        return _finding(ctx, fdef, CODE_DEFINITION, op, "definition", (
-            f"the tree's own definition of ptx_cp_async keeps the legacy signature; change it by hand to "
-            f"`def {signature}` building `{op}` from the access pointers, together with its callers: {why}"), None)
-    fix = _rewrite(ctx, fdef, new_params, op, emit)
-    return _finding(ctx, fdef, CODE_DEFINITION, op, "definition", (
-        f"the tree's own definition of ptx_cp_async keeps the legacy signature; migrate it to `def {signature}` "
-        "with its callers (its docstring still describes the legacy parameters)"), fix)
+    why = _upstream_shape(ctx, fdef, legacy, facts.get("definition", {}))
+    message, emit = texts.definition_message(facts, fdef.name.value, ctx.target, why)
+    fix = _rewrite(ctx, fdef, facts, emit) if emit is not None else None
+    return _finding(ctx, fdef, CODE_DEFINITION, facts.get("definition", {}).get("op"), "definition", message, fix)
 
 
 def _upstream_shape(ctx, fdef: cst.FunctionDef, legacy: list[str], facts: dict) -> Optional[str]:
     """None when the body is the upstream one: an optional docstring and a forward of every parameter."""
     if any(p.default is not None for p in fdef.params.params):
-        return "a parameter has a default value, so a caller may leave it out"
+        return texts.HAS_DEFAULTS
     body = list(fdef.body.body) if isinstance(fdef.body, cst.IndentedBlock) else []
     if body and is_docstring(body[0]):
         body = body[1:]
     if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine) or len(body[0].body) != 1 \
             or not isinstance(body[0].body[0], cst.Return):
-        return "its body is not a single forward to TVM's wrapper"
+        return texts.NOT_ONE_FORWARD
     value = body[0].body[0].value
     if not isinstance(value, cst.Call):
-        return "its body does not return a call"
+        return texts.NOT_A_CALL
     forwards = set(facts.get("forwards_to", []))
     if not (ctx.qnames(value.func) & forwards):
-        return f"it returns `{ctx.node_text(value.func)}(...)`, not TVM's wrapper"
+        return texts.not_tvm_wrapper(ctx.node_text(value.func))
     args = [a.value.value if isinstance(a.value, cst.Name) and a.keyword is None and not a.star else None
             for a in value.args]
     if args != legacy:
-        return "it does not forward its parameters unchanged and in order"
+        return texts.NOT_IN_ORDER
     return None
 
 
-def _rewrite(ctx, fdef: cst.FunctionDef, new_params: list[str], op: str, emit: dict) -> Fix:
-    values = {f"p{i}": p for i, p in enumerate(new_params)}
+def _rewrite(ctx, fdef: cst.FunctionDef, facts: dict, emit: dict) -> Fix:
     ps, _ = ctx.span(fdef.params.params[0])
     _, pe = ctx.span(fdef.params.params[-1])
-    params_text = emit["params"].format(**values)
     body = list(fdef.body.body)
-    start = 1 if is_docstring(body[0]) else 0
-    ret = body[start]
+    ret = body[1 if is_docstring(body[0]) else 0]
     line = ctx.pos(ret).start.line
     indent = re.match(r"[ \t]*", ctx.lines[line - 1]).group(0)
     rs = ctx.starts[line - 1]
     _, re_ = ctx.span(ret)  # the return statement, from its line's start to its end
-    body_text = emit["body"].format(indent=indent, nl=ctx.newline, op=op, **values)
-    body_text = body_text[: -len(ctx.newline)] if body_text.endswith(ctx.newline) else body_text
+    params_text, body_text = texts.new_text(facts, emit, ctx.target, indent, ctx.newline)
     edits = [Edit(ps, pe, params_text), Edit(rs, re_, body_text)]
     return Fix(edits, Applicability.SAFE, [], ctx.rules.steps(ctx.legacy.name, ctx.target.name))
 

@@ -25,6 +25,7 @@ from typing import Callable, Optional
 
 from .. import codes
 from ..findings import Applicability, Edit, Finding, Fix, line_starts
+from . import definition_rules as texts
 
 CODE_DEFINITION = codes.LEGACY_API_DEFINITION
 CODE_HELPER = codes.LEGACY_RUNTIME_HELPER
@@ -70,9 +71,7 @@ def find(tree: ast.Module, text: str, path: str, options, intrinsic: str, qualif
     facts = options.rules.python_api
     if not facts:
         return []
-    helpers = facts.get("helpers", {})
-    helper_names = set(helpers.get("names", []))
-    offset_re = re.compile(helpers.get("offset_param", "_offset$"))
+    helper_names = set(facts.get("helpers", {}).get("names", []))
     src = None
     out = []
     for stmt in tree.body:
@@ -84,16 +83,13 @@ def find(tree: ast.Module, text: str, path: str, options, intrinsic: str, qualif
             src = _Text(text)
         _indented(stmt, src)
         if stmt.name == intrinsic:
-            f = _definition(stmt, src, path, options, facts.get("definition", {}), qualify)
+            f = _definition(stmt, src, path, options, facts, qualify)
             if f is not None:
                 out.append(f)
-        else:
-            params = [a.arg for a in stmt.args.args]
-            if sum(1 for p in params if offset_re.search(p)) >= 2:
-                out.append(_finding(stmt, src, path, CODE_HELPER, helpers.get("op"), "reader", (
-                    f"runtime helper `{stmt.name}({', '.join(params)})` takes the legacy shape (a pointer and an "
-                    "offset per side); under access pointers the code generator prints one pointer per side: give "
-                    "it a pointer-only form and change the printer that calls it in the same change"), None))
+            continue
+        message = texts.helper_message(facts, stmt.name, [a.arg for a in stmt.args.args])
+        if message is not None:
+            out.append(_finding(stmt, src, path, CODE_HELPER, facts["helpers"].get("op"), "reader", message, None))
     return out
 
 
@@ -104,22 +100,11 @@ def _definition(fdef, src: _Text, path: str, options, facts: dict, qualify) -> O
     if [x.arg for x in a.args] != legacy or a.vararg is not None or a.kwonlyargs or a.kwarg is not None \
             or a.posonlyargs:
         return None
-    target = options.target
-    new_params = list(target.python_params)
-    signature = f"{fdef.name}({', '.join(new_params[:-1])}, {new_params[-1]}=None)"
-    op = facts.get("op")
-    why = _upstream_shape(fdef, src, legacy, facts, qualify)
-    emit = facts.get("emit", {}).get(target.name)
-    if why is None and emit is None:
-        why = f"the rules hold no rewrite of the definition for {target.name}"
-    if why is not None:
-        return _finding(fdef, src, path, CODE_DEFINITION, op, "definition", (
-            f"the tree's own definition of ptx_cp_async keeps the legacy signature; change it by hand to "
-            f"`def {signature}` building `{op}` from the access pointers, together with its callers: {why}"), None)
-    fix = _rewrite(fdef, src, new_params, op, emit, rules, target)
-    return _finding(fdef, src, path, CODE_DEFINITION, op, "definition", (
-        f"the tree's own definition of ptx_cp_async keeps the legacy signature; migrate it to `def {signature}` "
-        "with its callers (its docstring still describes the legacy parameters)"), fix)
+    why = _upstream_shape(fdef, src, legacy, facts.get("definition", {}), qualify)
+    message, emit = texts.definition_message(facts, fdef.name, options.target, why)
+    fix = _rewrite(fdef, src, facts, emit, rules, options.target) if emit is not None else None
+    return _finding(fdef, src, path, CODE_DEFINITION, facts.get("definition", {}).get("op"), "definition", message,
+                    fix)
 
 
 def _indented(fdef, src: _Text) -> None:
@@ -138,46 +123,40 @@ def _own_lines(body: list) -> None:
 
 def _upstream_shape(fdef, src: _Text, legacy: list[str], facts: dict, qualify) -> Optional[str]:
     if fdef.args.defaults:
-        return "a parameter has a default value, so a caller may leave it out"
+        return texts.HAS_DEFAULTS
     body = list(fdef.body)
     _own_lines(body)
     if body and _is_docstring(body[0]):
         body = body[1:]
     if len(body) != 1 or not isinstance(body[0], ast.Return):
-        return "its body is not a single forward to TVM's wrapper"
+        return texts.NOT_ONE_FORWARD
     value = body[0].value
     if not isinstance(value, ast.Call):
-        return "its body does not return a call"
+        return texts.NOT_A_CALL
     forwards = set(facts.get("forwards_to", []))
     q = qualify(value.func)
     if q is None or q not in forwards:
         text = src.segment(value.func)
         if src.text[src.end(value.func):].lstrip().startswith(")"):
             raise Undecided  # parentheses around the callee: libcst's text includes them
-        return f"it returns `{text}(...)`, not TVM's wrapper"
+        return texts.not_tvm_wrapper(text)
     if value.keywords or any(isinstance(x, ast.Starred) for x in value.args):
-        return "it does not forward its parameters unchanged and in order"
+        return texts.NOT_IN_ORDER
     args = [x.id if isinstance(x, ast.Name) else None for x in value.args]
     if args != legacy:
-        return "it does not forward its parameters unchanged and in order"
+        return texts.NOT_IN_ORDER
     return None
 
 
-def _rewrite(fdef, src: _Text, new_params: list[str], op: str, emit: dict, rules, target) -> Fix:
-    values = {f"p{i}": p for i, p in enumerate(new_params)}
+def _rewrite(fdef, src: _Text, facts: dict, emit: dict, rules, target) -> Fix:
     ps = src.start(fdef.args.args[0])
     pe = src.end(fdef.args.args[-1])  # (no defaults: _upstream_shape)
-    params_text = emit["params"].format(**values)
     body = list(fdef.body)
-    start = 1 if _is_docstring(body[0]) else 0
-    ret = body[start]
-    line = ret.lineno
-    indent = re.match(r"[ \t]*", src.lines[line - 1]).group(0)
-    rs = src.starts[line - 1]
-    re_ = src.end(ret)
-    body_text = emit["body"].format(indent=indent, nl=src.newline, op=op, **values)
-    body_text = body_text[: -len(src.newline)] if body_text.endswith(src.newline) else body_text
-    edits = [Edit(ps, pe, params_text), Edit(rs, re_, body_text)]
+    ret = body[1 if _is_docstring(body[0]) else 0]
+    indent = re.match(r"[ \t]*", src.lines[ret.lineno - 1]).group(0)
+    rs = src.starts[ret.lineno - 1]
+    params_text, body_text = texts.new_text(facts, emit, target, indent, src.newline)
+    edits = [Edit(ps, pe, params_text), Edit(rs, src.end(ret), body_text)]
     return Fix(edits, Applicability.SAFE, [], rules.steps(rules.legacy.name, target.name))
 
 
