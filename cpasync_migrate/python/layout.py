@@ -444,9 +444,7 @@ def _render(node, col: int, indent: str, tail: int, style: _Style, top: bool = F
         last = i == len(node.args) - 1
         for c in a.leading:
             lines.append(inner + c)
-        sep = "," if not last or comma else ""
-        after = sep + ("  " + a.trailing if a.trailing else "")
-        room = str_width(after) + (tail + 1 if last and not close_own else 0)
+        after, room = _after_arg(a, last, comma, close_own, tail)
         sub = _render(a.node, iw + len(a.prefix), inner, room, style)
         lines.append(inner + a.prefix + sub[0])
         lines.extend(sub[1:])
@@ -460,6 +458,14 @@ def _render(node, col: int, indent: str, tail: int, style: _Style, top: bool = F
     return lines
 
 
+def _after_arg(a, last: bool, comma: bool, close_own: bool, tail: int) -> tuple[str, int]:
+    """The text after an argument on its line (its comma, its comment) and the columns that line needs
+    beyond the argument (that text, and for the last argument the ")" and what follows the call when
+    the ")" does not go on a line of its own)."""
+    after = ("," if not last or comma else "") + ("  " + a.trailing if a.trailing else "")
+    return after, str_width(after) + (tail + 1 if last and not close_own else 0)
+
+
 def _fits_aligned(node: _Call, col: int, tail: int, style: _Style, comma: bool, close_own: bool) -> bool:
     """Every argument fits on its line at the column after "(" (else the call is split the hanging way)."""
     acol = col + str_width(node.head) + 1
@@ -467,10 +473,7 @@ def _fits_aligned(node: _Call, col: int, tail: int, style: _Style, comma: bool, 
         t = a.node.flat()
         if t is None:
             return False
-        last = i == len(node.args) - 1
-        room = (1 if not last or comma else 0) + (str_width("  " + a.trailing) if a.trailing else 0)
-        if last and not close_own:
-            room += 1 + tail
+        _, room = _after_arg(a, i == len(node.args) - 1, comma, close_own, tail)
         if acol + str_width(a.prefix + t) + room > style.width:
             return False
     return True
@@ -486,9 +489,7 @@ def _aligned(node: _Call, col: int, indent: str, tail: int, style: _Style, comma
         if i:
             for c in a.leading:
                 lines.append(pad + c)
-        sep = "," if not last or comma else ""
-        after = sep + ("  " + a.trailing if a.trailing else "")
-        room = str_width(after) + (tail + 1 if last and not close_own else 0)
+        after, room = _after_arg(a, last, comma, close_own, tail)
         sub = _render(a.node, acol + len(a.prefix), pad, room, style)
         head = (node.head + "(") if i == 0 else pad
         lines.append(head + a.prefix + sub[0])
