@@ -23,40 +23,11 @@ from typing import Optional
 
 from cpasync_migrate.verify.bundle import CROSSCHECK_BYTES, kernel_items, write_bundle
 from cpasync_migrate.verify.options import VerifyOptions
+from fixture_args import fixture_options
 
 
 # ---------------------------------------------------------------------------------------------- sources
 # Each source is a dict: category, name, old, new, target, source, binds, expect (None / verdict / dict).
-def _generation_of(rules, text: str) -> str:
-    names = [g.name for g in rules.generations]
-    t = text.split("==", 1)[-1].strip()
-    if t in names:
-        return t
-    if t == "latest":
-        return names[-1]
-    return rules.generation_for_version(t).name
-
-
-def _fixture_options(rules, args: list) -> dict:
-    out = {"target": "0.1.8", "source": None, "binds": {}}
-    i = 0
-    while i < len(args):
-        key, _, val = args[i].partition("=")
-        if key in ("--target", "--from", "--bind"):
-            if not val and i + 1 < len(args):
-                val = args[i + 1]
-                i += 1
-            if key == "--target":
-                out["target"] = _generation_of(rules, val)
-            elif key == "--from":
-                out["source"] = _generation_of(rules, val)
-            else:
-                n, _, v = val.partition("=")
-                out["binds"][n] = v
-        i += 1
-    return out
-
-
 def _read(p: str) -> str:
     with open(p, "rb") as f:
         return f.read().decode("utf-8-sig")
@@ -83,7 +54,7 @@ def python_fixture_sources(directory: str, rules) -> list:
             continue
         cfgp = os.path.join(directory, stem + ".toml")
         cfg = tomllib.loads(_read(cfgp)) if os.path.exists(cfgp) else {}
-        opt = _fixture_options(rules, cfg.get("args", []))
+        opt = fixture_options(rules, cfg.get("args", []))
         old = _read(os.path.join(directory, fn))
         if "ptx_cp_async" not in old:
             continue
