@@ -68,20 +68,25 @@ def parse_bytes(data: bytes) -> tree_sitter.Tree:
 # non-ASCII characters only (found by a regular expression, in C), instead of one entry per
 # character built in a Python loop (most of the C++ front end's time on such a file).
 # ``CPASYNC_MIGRATE_SPARSE_OFFSETS=0`` switches back to the per-character map;
-# tests/test_cpp.py checks that both give the same offsets.
+# tests/test_cpp_offsets.py checks that both give the same offsets.
 SPARSE_OFFSETS = os.environ.get("CPASYNC_MIGRATE_SPARSE_OFFSETS", "1") != "0"
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
-def _dense_offsets(text: str) -> list[int]:
-    """Byte offset of the start of each character, and the end; bisect maps back."""
-    offs = []
-    pos = 0
-    for ch in text:
+class _DenseOffsets:
+    """Character offset of a byte offset, from the byte offset of every character (and of the end)."""
+
+    def __init__(self, text: str):
+        offs = []
+        pos = 0
+        for ch in text:
+            offs.append(pos)
+            pos += len(ch.encode("utf-8", "surrogatepass"))
         offs.append(pos)
-        pos += len(ch.encode("utf-8", "surrogatepass"))
-    offs.append(pos)
-    return offs
+        self.offs = offs
+
+    def char(self, byte_offset: int) -> int:
+        return bisect.bisect_left(self.offs, byte_offset)
 
 
 class _SparseOffsets:
@@ -100,8 +105,8 @@ class _SparseOffsets:
             ch = m.group()
             n = len(ch.encode("utf-8", "surrogatepass"))
             total += n - 1
-            # the character starts at byte (char offset + extra before it) and ends n bytes later
-            ends.append(m.start() + total - (n - 1) + n)
+            # it starts at byte m.start() + (extra before it) and ends n bytes later
+            ends.append(m.start() + total + 1)
             extra.append(total)
         self.ends, self.extra = ends, extra
 
@@ -124,7 +129,7 @@ class Source:
         elif SPARSE_OFFSETS:
             self._b2c = _SparseOffsets(text)
         else:
-            self._b2c = _dense_offsets(text)
+            self._b2c = _DenseOffsets(text)
 
     # -- positions -------------------------------------------------------
     @property
@@ -138,8 +143,6 @@ class Source:
         """Character offset of a byte offset (a character boundary)."""
         if self._b2c is None:
             return byte_offset
-        if type(self._b2c) is list:
-            return bisect.bisect_left(self._b2c, byte_offset)
         return self._b2c.char(byte_offset)
 
     def span(self, node) -> tuple[int, int]:
