@@ -401,6 +401,9 @@ DEFINITIONS = [
     "    return _op.ptx_cp_async(dtype, shared_ptr, shared_offset, global_ptr, global_offset, bytes)\n",
     "import cutlass.cute as cute\n\n\n@cute.jit\n@other(\n    1)\ndef cp_async_gs_conditional(size, dst, dst_offset,"
     " src, src_offset, cond):\n    pass\n",
+    # `def` and the name on two lines joined by a backslash
+    f"import tvm\ndef \\\n ptx_cp_async({_LEGACY_PARAMS}):\n    return tvm.tir.ptx_cp_async({_LEGACY_PARAMS})\n"
+    "T.ptx_cp_async(a, b, 16)\n",
     # the new signature already (no finding), extra parameters (no finding)
     "def ptx_cp_async(dst_access_ptr, src_access_ptr, bytes, predicate=None):\n    return 1\n",
     f"def ptx_cp_async({_LEGACY_PARAMS}, *rest):\n    return 1\n",

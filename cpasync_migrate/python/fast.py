@@ -102,8 +102,9 @@ def findings(text: str, path: str, options: FrontEndOptions) -> Optional[Analysi
 def decide(text: str, path: str, options: FrontEndOptions):
     """(findings or None, why libcst decides or what decided it): ``findings`` with its reason, for the benchmark."""
     names = [INTRINSIC, *options.rules.python_api.get("helpers", {}).get("names", [])]
-    may_define = re.search(r"\bdef\s+(?:%s)\b" % "|".join(map(re.escape, names)), text) is not None
-    if not may_define and not may_call(text):
+    may_define = re.search(r"\bdef(?:\s|\\)+(?:%s)\b" % "|".join(map(re.escape, names)), text) is not None
+    calls = may_call(text)
+    if not may_define and not calls:
         return Analysis([]), "text"
     try:
         tree = ast.parse(text)
@@ -111,7 +112,7 @@ def decide(text: str, path: str, options: FrontEndOptions):
         return None, "syntax"
     defined = []
     s = None
-    if _defines(tree, options):
+    if may_define and _defines(tree, options):
         if not DECIDE_DEFINITIONS:
             return None, "definition"
         from . import definitions_ast
@@ -121,7 +122,7 @@ def decide(text: str, path: str, options: FrontEndOptions):
             defined = definitions_ast.find(tree, text, path, options, INTRINSIC, lambda e: qualify(e, s))
         except (definitions_ast.Undecided, Undecided):
             return None, "definition"
-    if not may_call(text):
+    if not calls:
         return Analysis(defined), "text"
     if s is None:
         s = scan(tree)
