@@ -57,8 +57,11 @@ def _salt(rules_dir: Optional[str]) -> bytes:
     import importlib.util
     import sys
 
-    from .rules import rules_dir as default_rules
+    from .rules import RULES_ENV, rules_dir as default_rules
 
+    memo = (rules_dir, os.environ.get(RULES_ENV))  # the folder is looked up once per process and setting
+    if memo in _SALT:
+        return _SALT[memo]
     folder = rules_dir or str(default_rules())
     if folder not in _SALT:
         h = hashlib.sha256(f"cpasync-migrate cache {FORMAT}\0{sys.version}\0".encode())
@@ -73,6 +76,7 @@ def _salt(rules_dir: Optional[str]) -> bytes:
                     data = fh.read()
                 h.update(f"rules/{name}:{len(data)}\0".encode() + data)
         _SALT[folder] = h.digest()
+    _SALT[memo] = _SALT[folder]
     return _SALT[folder]
 
 
@@ -137,6 +141,11 @@ def prepare(settings) -> None:
         _salt(settings.rules_dir)
 
 
+def salt(settings) -> bytes:
+    """The digest every key of this run starts from (the tool's code, its parsers, the rules)."""
+    return _salt(settings.rules_dir)
+
+
 def key(settings, path: str, language: str, raw: bytes, kind: str = "analysis", line_length: int = 88) -> str:
     import hashlib
 
@@ -168,6 +177,15 @@ def _read(directory: str, k: str):
     except OSError:
         pass
     return data
+
+
+def read_json(directory: str, k: str):
+    """The JSON value stored under ``k``, or None (another module's entry: the stat memo)."""
+    return _read(directory, k)
+
+
+def write_json(directory: str, k: str, obj) -> None:
+    _write(directory, k, obj)
 
 
 def _write(directory: str, k: str, obj) -> None:

@@ -74,6 +74,12 @@ def front_end_options(settings: RunSettings, line_length: int = 88) -> FrontEndO
 
 
 _LINE_LENGTHS: dict = {}  # (pyproject path, mtime, size) -> its line length
+_NEAREST: dict = {}  # folder -> its nearest pyproject.toml (Path or None), for one run (forget_folders)
+
+
+def forget_folders() -> None:
+    """Forget which pyproject.toml each folder has (a run starts: files may have come or gone)."""
+    _NEAREST.clear()
 
 
 def line_length_of(path: str) -> int:
@@ -84,7 +90,11 @@ def line_length_of(path: str) -> int:
 
     from .config import find_pyproject
 
-    pp = find_pyproject(Path(os.path.dirname(os.path.abspath(path))))
+    folder = os.path.dirname(os.path.abspath(path))
+    if folder in _NEAREST:
+        pp = _NEAREST[folder]
+    else:
+        pp = _NEAREST[folder] = find_pyproject(Path(folder))
     if pp is None:
         return 88
     try:

@@ -1,7 +1,9 @@
 """The byte prefilter: which files of the tree are worth parsing at all.
 
 Only files that contain the intrinsic's name (or a helper's, ``files.NEEDLES``) go on to a front
-end.  This runs once per file of the tree, in the worker processes.
+end.  This runs once per file of the tree, in the worker processes.  With a stat memo in ``MEMO``
+(``stat_memo.py``; the runner sets it before the workers are forked), a file an earlier run read
+and rejected, unchanged since, is not read again.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from . import files
 _BLOCK = 1 << 18  # bytes per read; a file that fills a whole block is searched through a memory map
 _MMAP = True  # tests turn the memory map off to exercise the block loop
 _READV = hasattr(os, "readv")
+MEMO = None  # a stat_memo.StatMemo, or None: every file is read
 
 
 def select(chunk):
@@ -30,6 +33,8 @@ def select(chunk):
     find = buf.find
     opn, cls, rd = os.open, os.close, os.readv if _READV else None
     flags = files._OPEN_READ  # non-blocking: a FIFO put in place of a file after the walk cannot stall the run
+    memo = MEMO
+    st = None
     out = []
     with memoryview(buf) as mv:
         bufs = [mv[:block]]
@@ -37,6 +42,13 @@ def select(chunk):
             if pe[1]:
                 out.append(pe)
                 continue
+            if memo is not None:
+                try:
+                    st = os.stat(pe[0])
+                except OSError:
+                    st = None
+                if st is not None and memo.clean(pe[0], st):
+                    continue
             try:
                 fd = opn(pe[0], flags)
             except OSError:
@@ -57,6 +69,8 @@ def select(chunk):
                 cls(fd)
             if hit:
                 out.append(pe)
+            elif st is not None:
+                memo.note(pe[0], st)
     return out
 
 

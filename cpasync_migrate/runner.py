@@ -17,8 +17,8 @@ import os
 import sys
 from typing import Optional
 
-from . import discovery, files, prefilter
-from .engine import RunSettings, error_outcome, language_of, process_file
+from . import discovery, files, prefilter, stat_memo
+from .engine import RunSettings, error_outcome, forget_folders, language_of, process_file
 from .findings import FileOutcome
 from .gitrev import changed_since, since_filter
 from .pool import ForkPool as _ForkPool  # looked up at run time, so a run can be given another pool
@@ -102,9 +102,11 @@ class _Names:
 _SETTINGS: Optional[RunSettings] = None
 
 
-def _init_worker(settings: RunSettings) -> None:
+def _init_worker(settings: RunSettings, memo=None) -> None:
     global _SETTINGS
     _SETTINGS = settings
+    if memo is not None:
+        prefilter.MEMO = memo  # a spawned worker (the executor pool): the parent's memo, as pickled
 
 
 def _process(pe):
@@ -112,9 +114,12 @@ def _process(pe):
 
 
 def _answer(task):
-    """A worker's job: a chunk to prefilter ("pre") or a file to process ("file")."""
+    """A worker's job: a chunk to prefilter ("pre": the hits, and the stat memo's entries gathered
+    for the chunk) or a file to process ("file")."""
     kind, arg = task
-    return prefilter.select(arg) if kind == "pre" else _process(arg)
+    if kind == "pre":
+        return prefilter.select(arg), (prefilter.MEMO.take() if prefilter.MEMO is not None else {})
+    return _process(arg)
 
 
 def _size(path: str) -> int:
@@ -143,7 +148,7 @@ def _crash_outcome(path: str, why: str) -> FileOutcome:
     return error_outcome(path, language_of(path) or "python", f"internal error: {why}; file left unchanged")
 
 
-def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome, names: "_Names") -> None:
+def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome, names: "_Names", on_memo) -> None:
     """Prefilter and process with forked workers.
 
     Prefilter chunks go out as the walk produces them (at most ``DEPTH`` outstanding per
@@ -181,7 +186,11 @@ def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome, na
             return
         status, value = msg
         if kind == "pre":
-            found(value if status == "ok" else prefilter.select(arg))
+            if status == "ok":
+                on_memo(value[1])
+                found(value[0])
+            else:
+                found(prefilter.select(arg))
         else:
             on_outcome(value if status == "ok" else _crash_outcome(arg[0], value))
 
@@ -224,19 +233,32 @@ def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome, na
         pool.close()
 
 
-def _run_executor(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome, names: "_Names") -> None:
+def _run_executor(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome, names: "_Names", on_memo) -> None:
     """The same work with a ``ProcessPoolExecutor`` (where ``os.fork`` does not exist)."""
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(settings,)) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
+                             initargs=(settings, prefilter.MEMO)) as pool:
         hits = []
-        for batch in pool.map(prefilter.select, _chunks(pairs, CHUNK)):
+        for batch, memo in pool.map(_answer, (("pre", c) for c in _chunks(pairs, CHUNK))):
+            on_memo(memo)
             on_hits(len(batch))
             hits.extend(t for t in map(names.admit, batch) if t is not None)
         hits += names.release()
         hits.sort(key=lambda pe: -_size(pe[0]))
         for o in pool.map(_process, hits):
             on_outcome(o)
+
+
+def _stat_memo(settings: RunSettings, paths) -> tuple:
+    """(the stat memo for this run, its key), or (None, None) without the results cache or with the
+    memo switched off."""
+    if not (settings.cache_dir and stat_memo.ENABLED):
+        return None, None
+    from . import cache
+
+    k = stat_memo.memo_key(cache.salt(settings), paths)
+    return stat_memo.load(settings.cache_dir, k, cache.read_json), k
 
 
 def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 1, respect_gitignore=True,
@@ -262,6 +284,11 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
             scanned += 1
             yield pe
 
+    forget_folders()
+    memo, memo_key = _stat_memo(settings, paths)
+    gathered: dict = {}  # the stat memo's entries for the next run
+    prefilter.MEMO = memo
+
     with _progress(show_progress and not quiet) as progress:
         def on_outcome(o) -> None:
             if o is not None:
@@ -278,9 +305,16 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
             for task in names.release():
                 on_outcome(process_file(task[0], settings, *task[1:]))
         elif (pool or ("fork" if hasattr(os, "fork") else "executor")) == "fork":
-            _run_forked(pairs(), jobs, settings, progress.hits, on_outcome, names)
+            _run_forked(pairs(), jobs, settings, progress.hits, on_outcome, names, gathered.update)
         else:
-            _run_executor(pairs(), jobs, settings, progress.hits, on_outcome, names)
+            _run_executor(pairs(), jobs, settings, progress.hits, on_outcome, names, gathered.update)
+    prefilter.MEMO = None
+    if memo is not None:
+        gathered.update(memo.take())  # what this process read itself (-j 1, or a chunk a dead worker left)
+        if not unlisted:  # a folder that could not be listed: its entries stay as they were
+            from . import cache
+
+            stat_memo.save(settings.cache_dir, memo_key, memo, gathered, cache.write_json)
     if unlisted or special:
         for folder, why in unlisted:
             outcomes.append(error_outcome(folder, "folder", f"cannot list this folder ({why}); the files in it "
