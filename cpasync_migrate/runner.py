@@ -4,7 +4,7 @@ With ``-j N`` (N > 1) the work goes to N forked worker processes over pipes (whe
 ``os.fork`` exists; elsewhere a ``ProcessPoolExecutor``).  The main process walks the
 tree and hands out chunks of paths; a worker reads each file of a chunk for the
 intrinsic's name and sends back the hits; hits then go out one file at a time,
-largest first, to whichever worker is free.  Results are sorted by path, so the
+dearest first (``_cost``), to whichever worker is free.  Results are sorted by path, so the
 output does not depend on the number of workers or on timing.
 
 The jobs this schedules live in their own modules: ``gitrev`` (``--since``), ``prefilter``
@@ -129,6 +129,35 @@ def _size(path: str) -> int:
         return 0
 
 
+# A Python file with a call of the intrinsic that passes no access pointer (a legacy call, most likely)
+# goes to libcst, whose import alone costs more than parsing most files: such files go out first.
+_LEGACY_LOOKING = None
+_LIBCST_COST = 1 << 26  # in bytes of file: ahead of every file that is only large
+
+
+def _cost(path: str) -> int:
+    """A guess of what processing ``path`` costs, to hand out the dearest first (the order changes no
+    result: outcomes are sorted by path).  Its size, and for a Python file that looks as if it holds a
+    legacy call, the price of libcst on top."""
+    n = _size(path)
+    if not path.endswith(files.PYTHON_SUFFIXES):
+        return n
+    global _LEGACY_LOOKING
+    if _LEGACY_LOOKING is None:
+        import re
+
+        _LEGACY_LOOKING = re.compile(rb"ptx_cp_async\s*\((?:(?!access_ptr)[^)]){0,400}\)")
+    try:
+        fd = os.open(path, files._OPEN_READ)
+        try:
+            data = os.read(fd, 1 << 20)
+        finally:
+            os.close(fd)
+    except OSError:
+        return n
+    return n + _LIBCST_COST if _LEGACY_LOOKING.search(data) else n
+
+
 def _chunks(pairs, size: int):
     chunk = []
     for p in pairs:
@@ -169,7 +198,7 @@ def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome, na
         tasks = [t for t in map(names.admit, pes) if t is not None]
         if release:
             tasks += names.release()
-        hits.extend((_size(t[0]), t) for t in tasks)
+        hits.extend((_cost(t[0]), t) for t in tasks)
         hits.sort(key=lambda x: x[0])
 
     def prefiltering() -> bool:
@@ -245,7 +274,7 @@ def _run_executor(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome, 
             on_hits(len(batch))
             hits.extend(t for t in map(names.admit, batch) if t is not None)
         hits += names.release()
-        hits.sort(key=lambda pe: -_size(pe[0]))
+        hits.sort(key=lambda pe: -_cost(pe[0]))
         for o in pool.map(_process, hits):
             on_outcome(o)
 

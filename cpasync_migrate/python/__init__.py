@@ -7,7 +7,8 @@ Two passes (the layout of this package, by job):
 - ``rewrite.py``: the libcst pass for the rest, its checks in ``checks/`` (``legacy_call``,
   ``access_ptr_call``) over ``context.py`` (metadata), ``bindings.py`` (declarations, aliases,
   dtypes), ``imports.py`` (the emitted alias), ``reach.py`` (which calls reach the intrinsic),
-  ``smem.py``, ``callers.py``, ``definitions.py`` and ``layout.py``.
+  ``smem.py``, ``callers.py``, ``definitions.py`` and ``layout.py``;
+- ``reparse.py``: whether a rewritten text still parses.
 
 ``tests/test_python_fastpath.py`` checks that the two passes agree wherever the first answers.
 """
@@ -32,6 +33,6 @@ def analyze(text: str, path: str, options: FrontEndOptions, fast: bool = True) -
 
 
 def reparse_problem(old_text: str, new_text: str) -> Optional[str]:
-    from .rewrite import reparse_problem as rp
+    from .reparse import reparse_problem as rp  # the standard library's parser, else libcst
 
     return rp(old_text, new_text)
