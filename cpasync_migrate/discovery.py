@@ -239,6 +239,8 @@ def _git_list(folder: str) -> Optional[list[str]]:
     the index, listed once more tagged ``R`` when it is deleted from the work tree and ``C`` when it
     changed there (``-d``, ``-m``).  ``core.fsmonitor`` is turned off: the repository's configuration
     never starts a program."""
+    if not _maybe_in_git(folder):
+        return None
     import subprocess
 
     try:
@@ -250,6 +252,22 @@ def _git_list(folder: str) -> Optional[list[str]]:
     if r.returncode != 0:
         return None
     return os.fsdecode(r.stdout).split("\0")
+
+
+def _maybe_in_git(folder: str) -> bool:
+    """False only when git could not find a repository for ``folder``: no ``.git`` entry (a folder, or
+    the file of a linked work tree or submodule) in it or any folder above, and no ``GIT_DIR`` or
+    ``GIT_WORK_TREE`` in the environment.  Spares a tree outside git the start of a git process."""
+    if os.environ.get("GIT_DIR") or os.environ.get("GIT_WORK_TREE"):
+        return True
+    cur = os.path.abspath(folder)
+    while True:
+        if os.path.lexists(os.path.join(cur, ".git")):
+            return True
+        up = os.path.dirname(cur)
+        if up == cur:
+            return False
+        cur = up
 
 
 def _git_walk(top: str, suffixes, excludes, skipped: Optional[list] = None) -> Optional[Iterator[str]]:

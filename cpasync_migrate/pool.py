@@ -146,7 +146,6 @@ def _read_message(fd: int):
 def _worker_loop(t_r: int, r_w: int, handler: Callable) -> None:  # pragma: no cover - runs in the child
     import pickle
     import signal
-    import traceback
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends a worker quietly; the parent reports it
     code = 0
@@ -158,6 +157,8 @@ def _worker_loop(t_r: int, r_w: int, handler: Callable) -> None:  # pragma: no c
             try:
                 answer = ("ok", handler(task))
             except Exception:  # noqa: BLE001 - the parent turns it into a finding for that file
+                import traceback  # only now: its import would delay every worker's first task
+
                 answer = ("error", traceback.format_exc(limit=3).strip().splitlines()[-1])
             data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
             view = memoryview(len(data).to_bytes(8, "little") + data)

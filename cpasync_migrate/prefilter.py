@@ -47,6 +47,7 @@ def select(chunk):
                     st = os.stat(pe[0])
                 except OSError:
                     st = None
+                    memo.forget(pe[0])
                 if st is not None and memo.clean(pe[0], st):
                     continue
             try:

@@ -118,7 +118,7 @@ def _answer(task):
     for the chunk) or a file to process ("file")."""
     kind, arg = task
     if kind == "pre":
-        return prefilter.select(arg), (prefilter.MEMO.take() if prefilter.MEMO is not None else {})
+        return prefilter.select(arg), (prefilter.MEMO.take() if prefilter.MEMO is not None else ({}, []))
     return _process(arg)
 
 
@@ -311,11 +311,20 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
         nonlocal scanned
         for pe in _discovered(paths, excludes, respect_gitignore, since_set, unlisted, skipped, special):
             scanned += 1
+            if memo is not None and not pe[1]:
+                walked.append(pe[0])
             yield pe
 
     forget_folders()
     memo, memo_key = _stat_memo(settings, paths)
-    gathered: dict = {}  # the stat memo's entries for the next run
+    fresh: dict = {}  # the stat memo's new entries (from every process) ...
+    stale: set = set()  # ... and the paths whose old entry no longer holds
+    walked: list = []  # the paths the prefilter looked at
+
+    def on_memo(taken) -> None:
+        fresh.update(taken[0])
+        stale.update(taken[1])
+
     prefilter.MEMO = memo
 
     with _progress(show_progress and not quiet) as progress:
@@ -334,16 +343,16 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
             for task in names.release():
                 on_outcome(process_file(task[0], settings, *task[1:]))
         elif (pool or ("fork" if hasattr(os, "fork") else "executor")) == "fork":
-            _run_forked(pairs(), jobs, settings, progress.hits, on_outcome, names, gathered.update)
+            _run_forked(pairs(), jobs, settings, progress.hits, on_outcome, names, on_memo)
         else:
-            _run_executor(pairs(), jobs, settings, progress.hits, on_outcome, names, gathered.update)
+            _run_executor(pairs(), jobs, settings, progress.hits, on_outcome, names, on_memo)
     prefilter.MEMO = None
     if memo is not None:
-        gathered.update(memo.take())  # what this process read itself (-j 1, or a chunk a dead worker left)
+        on_memo(memo.take())  # what this process read itself (-j 1, or a chunk a dead worker left)
         if not unlisted:  # a folder that could not be listed: its entries stay as they were
             from . import cache
 
-            stat_memo.save(settings.cache_dir, memo_key, memo, gathered, cache.write_json)
+            stat_memo.save(settings.cache_dir, memo_key, memo, memo.entries(walked, fresh, stale), cache.write_json)
     if unlisted or special:
         for folder, why in unlisted:
             outcomes.append(error_outcome(folder, "folder", f"cannot list this folder ({why}); the files in it "

@@ -41,33 +41,50 @@ def stat_key(st: os.stat_result) -> list:
 class StatMemo:
     """The entries of one memo: path -> ``stat_key`` of a file read and found without the name.
 
-    ``clean(path, st)`` says whether the file may be skipped (and keeps its entry for the next
-    memo); ``note(path, st)`` records a file just read and rejected, unless it changed too
-    recently to be sure (see the module docstring).  ``fresh`` holds what this process added or
-    kept since the last ``take``: worker processes send theirs to the parent.
+    ``clean(path, st)`` says whether the file may be skipped; ``note(path, st)`` records a file just
+    read and rejected, unless it changed too recently to be sure (see the module docstring);
+    ``forget(path)`` drops the entry of a file that could not be looked at.  Only what changes
+    travels: ``take`` gives the entries noted and the paths whose old entry no longer holds since
+    the last call (a worker process sends them to the parent with each chunk's answer), and
+    ``entries`` builds the next memo from the paths walked.
     """
 
-    __slots__ = ("old", "fresh", "limit_ns")
+    __slots__ = ("old", "fresh", "stale", "limit_ns")
 
     def __init__(self, old: Optional[dict] = None, now_ns: Optional[int] = None):
         self.old = old or {}
         self.fresh: dict = {}
+        self.stale: list = []
         self.limit_ns = (time.time_ns() if now_ns is None else now_ns) - RACY_NS
 
     def clean(self, path: str, st: os.stat_result) -> bool:
         k = self.old.get(path)
-        if k is not None and k == stat_key(st):
-            self.fresh[path] = k
+        if k is None:
+            return False
+        if k == stat_key(st):
             return True
+        self.stale.append(path)
         return False
+
+    def forget(self, path: str) -> None:
+        if path in self.old:
+            self.stale.append(path)
 
     def note(self, path: str, st: os.stat_result) -> None:
         if st.st_mtime_ns < self.limit_ns and st.st_ctime_ns < self.limit_ns:
             self.fresh[path] = stat_key(st)
 
-    def take(self) -> dict:
-        """The entries gathered here since the last call (a worker's answer to the parent)."""
-        out, self.fresh = self.fresh, {}
+    def take(self) -> tuple[dict, list]:
+        """(entries noted, paths whose old entry no longer holds) since the last call."""
+        out = self.fresh, self.stale
+        self.fresh, self.stale = {}, []
+        return out
+
+    def entries(self, walked, fresh: dict, stale: set) -> dict:
+        """The next memo: the old entries of the paths walked that still hold, and the ``fresh`` ones."""
+        old = self.old
+        out = {p: old[p] for p in walked if p in old and p not in stale}
+        out.update(fresh)
         return out
 
 
@@ -86,8 +103,8 @@ def load(directory: str, key: str, read) -> StatMemo:
     return StatMemo(d["entries"] if ok else {})  # a malformed entry compares unequal: that file is read
 
 
-def save(directory: str, key: str, memo: StatMemo, gathered: dict, write) -> None:
-    """Store ``gathered`` (every entry of this run) under ``key`` when it differs from what was loaded."""
-    if gathered == memo.old:
+def save(directory: str, key: str, memo: StatMemo, entries: dict, write) -> None:
+    """Store ``entries`` (the next memo, ``StatMemo.entries``) under ``key`` when they differ from what was loaded."""
+    if entries == memo.old:
         return
-    write(directory, key, {"format": FORMAT, "entries": gathered})
+    write(directory, key, {"format": FORMAT, "entries": entries})

@@ -158,3 +158,26 @@ def test_verbose_names_what_git_s_list_leaves_out_as_the_walker_does(tmp_path):
     fifo = "skipped ./pipe.py: a FIFO (named pipe); only regular files are read"
     assert lines[True] == [link, fifo]
     assert lines[False] == [link], "git lists no FIFO at all: it is neither read nor named"
+
+
+def test_a_tree_with_no_git_folder_above_starts_no_git_process(tmp_path, monkeypatch):
+    from cpasync_migrate import discovery
+
+    tree = tmp_path / "tree"
+    write(tree / "sub" / "k.py", LEGACY)
+    if any((p / ".git").exists() for p in [tree, *tree.parents]):
+        pytest.skip("the temporary folder lies inside a git repository")
+    monkeypatch.delenv("GIT_DIR", raising=False)
+    monkeypatch.delenv("GIT_WORK_TREE", raising=False)
+
+    def no_git(*a, **k):
+        raise AssertionError("git was started")
+
+    monkeypatch.setattr(subprocess, "run", no_git)
+    assert discovery._git_list(str(tree / "sub")) is None
+    assert not discovery._maybe_in_git(str(tree / "sub"))
+    (tree / ".git").write_text("gitdir: /elsewhere/.git/worktrees/tree\n")  # a linked work tree's .git file
+    assert discovery._maybe_in_git(str(tree / "sub"))
+    (tree / ".git").unlink()
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "repo.git"))
+    assert discovery._maybe_in_git(str(tree / "sub"))

@@ -142,7 +142,7 @@ def test_an_entry_needs_the_same_inode(tmp_path):
     p.write_text(PLAIN)
     memo = stat_memo.StatMemo(now_ns=p.stat().st_ctime_ns + stat_memo.RACY_NS + 1)
     memo.note(str(p), p.stat())
-    again = stat_memo.StatMemo(memo.take())
+    again = stat_memo.StatMemo(memo.take()[0])
     assert again.clean(str(p), p.stat())
     q = tmp_path / "g.py"
     q.write_text(PLAIN)
@@ -150,3 +150,15 @@ def test_an_entry_needs_the_same_inode(tmp_path):
     os.replace(q, p)  # another file under the name, same size
     os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert not again.clean(str(p), p.stat())
+
+
+def test_a_deleted_or_changed_file_leaves_the_memo(tree, tmp_path, settled):
+    cache = tmp_path / "cache"
+    _report(tree, cache, "-j", "2")
+    assert "plain1.py" in _memo_entries(cache) and "plain2.py" in _memo_entries(cache)
+    (tree / "pkg" / "plain1.py").unlink()
+    (tree / "pkg" / "plain2.py").write_text(LEGACY)  # now a site: read and kept out of the memo
+    second = _report(tree, cache, "-j", "2")
+    entries = _memo_entries(cache)
+    assert "plain1.py" not in entries and "plain2.py" not in entries and "plain3.py" in entries
+    assert any(f["path"].endswith("plain2.py") for f in second["findings"])
