@@ -23,6 +23,20 @@ NEEDLE = b"ptx_cp_async"
 NEEDLES = (NEEDLE, b"cp_async_gs", b"CpAsyncAssembly")
 
 
+def _common_part(needles) -> bytes:
+    """The longest byte string every needle contains (searched first: one pass rules most files out)."""
+    first = min(needles, key=len)
+    for n in range(len(first), 0, -1):
+        for i in range(len(first) - n + 1):
+            part = first[i : i + n]
+            if all(part in x for x in needles):
+                return part
+    return b""
+
+
+COMMON = _common_part(NEEDLES)  # b"sync"
+
+
 def has_needle(data) -> bool:
     return any(n in data for n in NEEDLES)
 

@@ -492,3 +492,18 @@ def test_a_folder_that_cannot_be_listed_is_an_error_not_a_silent_gap(tmp_path, m
         assert o.path == str(tmp_path / "locked") and "cannot list this folder (Permission denied)" in o.error
         assert [f.code for f in o.findings] == ["CPA900"] and scanned == 1
         assert report.exit_code(outs, "check") == 2
+
+
+def test_prefilter_finds_each_needle_and_the_common_part_alone_is_not_a_hit(tmp_path):
+    from cpasync_migrate import files, prefilter
+
+    assert files.COMMON and all(files.COMMON in n for n in files.NEEDLES)
+    f = tmp_path / "k.cc"
+    for needle in files.NEEDLES:
+        for pad in (0, 1, 7, 1000):
+            f.write_bytes(b"x" * pad + needle + b"\n")
+            assert prefilter.worth_parsing(str(f), False), (needle, pad)
+    f.write_bytes(b"__syncthreads(); cp_async_wait<0>(); // " + files.COMMON * 3 + b"\n")
+    assert not prefilter.worth_parsing(str(f), False)
+    assert files._common_part((b"abcd", b"xbcdy", b"bcd")) == b"bcd"
+    assert files._common_part((b"abc", b"xyz")) == b""
