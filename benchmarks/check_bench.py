@@ -294,6 +294,11 @@ def bench_check(args, tool, rg, sg, tree) -> dict:
         cmds[off] = (f"{var}=0 {q(tool)} --check --no-cache {q(str(tree))}", (1,))
         names.append(off)
         short[off] = off
+    for var in getattr(args, "warm_switch_off", None) or []:
+        off = f"warm, {var}=0"
+        cmds[off] = (f"{var}=0 {q(tool)} --check {q(str(tree))}", (1,))
+        names.append(off)
+        short[off] = off
     say("\n## --check on the tree")
     say(f"results cache of the warm runs: {ENV[CACHE_ENV]} (emptied now; the warm-up run fills it)")
     shutil.rmtree(ENV[CACHE_ENV], ignore_errors=True)
@@ -330,7 +335,9 @@ def bench_check(args, tool, rg, sg, tree) -> dict:
         say(f"\n{n}: peak memory summed over its process tree (sampled): {tree_mb[n]:.0f} MB")
     say("ratios are paired: the median over rounds of the two commands' time ratio in that round")
     say("cold: every file that names the intrinsic is parsed (a first run, or --no-cache); warm: the same tree "
-        "again with its results cache (a CI job that restores the cache, a pre-commit hook, a second local run)")
+        "again with its results cache and stat memo (a second local run, a pre-commit hook); a CI job that restores "
+        "the cache into a fresh checkout reads every file again (new inodes and times: the stat memo misses), as the "
+        "row with CPASYNC_MIGRATE_STAT_MEMO=0 does (--warm-switch-off)")
 
     verdicts = []
     say("\ntargets:")
@@ -599,6 +606,9 @@ def main(argv=None) -> int:
     ap.add_argument("--switch-off-row", action="store_true",
                     help="also time the cold run with the fast pass's access-pointer decisions off "
                          "(CPASYNC_MIGRATE_FAST_NEW_FORM=0), paired in the same rounds")
+    ap.add_argument("--warm-switch-off", metavar="VAR", action="append",
+                    help="also time the warm run with the switch VAR set to 0 (repeatable; "
+                         "CPASYNC_MIGRATE_STAT_MEMO: a CI job that restores the cache into a fresh checkout)")
     ap.add_argument("--switch-off", metavar="VAR", action="append",
                     help="also time the cold run with the speed-up switch VAR set to 0 (repeatable: one row each, "
                          "e.g. CPASYNC_MIGRATE_FAST_DEFINITIONS, CPASYNC_MIGRATE_SPARSE_OFFSETS), paired in the "

@@ -137,11 +137,15 @@ def error_outcome(path: str, language: str, message: str, line: Optional[int] = 
     return out
 
 
+NOT_CACHED = object()  # process_file(only_cached=True): the results cache holds no analysis of the file
+
+
 def process_file(path: str, settings: RunSettings, explicit: bool = False,
-                 no_write: Optional[str] = None) -> Optional[FileOutcome]:
+                 no_write: Optional[str] = None, only_cached: bool = False) -> Optional[FileOutcome]:
     """Process one file.  Returns None when the byte prefilter rules it out.
 
     ``no_write``: why write mode must not write this file (the runner's rules on links), if so.
+    ``only_cached``: return ``NOT_CACHED`` instead of analysing a file the results cache does not know.
     """
     language = language_of(path) or ("python" if explicit else None)
     if language is None:
@@ -166,6 +170,8 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
 
         ck = cache.key(settings, path, language, raw, line_length=line_length)
         analysis = cache.load_analysis(settings.cache_dir, ck, path)
+    if analysis is None and only_cached:
+        return NOT_CACHED
     fresh = analysis is None
     if fresh:
         fe, opts = front_end(language), front_end_options(settings, line_length)

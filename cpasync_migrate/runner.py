@@ -18,7 +18,7 @@ import sys
 from typing import Optional
 
 from . import discovery, files, prefilter, stat_memo
-from .engine import RunSettings, error_outcome, forget_folders, language_of, process_file
+from .engine import NOT_CACHED, RunSettings, error_outcome, forget_folders, language_of, process_file
 from .findings import FileOutcome
 from .gitrev import changed_since, since_filter
 from .pool import ForkPool as _ForkPool  # looked up at run time, so a run can be given another pool
@@ -114,12 +114,36 @@ def _process(pe):
 
 
 def _answer(task):
-    """A worker's job: a chunk to prefilter ("pre": the hits, and the stat memo's entries gathered
-    for the chunk) or a file to process ("file")."""
+    """A worker's job: a chunk to prefilter ("pre", see ``_prefilter_chunk``) or a file to process ("file")."""
     kind, arg = task
-    if kind == "pre":
-        return prefilter.select(arg), (prefilter.MEMO.take() if prefilter.MEMO is not None else ({}, []))
-    return _process(arg)
+    return _prefilter_chunk(arg) if kind == "pre" else _process(arg)
+
+
+def _prefilter_chunk(chunk) -> tuple:
+    """(hits still to process, the stat memo's changes, [(pair, outcome)] of the hits already done).
+
+    In --check mode with the results cache, a hit whose analysis the cache holds is processed at
+    once, in the worker that found it (it costs less than sending it back): a warm run then finishes
+    its files while the tree is still being walked.  The parent keeps such an outcome only for a file
+    with one name (``_Names.admit``); any other hit is processed as before.
+    """
+    hits = prefilter.select(chunk)
+    done = []
+    s = _SETTINGS
+    if hits and s is not None and s.cache_dir and s.mode == "check" and EARLY_CACHED:
+        rest = []
+        for pe in hits:
+            o = process_file(pe[0], s, pe[1], only_cached=True)
+            if o is NOT_CACHED:
+                rest.append(pe)
+            else:
+                done.append((pe, o))
+        hits = rest
+    return hits, (prefilter.MEMO.take() if prefilter.MEMO is not None else ({}, [])), done
+
+
+# A switch (CPASYNC_MIGRATE_EARLY_CACHED=0: every hit waits for the walk, as before; a measuring switch).
+EARLY_CACHED = os.environ.get("CPASYNC_MIGRATE_EARLY_CACHED", "1") != "0"
 
 
 def _size(path: str) -> int:
@@ -193,9 +217,12 @@ def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome, na
     walk = _chunks(pairs, CHUNK)
     walking = True
 
-    def found(pes, release: bool = False) -> None:
-        on_hits(len(pes))
+    def found(pes, release: bool = False, done=()) -> None:
+        on_hits(len(pes) + len(done))
         tasks = [t for t in map(names.admit, pes) if t is not None]
+        for pe, outcome in done:
+            if names.admit(pe) is not None:  # a file with one name: its outcome stands
+                on_outcome(outcome)
         if release:
             tasks += names.release()
         hits.extend((_cost(t[0]), t) for t in tasks)
@@ -217,7 +244,7 @@ def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome, na
         if kind == "pre":
             if status == "ok":
                 on_memo(value[1])
-                found(value[0])
+                found(value[0], done=value[2])
             else:
                 found(prefilter.select(arg))
         else:
@@ -269,10 +296,13 @@ def _run_executor(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome, 
     with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
                              initargs=(settings, prefilter.MEMO)) as pool:
         hits = []
-        for batch, memo in pool.map(_answer, (("pre", c) for c in _chunks(pairs, CHUNK))):
+        for batch, memo, done in pool.map(_answer, (("pre", c) for c in _chunks(pairs, CHUNK))):
             on_memo(memo)
-            on_hits(len(batch))
+            on_hits(len(batch) + len(done))
             hits.extend(t for t in map(names.admit, batch) if t is not None)
+            for pe, outcome in done:
+                if names.admit(pe) is not None:  # a file with one name: its outcome stands
+                    on_outcome(outcome)
         hits += names.release()
         hits.sort(key=lambda pe: -_cost(pe[0]))
         for o in pool.map(_process, hits):
