@@ -4,12 +4,13 @@ With ``-j N`` (N > 1) the work goes to N forked worker processes over pipes (whe
 ``os.fork`` exists; elsewhere a ``ProcessPoolExecutor``).  The main process walks the
 tree and hands out chunks of paths; a worker reads each file of a chunk for the
 intrinsic's name and sends back the hits; hits then go out one file at a time,
-dearest first (``_cost``), to whichever worker is free.  Results are sorted by path, so the
+dearest first (``cost.cost_of``), to whichever worker is free.  Results are sorted by path, so the
 output does not depend on the number of workers or on timing.
 
 The jobs this schedules live in their own modules: ``gitrev`` (``--since``), ``prefilter``
-(the byte prefilter), ``pool`` (the forked workers), ``progress`` (the progress bar);
-``cpus`` gives the default number of workers.
+(the byte prefilter), ``stat_memo`` (the files a run need not read again), ``cost`` (the order in
+which hits go out), ``pool`` (the forked workers), ``progress`` (the progress bar); ``cpus`` gives
+the default number of workers.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from . import discovery, files, prefilter, stat_memo
 from .engine import NOT_CACHED, RunSettings, error_outcome, forget_folders, language_of, process_file
 from .findings import FileOutcome
 from .gitrev import changed_since, since_filter
+from .cost import cost_of
 from .pool import ForkPool as _ForkPool  # looked up at run time, so a run can be given another pool
 from .progress import progress as _progress
 
@@ -146,42 +148,6 @@ def _prefilter_chunk(chunk) -> tuple:
 EARLY_CACHED = os.environ.get("CPASYNC_MIGRATE_EARLY_CACHED", "1") != "0"
 
 
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
-
-
-# A Python file with a call of the intrinsic that passes no access pointer (a legacy call, most likely)
-# goes to libcst, whose import alone costs more than parsing most files: such files go out first.
-_LEGACY_LOOKING = None
-_LIBCST_COST = 1 << 26  # in bytes of file: ahead of every file that is only large
-
-
-def _cost(path: str) -> int:
-    """A guess of what processing ``path`` costs, to hand out the dearest first (the order changes no
-    result: outcomes are sorted by path).  Its size, and for a Python file that looks as if it holds a
-    legacy call, the price of libcst on top."""
-    n = _size(path)
-    if not path.endswith(files.PYTHON_SUFFIXES):
-        return n
-    global _LEGACY_LOOKING
-    if _LEGACY_LOOKING is None:
-        import re
-
-        _LEGACY_LOOKING = re.compile(rb"ptx_cp_async\s*\((?:(?!access_ptr)[^)]){0,400}\)")
-    try:
-        fd = os.open(path, files._OPEN_READ)
-        try:
-            data = os.read(fd, 1 << 20)
-        finally:
-            os.close(fd)
-    except OSError:
-        return n
-    return n + _LIBCST_COST if _LEGACY_LOOKING.search(data) else n
-
-
 def _chunks(pairs, size: int):
     chunk = []
     for p in pairs:
@@ -225,7 +191,7 @@ def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome, na
                 on_outcome(outcome)
         if release:
             tasks += names.release()
-        hits.extend((_cost(t[0]), t) for t in tasks)
+        hits.extend((cost_of(t[0]), t) for t in tasks)
         hits.sort(key=lambda x: x[0])
 
     def prefiltering() -> bool:
@@ -304,7 +270,7 @@ def _run_executor(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome, 
                 if names.admit(pe) is not None:  # a file with one name: its outcome stands
                     on_outcome(outcome)
         hits += names.release()
-        hits.sort(key=lambda pe: -_cost(pe[0]))
+        hits.sort(key=lambda pe: -cost_of(pe[0]))
         for o in pool.map(_process, hits):
             on_outcome(o)
 
