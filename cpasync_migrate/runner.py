@@ -345,7 +345,8 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
     prefilter.MEMO = None
     if memo is not None:
         on_memo(memo.take())  # what this process read itself (-j 1, or a chunk a dead worker left)
-        if not unlisted:  # a folder that could not be listed: its entries stay as they were
+        if not unlisted and since_set is None:  # a folder not listed, or --since (only some files were
+            # looked at): the memo of the whole walk stays as it was
             from . import cache
 
             stat_memo.save(settings.cache_dir, memo_key, memo, memo.entries(walked, fresh, stale), cache.write_json)

@@ -162,3 +162,24 @@ def test_a_deleted_or_changed_file_leaves_the_memo(tree, tmp_path, settled):
     entries = _memo_entries(cache)
     assert "plain1.py" not in entries and "plain2.py" not in entries and "plain3.py" in entries
     assert any(f["path"].endswith("plain2.py") for f in second["findings"])
+
+
+def test_a_since_run_uses_the_memo_and_leaves_it_whole(tree, tmp_path, settled):
+    import subprocess
+
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(tmp_path)}
+    git = ["git", "-C", str(tree), "-c", "user.email=t@example.invalid", "-c", "user.name=t"]
+    try:
+        subprocess.run(git + ["init", "-q"], check=True, capture_output=True, env=env)
+        subprocess.run(git + ["add", "-A"], check=True, capture_output=True, env=env)
+        subprocess.run(git + ["commit", "-qm", "t"], check=True, capture_output=True, env=env)
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("git is not usable here")
+    cache = tmp_path / "cache"
+    _report(tree, cache, "-j", "1")
+    before = _memo_entries(cache)
+    assert len(before) == 6
+    (tree / "pkg" / "plain0.py").write_text("y = 2\n")  # changed since HEAD
+    r = run_inproc("--check", "--since", "HEAD", "--cache-dir", cache, "-j", "1", ".", cwd=tree)
+    assert r.returncode == 0, r.stderr
+    assert _memo_entries(cache) == before  # not cut down to the files --since looked at
