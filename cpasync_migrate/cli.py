@@ -322,7 +322,6 @@ def run(args) -> int:
     if not args.paths:
         raise UsageError("no paths given (try: cpasync-migrate --diff path/)")
     stdin = _stdin_name(args)
-    select = _selection(args)
     if args.statistics and args.format != "text":
         raise UsageError(f"--statistics is a text report; --format {args.format} lists every finding")
     cfg: dict = {}
@@ -337,6 +336,7 @@ def run(args) -> int:
                 pp = None
             if pp is not None:
                 cfg = cfgmod.load(pp)
+    select = _selection(args, cfg)
     try:
         rules = load_rules()
     except (RulesError, FileNotFoundError) as e:
@@ -513,11 +513,10 @@ def _stdin_name(args) -> Optional[str]:
     return name
 
 
-def _selection(args):
-    """From --select/--ignore, whether a code is selected (None: neither given).  A prefix such as
-    ``CPA1`` stands for every code it starts; CPA900 (a file error) is always selected."""
-    if args.select is None and args.ignore is None:
-        return None
+def _selection(args, cfg: dict):
+    """From --select/--ignore (else ``select``/``ignore`` in the configuration), whether a code is selected
+    (None: neither given).  A prefix such as ``CPA1`` stands for every code it starts; CPA900 (a file error)
+    is always selected.  The file's lists are checked also where an option overrides them."""
     from .codes import CODES, FILE_ERROR
 
     def parse(option: str, values) -> tuple:
@@ -532,7 +531,17 @@ def _selection(args):
                 out.append(c)
         return tuple(out)
 
-    chosen, dropped = parse("--select", args.select), parse("--ignore", args.ignore)
+    lists = {}
+    for key in ("select", "ignore"):
+        where = f"{cfg.get('__file__')}: [tool.cpasync-migrate] {key} ="
+        from_file = parse(where, cfg[key]) if key in cfg else None
+        if key == "select" and from_file == ():
+            raise UsageError(f"{where} []: no code given (leave the key out to select every code)")
+        given = getattr(args, key)
+        lists[key] = (parse(f"--{key}", given), given is not None) if given is not None else (from_file, key in cfg)
+    (chosen, select_given), (dropped, ignore_given) = lists["select"], lists["ignore"]
+    if not select_given and not ignore_given:
+        return None
     if args.select is not None and not chosen:
         raise UsageError("--select: no code given")
 

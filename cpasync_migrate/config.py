@@ -32,6 +32,10 @@ KEYS = {
     "allow-read-only": _BOOL,
     "accept-partial-sets": _BOOL,
     "force-exclude": _BOOL,
+    "select": ("a list of strings (codes, or prefixes such as \"CPA1\")",
+               lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)),
+    "ignore": ("a list of strings (codes, or prefixes such as \"CPA1\")",
+               lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)),
 }
 
 

@@ -160,6 +160,35 @@ def test_select_and_ignore_choose_codes(tmp_path):
     assert r.returncode == 3 and "--select CPA77: no such code" in r.stderr
 
 
+def test_select_and_ignore_in_the_configuration(tmp_path):
+    write(tmp_path / "k.py", LEGACY)
+    write(tmp_path / "m.py", MANUAL)
+    pp = tmp_path / "pyproject.toml"
+
+    def codes(*args):
+        r = run_cli("--check", *args, ".", cwd=tmp_path)
+        return r.returncode, [ln.split(": ")[1].split()[0] for ln in r.stdout.splitlines()], r.stderr
+
+    write(pp, '[tool.cpasync-migrate]\nselect = ["CPA002"]\n')
+    assert codes()[:2] == (1, ["CPA002"])
+    assert codes("--select", "CPA001")[:2] == (1, ["CPA001"])  # the command line wins
+    write(pp, '[tool.cpasync-migrate]\nignore = ["cpa001", "CPA002"]\n')
+    assert codes()[:2] == (0, [])
+    assert codes("--ignore", "CPA002")[:2] == (1, ["CPA001"])  # --ignore replaces the file's list
+    write(pp, '[tool.cpasync-migrate]\nselect = ["CPA", "CPA77"]\n')
+    rc, _, err = codes()
+    assert rc == 3 and f"{pp}: [tool.cpasync-migrate] select = CPA77: no such code" in err
+    rc, _, err = codes("--select", "CPA001")  # checked also where the command line overrides it
+    assert rc == 3 and "select = CPA77" in err
+    write(pp, '[tool.cpasync-migrate]\nselect = []\n')
+    rc, _, err = codes()
+    assert rc == 3 and "no code given" in err
+    write(pp, '[tool.cpasync-migrate]\nignore = "CPA001"\n')
+    rc, _, err = codes()
+    assert rc == 3 and "ignore must be a list of strings" in err
+    assert codes("--isolated")[:2] == (1, ["CPA001", "CPA002"])
+
+
 def test_an_ignored_code_is_not_fixed(tmp_path):
     k = write(tmp_path / "k.py", LEGACY)
     r = run_cli("--diff", "--ignore", "CPA001", "k.py", cwd=tmp_path)
