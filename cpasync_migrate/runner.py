@@ -21,8 +21,8 @@ from typing import Optional
 from . import discovery, files, prefilter, stat_memo
 from .engine import NOT_CACHED, RunSettings, error_outcome, forget_folders, language_of, process_file
 from .findings import FileOutcome
-from .gitrev import changed_since, since_filter
 from .cost import cost_of
+from .gitrev import changed_since, since_filter
 from .pool import ForkPool as _ForkPool  # looked up at run time, so a run can be given another pool
 from .progress import progress as _progress
 
@@ -323,26 +323,28 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
 
     prefilter.MEMO = memo
 
-    with _progress(show_progress and not quiet) as progress:
-        def on_outcome(o) -> None:
-            if o is not None:
-                outcomes.append(o)
-            progress.advance()
+    try:
+        with _progress(show_progress and not quiet) as progress:
+            def on_outcome(o) -> None:
+                if o is not None:
+                    outcomes.append(o)
+                progress.advance()
 
-        if jobs <= 1:
-            for chunk in _chunks(pairs(), CHUNK):
-                for pe in prefilter.select(chunk):
-                    progress.hits(1)
-                    task = names.admit(pe)
-                    if task is not None:
-                        on_outcome(process_file(task[0], settings, *task[1:]))
-            for task in names.release():
-                on_outcome(process_file(task[0], settings, *task[1:]))
-        elif (pool or ("fork" if hasattr(os, "fork") else "executor")) == "fork":
-            _run_forked(pairs(), jobs, settings, progress.hits, on_outcome, names, on_memo)
-        else:
-            _run_executor(pairs(), jobs, settings, progress.hits, on_outcome, names, on_memo)
-    prefilter.MEMO = None
+            if jobs <= 1:
+                for chunk in _chunks(pairs(), CHUNK):
+                    for pe in prefilter.select(chunk):
+                        progress.hits(1)
+                        task = names.admit(pe)
+                        if task is not None:
+                            on_outcome(process_file(task[0], settings, *task[1:]))
+                for task in names.release():
+                    on_outcome(process_file(task[0], settings, *task[1:]))
+            elif (pool or ("fork" if hasattr(os, "fork") else "executor")) == "fork":
+                _run_forked(pairs(), jobs, settings, progress.hits, on_outcome, names, on_memo)
+            else:
+                _run_executor(pairs(), jobs, settings, progress.hits, on_outcome, names, on_memo)
+    finally:
+        prefilter.MEMO = None
     if memo is not None:
         on_memo(memo.take())  # what this process read itself (-j 1, or a chunk a dead worker left)
         if not unlisted and since_set is None:  # a folder not listed, or --since (only some files were
