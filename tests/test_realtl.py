@@ -240,6 +240,29 @@ def test_migrated_example_lowers_to_the_same_copies(legacy, migrated, example, t
 
 @pytest.mark.realtl
 @pytest.mark.skipif(os.environ.get("CPASYNC_REALTL") != "1", reason="opt-in: set CPASYNC_REALTL=1")
+def test_the_installed_tilelang_lints_as_its_own_api(envs):
+    """The lint of TileLang's own package (its Python and the C++ sources the wheel ships; the vendored
+    TVM left out): 0.1.7.post1 holds the legacy sites, its printer helpers among them; the migrated
+    releases (0.1.8 and the newest) pass, their printer helpers kept in the offset-taking shape that
+    takes empty offsets (CPA105 is not reported for it)."""
+    def lint(env: Path) -> tuple:
+        pkg = next(env.glob("lib/python3*/site-packages/tilelang"))
+        r = subprocess.run([sys.executable, "-m", "cpasync_migrate", "--check", "--no-cache", "--isolated",
+                            "--format", "json", "--exclude", "3rdparty", str(pkg)], capture_output=True, text=True)
+        found = json.loads(r.stdout)["findings"]
+        return r.returncode, sorted((f["path"][len(str(pkg)) + 1:], f["code"]) for f in found)
+
+    code, found = lint(envs["legacy"])
+    assert code == 1
+    helpers = [f for f in found if f[1] == "CPA105"]
+    assert helpers == [("src/target/ptx.cc", "CPA105")] * 2 + [("src/target/ptx.h", "CPA105")] * 2
+    assert {c for _, c in found} >= {"CPA101", "CPA102", "CPA103", "CPA006"}
+    for key in ("0.1.8", "latest"):
+        assert lint(envs[key]) == (0, []), key
+
+
+@pytest.mark.realtl
+@pytest.mark.skipif(os.environ.get("CPASYNC_REALTL") != "1", reason="opt-in: set CPASYNC_REALTL=1")
 def test_a_wrong_pointer_type_is_caught_by_real_lowering(envs, legacy, migrated, tmp_path):
     """The comparison has teeth: the classic mistake of typing the source pointer
     with the call's dtype (uint8) instead of the tensor's (float16) lowers fine

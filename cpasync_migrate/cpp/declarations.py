@@ -16,6 +16,11 @@ CPA105 (cpp-legacy-helper-signature)
 
     Fix: none (a person gives it a ``(dst_ptr, src_ptr, bytes[, predicate])`` form and updates
     its callers); a declaration and a definition are each reported.
+    Not reported: the helper as upstream's migration left it (tile-ai/tilelang PR #1590), which
+    kept the shape and made it take empty offsets: a definition whose body tests both offset
+    parameters for emptiness (``shared_elem_offset.empty()``, or ``== ""``), and a declaration
+    whose file defines a pointer-only overload of the same name that forwards ``""`` for both
+    offsets (``PrintCpAsyncAssembly(shared_ptr, "", global_ptr, "", bytes)``).
 
 CPA109 (cpp-macro-names-op)
     What: a ``#define`` whose body names ``ptx_cp_async()``.  Why: macro bodies are not
@@ -30,7 +35,7 @@ from typing import Optional
 
 from . import codes
 from .context import PendingSite
-from .source import ancestors, named, squash
+from .source import ancestors, named, nodes_of_types, squash
 
 
 class DeclarationChecks:
@@ -56,13 +61,52 @@ class DeclarationChecks:
             return
         if any(a.type in ("call_expression", "argument_list") for a in ancestors(fdecl)):
             return
+        if self._takes_empty_offsets(fdecl, fname, names[1], names[3]):
+            return
         self._tag = (self.cpp.helper_op, "reader")
         message = (
             f"helper `{fname}` takes the legacy shape ({', '.join(names[:5])}); with access pointers the offsets are "
-            "already in each pointer: give it a (dst_ptr, src_ptr, bytes[, predicate]) form and update its callers"
+            "already in each pointer: give it a (dst_ptr, src_ptr, bytes[, predicate]) form and update its callers, or "
+            "let it take empty offsets (test each with `.empty()`) and call it with \"\" for both"
         )
         self.sites.append(PendingSite(fdecl, codes.HELPER_SIGNATURE, message, op=self.cpp.helper_op, role="reader",
                                       function=self._declarator_name(fdecl)))
+
+    def _takes_empty_offsets(self, fdecl, fname: str, off1: str, off2: str) -> bool:
+        """Whether the helper is in the shape upstream's migration left it (see the module docstring):
+        its definition tests both offsets for emptiness, or (a declaration) its file defines a
+        pointer-only overload of the same name that forwards ``""`` for both offsets."""
+        parent = fdecl.parent
+        body = parent.child_by_field_name("body") if parent is not None and parent.type == "function_definition" \
+            else None
+        if body is not None:
+            text = self.text_of(body)
+            return all(re.search(rf'\b{re.escape(o)}\s*\.\s*empty\s*\(\s*\)|\b{re.escape(o)}\s*[!=]=\s*""'
+                                 rf'|""\s*[!=]=\s*{re.escape(o)}\b', text) for o in (off1, off2))
+        off = self.cpp.offset_param
+        for fn in self._fns:
+            decl = fn.child_by_field_name("declarator")
+            while decl is not None and decl.type != "function_declarator":
+                decl = decl.child_by_field_name("declarator")
+            if decl is None or decl is fdecl:
+                continue
+            inner = decl.child_by_field_name("declarator")
+            if inner is None or squash(self.text_of(inner)).split("::")[-1] != fname:
+                continue
+            params = decl.child_by_field_name("parameters")
+            pnames = [self._leaf_name(p.child_by_field_name("declarator")) for p in named(params)
+                      if p.type in ("parameter_declaration", "optional_parameter_declaration")] if params else []
+            if len(pnames) < 3 or any(off.search(n) for n in pnames):
+                continue  # not a pointer-only overload
+            for call in nodes_of_types(fn, ("call_expression",)):
+                callee = call.child_by_field_name("function")
+                args = call.child_by_field_name("arguments")
+                if callee is None or args is None or squash(self.text_of(callee)).split("::")[-1] != fname:
+                    continue
+                a = named(args)
+                if len(a) >= 5 and self.text_of(a[1]) == '""' and self.text_of(a[3]) == '""':
+                    return True
+        return False
 
     def _macro(self, m) -> None:
         val = m.child_by_field_name("value")
