@@ -68,6 +68,9 @@ class Generation:
     # Python: an expression giving the bits of a dtype expression at kernel build time ({T}: the
     # tilelang.language alias, {dtype}: the expression); None where the size must be a literal.
     dtype_bits: Optional[str] = None
+    # Python: the tilelang.language loop (``vectorized``) inside which the compiler widens a call
+    # by the loop's lanes when the widened copy is a cp.async width; None where it does not.
+    widening_loop: Optional[str] = None
 
     def size_meaning_for(self, op: Optional[str]) -> str:
         """What the size argument of ``op`` (an IR op name) counts in this generation."""
@@ -266,6 +269,8 @@ _GENERATION = _Table({
         "buffer_access_ptr": _OPT, "dst_rw": _OPT, "src_rw": _OPT,
         # an expression of a dtype's bits at kernel build time, where the size need not be a literal
         "dtype_bits": _OPT,
+        # the loop (T.<name>(N)) inside which the compiler widens the call by its N lanes
+        "widening_loop": _OPT,
     }),
     "cpp": _Table({"args": _REQ, "arity": _REQ, "num_inputs": _REQ, "size_meaning_per_op": _Data(required=False),
                    "tl_access_ptr": _OPT}),
@@ -412,6 +417,7 @@ def _gen_from(data: dict, source: str) -> Generation:
         cpp_num_inputs=_ints(cpp["num_inputs"]),
         tl_access_ptr=cpp.get("tl_access_ptr"),
         dtype_bits=py.get("dtype_bits"),
+        widening_loop=py.get("widening_loop"),
     )
 
 

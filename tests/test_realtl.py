@@ -238,6 +238,55 @@ def test_migrated_example_lowers_to_the_same_copies(legacy, migrated, example, t
     assert not failures, f"{example.name} under tilelang {new['tilelang']}:\n" + json.dumps(failures, indent=1)
 
 
+# One access-pointer copy of `count` float16 elements (or bytes) per kernel, inside a loop of the given kind.
+_SIZE_KERNEL = """import tilelang.language as T
+
+
+@T.prim_func
+def main(A: T.Tensor((256,), "float16"), B: T.Tensor((256,), "float16")):
+    with T.Kernel(4, threads=32) as bx:
+        S = T.alloc_shared((64,), "float16")
+        for v in {loop}:
+            T.ptx_cp_async(T.tvm_access_ptr(T.type_annotation("float16"), S.data, v, 1, 2),
+                           T.tvm_access_ptr(T.type_annotation("float16"), A.data, bx * 64 + v, 1, 1), {count})
+        T.ptx_commit_group()
+        T.ptx_wait_group(0)
+        for i in T.serial(64):
+            B[bx * 64 + i] = S[i]
+"""
+
+
+@pytest.mark.realtl
+@pytest.mark.skipif(os.environ.get("CPASYNC_REALTL") != "1", reason="opt-in: set CPASYNC_REALTL=1")
+@pytest.mark.parametrize("target,env", [("0.1.9", "latest"), ("0.1.8", "0.1.8")])
+def test_the_size_warning_agrees_with_real_lowering(envs, tmp_path, target, env):
+    """CPA005 on an already-migrated call is given exactly where real lowering makes no legal cp.async
+    of the copy (a width other than 4, 8 or 16 bytes, or the compiler's own refusal of it), inside
+    T.vectorized loops (which the newer compiler widens by their lanes) and outside them."""
+    loops = ["T.vectorized(4)", "T.vectorized(0, 2)", "T.vectorized(3)", "T.vectorized(8)", "T.serial(4)",
+             "T.unroll(4)"]
+    counts = [1, 2, 4, 8] if target == "0.1.9" else [2, 4, 8, 16]
+    files = []
+    for i, loop in enumerate(loops):
+        for count in counts:
+            f = tmp_path / f"k{i}_{count}.py"
+            f.write_text(_SIZE_KERNEL.format(loop=loop, count=count))
+            files.append((f, loop, count))
+    r = subprocess.run([sys.executable, "-m", "cpasync_migrate", "--check", "--no-cache", "--isolated", "--format",
+                        "json", "--target", target, str(tmp_path)], capture_output=True, text=True)
+    warned = {Path(f["path"]).name for f in json.loads(r.stdout)["findings"] if f["code"] == "CPA005"}
+    lowered = lower_all(envs[env], [f for f, _, _ in files])
+    disagree = []
+    for f, loop, count in files:
+        k = lowered[f.name]["kernels"]["main"]
+        legal = k["error"] is None and bool(k["copies"]) and all(c["n"] in (4, 8, 16) for c in k["copies"])
+        if (f.name in warned) == legal:
+            disagree.append((loop, count, "warned" if f.name in warned else "not warned",
+                             k["error"][-160:] if k["error"] else [c["n"] for c in k["copies"]]))
+    assert not disagree, disagree
+    assert warned and len(warned) < len(files)  # both outcomes occur
+
+
 @pytest.mark.realtl
 @pytest.mark.skipif(os.environ.get("CPASYNC_REALTL") != "1", reason="opt-in: set CPASYNC_REALTL=1")
 def test_the_installed_tilelang_lints_as_its_own_api(envs):

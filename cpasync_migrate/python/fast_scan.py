@@ -24,7 +24,7 @@ class Scan:
     """What one walk over a module finds (``scan``)."""
 
     __slots__ = ("calls", "defs", "imports", "other", "nested", "assigned", "bindings", "scopes",
-                 "values", "callee_names", "getattr_intrinsic", "alias_names")
+                 "values", "callee_names", "getattr_intrinsic", "alias_names", "loops")
 
 
 # Binding kinds a buffer or dtype lookup can use (rewrite.py's declaration_of / dtype_of_expr):
@@ -46,7 +46,7 @@ def scan(tree: ast.Module) -> Scan:
     for every binding occurrence (extra: the def of a parameter, the statement or with item of
     the other ``_DECL_KINDS``); ``scopes``: (kind, node) of every function, class, lambda and
     comprehension; ``values``: (target names, value) of every assignment; ``callee_names``: names
-    called; ``getattr_intrinsic``: a ``getattr(..., "ptx_cp_async")`` occurs.
+    called; ``getattr_intrinsic``: a ``getattr(..., "ptx_cp_async")`` occurs; ``loops``: every ``for``.
     """
     imports: dict[str, list[str]] = {}
     other: set[str] = set()
@@ -54,7 +54,7 @@ def scan(tree: ast.Module) -> Scan:
     assigned: set[str] = set()
     bindings: dict[str, list] = {}
     alias_names = {INTRINSIC}
-    calls, defs, scopes, values = [], [], [], []
+    calls, defs, scopes, values, loops = [], [], [], [], []
     callee_names: set[str] = set()
     getattr_intrinsic = False
     kinds: dict[int, tuple] = {}  # id(node) -> (kind, its def (param) or statement / with item)
@@ -98,6 +98,8 @@ def scan(tree: ast.Module) -> Scan:
                     bind(node.id, node, "other" if isinstance(node.ctx, Store) else "uncertain")
         elif t is Attribute:
             pass
+        elif t is ast.For:
+            loops.append(node)
         elif t is ast.Assign:
             names = [x.id for x in node.targets if type(x) is Name]
             assigned.update(names)
@@ -184,7 +186,7 @@ def scan(tree: ast.Module) -> Scan:
         isinstance(c.func, Name) and c.func.id in alias_names)]
     s.defs, s.imports, s.other, s.nested, s.assigned = defs, imports, other, nested, assigned
     s.bindings, s.scopes, s.values, s.callee_names = bindings, scopes, values, callee_names
-    s.getattr_intrinsic, s.alias_names = getattr_intrinsic, alias_names
+    s.getattr_intrinsic, s.alias_names, s.loops = getattr_intrinsic, alias_names, loops
     return s
 
 

@@ -215,6 +215,32 @@ class NewForm:
 
     # ------------------------------------------------------------ the call
 
+    def lanes(self, call: ast.Call) -> Optional[int]:
+        """The lanes of the one widening loop (``for i in T.vectorized(N)``, the target's
+        ``widening_loop``) whose body holds ``call``; None: no such loop, more than one, or lanes
+        the text does not give as literals."""
+        name = self.target.widening_loop
+        if name is None:
+            return None
+        at, end = (call.lineno, call.col_offset), (call.end_lineno, call.end_col_offset)
+        found = []
+        for loop in self.s.loops:
+            first, last = loop.body[0], loop.body[-1]
+            if not ((first.lineno, first.col_offset) <= at and end <= (last.end_lineno, last.end_col_offset)):
+                continue
+            it = loop.iter
+            if type(it) is not ast.Call or type(it.func) is not ast.Attribute or it.func.attr != name:
+                continue
+            q = qualify(it.func, self.s)
+            if q is not None and q.rpartition(".")[0] in self.rules.tilelang_modules:
+                found.append(it)
+        if len(found) != 1 or found[0].keywords:
+            return None
+        ends = [a.value for a in found[0].args if type(a) is ast.Constant and type(a.value) is int]
+        if len(ends) != len(found[0].args) or len(ends) not in (1, 2) or len(ends) == 2 and ends[0] != 0:
+            return None  # (TileLang's vectorizer takes only loops that start at 0)
+        return ends[-1]
+
     def size_warning(self, call: ast.Call) -> Optional[str]:
         rules, g = self.rules, self.target
         pos = call.args
@@ -249,6 +275,9 @@ class NewForm:
             if dsize != ssize:
                 return (f"the pointer types {dname} and {sname} differ in width; {g.name} derives the copy "
                         f"width from each side and needs them equal")
+            lanes = self.lanes(call)
+            if lanes is not None and value * dsize * lanes in g.widths:
+                return None  # widened to one copy of all its lanes (rules: widening_loop)
             if value * dsize not in g.widths:
                 hint = ""
                 if value in g.widths and value % dsize == 0:

@@ -12,7 +12,7 @@ function whose parameters all have defaults is called (with ``--bind`` values
 for the parameters it names) and lowered when it returns a ``PrimFunc``.
 
 Lowering uses ``tilelang.lower(func, target=Target("cuda -arch=sm_90"))``
-inside a ``PassContext``; it queries no device.  The output is one JSON object
+inside a ``PassContext`` and that target's context; it queries no device.  The output is one JSON object
 on stdout:
 
     {"tilelang": "0.1.8", "tvm_ffi": "0.1.8.post2", "file": "...",
@@ -240,7 +240,7 @@ def lower_file(path: Path, binds: dict[str, object], target, source_dir: Path | 
             entry["error"] = f"factory raised {type(func).__name__}: {func}"
         else:
             try:
-                with tvm.transform.PassContext():
+                with tvm.transform.PassContext(), target:  # the newest vectorizer reads the target from here
                     artifact = tilelang.lower(func, target=target)
                 source = artifact.kernel_source
                 entry["copies"] = find_copies(source)

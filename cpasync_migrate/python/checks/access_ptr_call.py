@@ -133,6 +133,29 @@ class AccessPtrCall:
         steps = self.rules.steps(self.opts.source.name, self.target.name)
         return Fix(edits, Applicability.SAFE, [], steps)
 
+    def widening_lanes(self, node: cst.Call) -> Optional[int]:
+        """The lanes of the one widening loop (``for i in T.vectorized(N)``, the target's
+        ``widening_loop``) whose body holds ``node``; None: no such loop, more than one, or lanes the
+        text does not give as literals."""
+        name = self.target.widening_loop
+        if name is None:
+            return None
+        found = []
+        child, cur = node, self.parents.get(node)
+        while cur is not None:
+            if isinstance(cur, cst.For) and child is cur.body:
+                it = cur.iter
+                if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and it.func.attr.value == name \
+                        and any(q.rpartition(".")[0] in self.tl_modules for q in self.qnames(it.func)):
+                    found.append(it)
+            child, cur = cur, self.parents.get(cur)
+        if len(found) != 1 or any(a.keyword is not None or a.star for a in found[0].args):
+            return None
+        ends = [int_value(a.value) for a in found[0].args]
+        if None in ends or len(ends) not in (1, 2) or len(ends) == 2 and ends[0] != 0:
+            return None  # (TileLang's vectorizer takes only loops that start at 0)
+        return ends[-1]
+
     def size_warning(self, node: cst.Call) -> Optional[str]:
         """CPA005: a three/four-argument call whose size reads wrong under the target."""
         try:
@@ -148,6 +171,9 @@ class AccessPtrCall:
             if dst.size != src.size:
                 return (f"the pointer types {dst.name} and {src.name} differ in width; {g.name} derives the copy "
                         f"width from each side and needs them equal")
+            lanes = self.widening_lanes(node)
+            if lanes is not None and value * dst.size * lanes in g.widths:
+                return None  # widened to one copy of all its lanes (rules: widening_loop)
             if value * dst.size not in g.widths:
                 hint = ""
                 if value in g.widths and value % dst.size == 0:
