@@ -2,7 +2,7 @@
 
 The runner (``cpasync_migrate.verify.gpu``) runs on a GPU machine that has numpy and cupy and none of
 the migration's front ends, so importing it must load neither libcst nor tree-sitter nor the engine,
-nor the verifier's own front end (``verify/build.py``).  The import graph of the package, read from
+nor the verifier's own front end (the ``verify/build/`` package).  The import graph of the package, read from
 the source with ``ast`` (never by importing it), has no cycle among module-level imports; imports
 inside functions are reported separately.
 """
