@@ -2,9 +2,10 @@
 
 The runner (``cpasync_migrate.verify.gpu``) runs on a GPU machine that has numpy and cupy and none of
 the migration's front ends, so importing it must load neither libcst nor tree-sitter nor the engine,
-nor the verifier's own front end (``verify/build.py``).  The import graph of the package, read from
+nor the verifier's own front end (the ``verify/build/`` package).  The import graph of the package, read from
 the source with ``ast`` (never by importing it), has no cycle among module-level imports; imports
-inside functions are reported separately.
+inside functions are reported separately.  No module of the package is one ``.gitignore`` matches
+(hatchling would leave it out of the wheel).
 """
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "cpasync_migrate"
@@ -205,13 +208,28 @@ def test_no_private_name_crosses_a_verify_module_border():
     object without its constructor to borrow a method (``Interpreter.__new__`` once lent ``binop``)."""
     own = {m.rpartition(".")[2] for m in module_names(PACKAGE / "verify")}
     bad = []
-    for p in sorted((PACKAGE / "verify").glob("*.py")):
+    files = sorted((PACKAGE / "verify").rglob("*.py"))  # the modules of verify/build/ too
+    assert PACKAGE / "verify" / "build" / "statements.py" in files
+    for p in files:
+        where = p.relative_to(PACKAGE / "verify").as_posix()
         for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.level:
-                bad += [f"{p.name}:{node.lineno}: {a.name}" for a in node.names if a.name.startswith("_")]
+                bad += [f"{where}:{node.lineno}: {a.name}" for a in node.names if a.name.startswith("_")]
             elif isinstance(node, ast.Attribute) and node.attr == "__new__":
-                bad.append(f"{p.name}:{node.lineno}: __new__")
+                bad.append(f"{where}:{node.lineno}: __new__")
             elif (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
                   and isinstance(node.value, ast.Name) and node.value.id in own):
-                bad.append(f"{p.name}:{node.lineno}: {node.value.id}.{node.attr}")
+                bad.append(f"{where}:{node.lineno}: {node.value.id}.{node.attr}")
     assert bad == []
+
+
+def test_no_module_of_the_package_is_ignored_by_git():
+    """hatchling leaves out of the wheel and the sdist every file the root ``.gitignore`` matches, tracked
+    or not (an unanchored ``build/`` there once matched the ``verify/build/`` package)."""
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    files = sorted(p.relative_to(ROOT).as_posix() for p in PACKAGE.rglob("*.py"))
+    assert "cpasync_migrate/verify/build/statements.py" in files
+    r = subprocess.run(["git", "check-ignore", "--no-index", "--stdin"], input="\n".join(files) + "\n",
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 1 and r.stdout == "", r.stdout + r.stderr  # 1: no path is ignored

@@ -1,0 +1,55 @@
+"""Build the kernel IR of every ``@T.prim_func`` in a file from its text.
+
+Works from the parsed syntax tree only (stdlib ``ast``); the user's code is
+never imported or run.  Factories (``def make(M=128, dtype="float16"):``
+holding a prim_func) are bound from their default values, module-level
+constants and explicit binds; ``@T.macro`` functions are inlined at their
+call sites.  Anything outside the modelled subset raises
+:class:`~cpasync_migrate.verify.ir.Unsupported` naming the construct, which
+makes that kernel (not the file) inconclusive.
+
+The package, one job per module: ``module.py`` reads the module (imports, kernels, macros,
+constants, binds); ``statements.py`` builds one prim_func's kernel (statements, declarations,
+launches, macros, loops) from the mixins of ``copies.py`` (the cp.async call, buffers, access
+pointers, regions) and ``expressions.py`` (expressions, folding) over ``context.py`` (what they
+share); ``identity.py`` says what a built kernel is and what its meaning depends on.  Here:
+:func:`build_kernels`, the entry point.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from ..ir import Unsupported
+from .identity import BuiltKernel, definitions, fingerprint, foreign_construct
+from .module import ModuleInfo, parse_bind_value
+from .statements import KernelBuilder
+
+__all__ = ["BuiltKernel", "build_kernels"]
+
+
+# ---------------------------------------------------------------- entry points
+def build_kernels(text: str, rules, *, meaning: str, binds: Optional[dict] = None) -> list[BuiltKernel]:
+    """Every prim_func in ``text`` with its IR (or the reason it has none).
+
+    ``meaning`` is the size meaning of access-pointer calls in this text
+    ("bytes" or "num_elems"); legacy calls always mean bytes.
+    Raises SyntaxError when the text does not parse.
+    """
+    tree = ast.parse(text)
+    b = {k: parse_bind_value(v) if isinstance(v, str) else v for k, v in (binds or {}).items()}
+    mod = ModuleInfo(tree, rules, b)
+    defs = definitions(tree)
+    out = []
+    for ks in mod.kernels:
+        fp = fingerprint(text, ks, tree, defs)
+        fr = foreign_construct(mod, ks)
+        try:
+            k = KernelBuilder(mod, ks, meaning).build()
+            out.append(BuiltKernel(ks.qualname, ks.node.lineno, k, None, fp, fr, ks.int_params))
+        except Unsupported as e:
+            out.append(BuiltKernel(ks.qualname, ks.node.lineno, None, e, fp, fr, ks.int_params))
+        except RecursionError:
+            out.append(BuiltKernel(ks.qualname, ks.node.lineno, None, Unsupported("expression nested too deeply"), fp,
+                                   fr, ks.int_params))
+    return out

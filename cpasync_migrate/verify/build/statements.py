@@ -1,0 +1,498 @@
+"""The kernel builder: a prim_func's body as a :class:`~cpasync_migrate.verify.ir.Kernel`.
+
+:class:`KernelBuilder` reads the parameters and the statements of one prim_func: assignments
+and unpacking, buffer declarations, the launch (``T.Kernel``, thread bindings and launched
+threads), ``T.macro`` calls inlined at their call sites, loops, ``if`` and the statement calls
+(cp.async, commit and wait groups, barriers, ``T.copy``, ``T.fill``).  A statement outside the
+modelled subset becomes an :class:`~cpasync_migrate.verify.ir.Opaque` so that the rest is still
+read.  It is composed from the mixins of ``copies.py`` and ``expressions.py`` over the shared
+:class:`~.context.KernelContext`; ``build_kernels`` (the package's front door) runs it.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from ..ir import (
+    Assign, Barrier, Bin, Commit, Const, CopyRegion, Evaluate, Fill, For, If, Kernel, Load, Opaque, Parallel, Store,
+    Unsupported, Wait,
+)
+from .context import KernelContext
+from .copies import DEFAULT_SCOPES, CopyBuilder
+from .expressions import ExpressionBuilder, fold
+from .module import BIN_OPS, MacroDef, Scope, Unknown
+
+NOOP_OPS = {"reads", "writes", "func_attr", "block_attr", "use_swizzle", "no_set_max_nreg", "annotate_l2_hit_ratio"}
+BLOCK_CTX = {"block", "sblock", "init"}
+LOOP_OPS = {"serial": "serial", "unroll": "unroll", "vectorized": "vectorized", "Pipelined": "pipelined",
+            "range": "serial"}
+THREAD_TAGS = {"threadIdx.x": ("threadIdx", 0), "threadIdx.y": ("threadIdx", 1), "threadIdx.z": ("threadIdx", 2),
+               "blockIdx.x": ("blockIdx", 0), "blockIdx.y": ("blockIdx", 1), "blockIdx.z": ("blockIdx", 2)}
+
+
+# ---------------------------------------------------------------- kernel body
+class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext):
+    """One prim_func's kernel IR: ``KernelBuilder(mod, src, meaning).build()`` (see the module docstring)."""
+
+    # build ----------------------------------------------------------------
+    def build(self) -> Kernel:
+        fn = self.src.node
+        top = Scope({k: ("const", v) if not isinstance(v, (Unknown, MacroDef)) else
+                     (("macro", v) if isinstance(v, MacroDef) else ("unknown", v)) for k, v in self.src.env.items()})
+        for name, m in self.src.macros.items():
+            top.names[name] = ("macro", m)
+        scope = top.child()
+        for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs:
+            ann = a.annotation
+            if ann is None:
+                raise Unsupported(f"prim_func parameter {a.arg!r} without annotation", fn.lineno)
+            if isinstance(ann, ast.Call) and self.op(ann.func) in ("Tensor", "Buffer", "StridedTensor"):
+                if any(k.arg == "strides" for k in ann.keywords) or self.op(ann.func) == "StridedTensor":
+                    raise Unsupported("strided tensor parameter", ann.lineno)
+                buf = self.make_buffer(a.arg, ann, "Tensor", scope, param=True)
+            elif isinstance(ann, ast.Subscript) and self.op(ann.value) in ("Tensor", "Buffer"):
+                sl = ann.slice
+                fake = ast.Call(func=ann.value, args=list(sl.elts) if isinstance(sl, ast.Tuple) else [sl],
+                                keywords=[], lineno=ann.lineno, col_offset=ann.col_offset)
+                buf = self.make_buffer(a.arg, fake, "Tensor", scope, param=True)
+            elif self.op(ann) == "handle":
+                scope.names[a.arg] = ("handle", a.arg)
+                continue
+            else:
+                if a.arg in self.mod.binds:
+                    scope.names[a.arg] = ("const", self.mod.binds[a.arg])
+                    continue
+                raise Unsupported(f"scalar parameter {a.arg!r} ({ast.unparse(ann)}); bind it with --bind {a.arg}=VALUE",
+                                  fn.lineno)
+            self.params.append(buf)
+            scope.names[a.arg] = ("buf", buf)
+        body = self.stmts(fn.body, scope)
+        if not self.kernel_seen:
+            raise Unsupported("prim_func without a T.Kernel or thread launch", fn.lineno)
+        grid = tuple(g if g is not None else 1 for g in self.grid)
+        block = tuple(b if b is not None else 1 for b in self.block)
+        return Kernel(self.src.qualname, fn.lineno, self.params, grid, block, self.thread_vars, self.allocs, body,
+                      self.sites, self.unsupported)
+
+    def stmts(self, body, scope: Scope) -> list:
+        out = []
+        for st in body:
+            try:
+                out.extend(self.stmt(st, scope))
+            except Unsupported as e:
+                if e.line is None:
+                    e.line = getattr(st, "lineno", None)
+                out.append(self.opaque(st, e, scope))
+        return out
+
+    def opaque(self, st, err: Unsupported, scope: Scope) -> Opaque:
+        """Keep going past an unsupported statement so that per-site checks still see the rest."""
+        is_site = False
+        for node in ast.walk(st):
+            if isinstance(node, ast.Call) and self.op(node.func) == "ptx_cp_async":
+                is_site = True
+                break
+        op = Opaque(err.construct, err.line or getattr(st, "lineno", 0) or 0,
+                    is_site and not isinstance(st, (ast.For, ast.With, ast.If)))
+        if op.site:
+            self.sites.append(op)
+        self.unsupported.append(op)
+        inner = scope.child()
+        bodies = []
+        if isinstance(st, ast.For):
+            try:
+                for n in self.target_names(st.target):
+                    inner.names[n] = ("var", self.fresh(n))
+            except Unsupported:
+                pass
+            bodies = [st.body]
+        elif isinstance(st, (ast.With,)):
+            bodies = [st.body]
+        elif isinstance(st, ast.If):
+            bodies = [st.body, st.orelse]
+        for b in bodies:
+            op.body.extend(self.stmts(b, inner.child()))
+        return op
+
+    def stmt(self, st, scope: Scope) -> list:
+        line = getattr(st, "lineno", None)
+        if isinstance(st, ast.Expr):
+            v = st.value
+            if isinstance(v, ast.Constant):
+                return []  # docstring or bare literal
+            if isinstance(v, ast.Call):
+                return self.call_stmt(v, scope)
+            raise Unsupported(f"expression statement {ast.unparse(v)[:60]!r}", line)
+        if isinstance(st, ast.Pass):
+            return []
+        if isinstance(st, ast.With):
+            return self.with_stmt(st, scope)
+        if isinstance(st, ast.For):
+            return self.for_stmt(st, scope)
+        if isinstance(st, ast.If):
+            ok, v = self.try_cval(st.test, scope)
+            if ok and isinstance(v, (bool, int)):
+                return self.stmts(st.body if v else st.orelse, scope.child())
+            cond = self.expr(st.test, scope)
+            return [If(cond, self.stmts(st.body, scope.child()), self.stmts(st.orelse, scope.child()), line)]
+        if isinstance(st, (ast.Assign, ast.AnnAssign)):
+            targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+            if st.value is None:
+                raise Unsupported("annotated name without value", line)
+            if len(targets) != 1:
+                raise Unsupported("chained assignment", line)
+            t, v = targets[0], st.value
+            if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple):
+                return self.unpack(t, v, scope, line)  # (TileLang's parser rejects a list target)
+            return self.assign(t, v, scope, line)
+        if isinstance(st, ast.AugAssign):
+            op = BIN_OPS.get(type(st.op))
+            if op is None:
+                raise Unsupported(f"augmented assignment {ast.unparse(st)[:40]}", line)
+            t = st.target
+            if isinstance(t, ast.Subscript):
+                buf, idx = self.subscript(t, scope)
+                return [Store(buf, idx, Bin(op, Load(buf, idx), self.expr(st.value, scope)), line)]
+            if isinstance(t, ast.Name):
+                cur = self.expr(t, scope)
+                name = self.fresh(t.id)
+                scope.names[t.id] = ("var", name)
+                return [Assign(name, Bin(op, cur, self.expr(st.value, scope)), line)]
+            raise Unsupported("augmented assignment target", line)
+        if isinstance(st, ast.FunctionDef):
+            if self.mod.decorated(st, "macro"):
+                scope.names[st.name] = ("macro", MacroDef(st, self.consts(scope)))
+                return []
+            raise Unsupported(f"nested function {st.name!r} inside a prim_func", line)
+        raise Unsupported(type(st).__name__.lower() + " statement", line)
+
+    # assignments ------------------------------------------------------------
+    def unpack(self, target, value, scope: Scope, line) -> list:
+        """``a, b = X, Y``: Python evaluates every value before it binds a name, so the pairs are
+        assigned one after the other only when no value reads a name the statement binds."""
+        if len(target.elts) != len(value.elts) or any(isinstance(e, ast.Starred) for e in target.elts + value.elts):
+            raise Unsupported("unpacking assignment of another length or with *", line)
+        bound = {e.id for e in target.elts if isinstance(e, ast.Name)}
+        if len(bound) != len(target.elts):
+            raise Unsupported("unpacking assignment to something other than distinct names", line)
+        if any(isinstance(n, ast.Name) and n.id in bound for v in value.elts for n in ast.walk(v)):
+            raise Unsupported("unpacking assignment whose values read the names it binds", line)
+        out = []
+        for t, v in zip(target.elts, value.elts):
+            out.extend(self.assign(t, v, scope, line))
+        return out
+
+    def assign(self, target, value, scope: Scope, line) -> list:
+        if isinstance(target, ast.Subscript):
+            buf, idx = self.subscript(target, scope)
+            return [Store(buf, idx, self.expr(value, scope), line)]
+        if not isinstance(target, ast.Name):
+            raise Unsupported(f"assignment to {ast.unparse(target)[:40]}", line)
+        name = target.id
+        if isinstance(value, ast.Name):
+            b = scope.lookup(value.id)
+            if isinstance(b, tuple) and b[0] in ("buf", "data", "macro"):
+                scope.names[name] = b  # a second name for the same buffer
+                return []
+        if isinstance(value, ast.Call):
+            op = self.op(value.func)
+            if op in DEFAULT_SCOPES:
+                for k in value.keywords:
+                    if k.arg == "elem_offset":
+                        ok, v = self.try_cval(k.value, scope)
+                        if not (ok and v == 0):
+                            raise Unsupported(f"T.{op}(elem_offset=...) moves the buffer's address", line)
+                    if k.arg in ("strides", "offset_factor", "axis_separators") and op == "decl_buffer":
+                        raise Unsupported(f"T.{op}({k.arg}=...)", line)
+                data = next((k.value for k in value.keywords if k.arg == "data"), None)
+                if data is not None:
+                    base = self.data_buffer(data, scope)
+                    view = self.make_buffer(name, value, op, scope)
+                    if view.shape != base.shape or view.dtype != base.dtype:
+                        raise Unsupported(f"T.{op}(data={ast.unparse(data)}) declares a {view.dtype} {view.shape} "
+                                          f"view of {base.name} ({base.dtype} {base.shape}); views of another "
+                                          "shape or type are not modelled", line)
+                    self.used.discard(view.name)
+                    scope.names[name] = ("buf", base)  # the same memory under another name
+                    return []
+                buf = self.make_buffer(name, value, op, scope)
+                self.allocs.append(buf)
+                scope.names[name] = ("buf", buf)
+                return []
+            if op == "match_buffer":
+                h = value.args[0] if value.args else None
+                if not (isinstance(h, ast.Name) and scope.lookup(h.id) == ("handle", h.id)):
+                    raise Unsupported("match_buffer of something other than a handle parameter", line)
+                buf = self.make_buffer(name, ast.Call(func=value.func, args=value.args[1:],
+                                                       keywords=value.keywords, lineno=line), "Tensor", scope,
+                                       param=True)
+                self.params.append(buf)
+                scope.names[name] = ("buf", buf)
+                return []
+            if op == "env_thread":
+                tag = self.cval(value.args[0], scope)
+                scope.names[name] = ("env_thread", tag)
+                return []
+            if op == "launch_thread":
+                return self.launch(value, scope, name)
+            if op == "get_thread_binding":
+                dim = self.cval(value.args[0], scope) if value.args else 0
+                return self.bind_thread(name, ("threadIdx", int(dim)), None, scope)
+            if op in ("alloc_var", "alloc_barrier", "alloc_tmem", "alloc_reducer"):
+                raise Unsupported(f"T.{op}", line)
+        ok, v = self.try_cval(value, scope)
+        if ok and isinstance(v, (int, float, bool, str, tuple)):
+            scope.names[name] = ("const", v)
+            return []
+        e = self.expr(value, scope)
+        ir = self.fresh(name)
+        scope.names[name] = ("var", ir)
+        return [Assign(ir, e, line)]
+
+    def bind_thread(self, name, tagdim, extent, scope: Scope) -> list:
+        kind, dim = tagdim
+        arr = self.block if kind == "threadIdx" else self.grid
+        if extent is not None:
+            if arr[dim] is not None and arr[dim] != extent:
+                raise Unsupported(f"{kind}.{'xyz'[dim]} launched twice with different extents")
+            arr[dim] = extent
+        self.kernel_seen = True
+        ir = self.fresh(name or f"{kind}_{'xyz'[dim]}")
+        self.thread_vars[ir] = (kind, dim)
+        if name:
+            scope.names[name] = ("var", ir)
+        return []
+
+    def launch(self, call: ast.Call, scope: Scope, name: Optional[str]) -> list:
+        first = call.args[0]
+        if isinstance(first, ast.Name) and isinstance(scope.lookup(first.id), tuple) and \
+                scope.lookup(first.id)[0] == "env_thread":
+            tag = scope.lookup(first.id)[1]
+            name = first.id
+        else:
+            tag = self.cval(first, scope)
+        if tag not in THREAD_TAGS:
+            raise Unsupported(f"thread tag {tag!r}", call.lineno)
+        ext = self.cval(call.args[1], scope)
+        if not isinstance(ext, int):
+            raise Unsupported("thread extent is not a constant", call.lineno)
+        return self.bind_thread(name, THREAD_TAGS[tag], ext, scope)
+
+    # statements from calls ------------------------------------------------------
+    def call_stmt(self, call: ast.Call, scope: Scope) -> list:
+        line = call.lineno
+        op = self.op(call.func)
+        if op is None and isinstance(call.func, ast.Name):
+            b = scope.lookup(call.func.id)
+            if isinstance(b, tuple) and b[0] == "macro":
+                return self.inline_macro(b[1], call, scope)
+            raise Unsupported(f"call of {call.func.id!r} (not a T.macro)", line)
+        if op is None:
+            raise Unsupported(f"call of {ast.unparse(call.func)[:40]!r}", line)
+        if op == "evaluate":
+            inner = call.args[0] if call.args else None
+            if isinstance(inner, ast.Call) and self.op(inner.func) is not None:
+                return self.call_stmt(inner, scope)
+            if isinstance(inner, ast.Constant):
+                return []
+            return [Evaluate(self.expr(inner, scope), line)]
+        if op in DEFAULT_SCOPES:
+            # an allocation bound to no name: nothing can touch it (the merge rule does not count it)
+            self.allocs.append(self.make_buffer("unnamed", call, op, scope))
+            return []
+        if op == "ptx_cp_async":
+            site = self.cp_async(call, scope)
+            self.sites.append(site)
+            return [site]
+        if op == "ptx_commit_group":
+            return [Commit(line)]
+        if op == "ptx_wait_group":
+            n = self.cval(call.args[0], scope) if call.args else 0
+            if not isinstance(n, int):
+                raise Unsupported("wait_group count is not a constant", line)
+            return [Wait(n, line)]
+        if op in ("sync_threads", "__syncthreads"):
+            return [Barrier(line)]
+        if op == "tvm_storage_sync":
+            sc = self.cval(call.args[0], scope) if call.args else "shared"
+            if sc not in ("shared", "shared.dyn"):
+                raise Unsupported(f"tvm_storage_sync({sc!r})", line)
+            return [Barrier(line)]
+        if op in NOOP_OPS:
+            return []
+        if op == "launch_thread":
+            return self.launch(call, scope, None)
+        if op in ("clear", "fill"):
+            buf = self.buffer_of(call.args[0], scope)
+            val = Const(0, "int32") if op == "clear" else self.expr(call.args[1], scope)
+            return [Fill(buf, val, line)]
+        if op == "copy":
+            return [CopyRegion(self.region(call.args[0], scope), self.region(call.args[1], scope), line)]
+        raise Unsupported(f"T.{op}", line)
+
+    def inline_macro(self, m: MacroDef, call: ast.Call, scope: Scope) -> list:
+        self.depth += 1
+        if self.depth > 32:
+            raise Unsupported("recursive T.macro", call.lineno)
+        fn = m.node
+        mscope = Scope({k: ("const", v) if not isinstance(v, (Unknown, MacroDef)) else
+                        (("macro", v) if isinstance(v, MacroDef) else ("unknown", v)) for k, v in m.env.items()})
+        # macros visible where the kernel is (module / factory level)
+        for k, v in self.src.macros.items():
+            mscope.names.setdefault(k, ("macro", v))
+        inner = mscope.child()
+        params = fn.args.posonlyargs + fn.args.args
+        defaults = [None] * (len(params) - len(fn.args.defaults)) + list(fn.args.defaults)
+        given = {}
+        if len(call.args) > len(params):
+            raise Unsupported(f"macro {fn.name!r} called with too many arguments", call.lineno)
+        for p, a in zip(params, call.args):
+            given[p.arg] = a
+        for k in call.keywords:
+            given[k.arg] = k.value
+        for p, d in zip(params, defaults):
+            if p.arg in given:
+                inner.names[p.arg] = self.bind_arg(given[p.arg], scope)
+            elif d is not None:
+                inner.names[p.arg] = ("const", self.mod.cval(d, m.env))
+            else:
+                raise Unsupported(f"macro {fn.name!r} called without {p.arg!r}", call.lineno)
+        out = self.stmts(fn.body, inner)
+        self.depth -= 1
+        return out
+
+    def bind_arg(self, node, scope: Scope):
+        if isinstance(node, ast.Name):
+            b = scope.lookup(node.id)
+            if isinstance(b, tuple) and b[0] in ("buf", "macro", "data"):
+                return b
+        if isinstance(node, ast.Attribute) and node.attr == "data":
+            return ("data", self.buffer_of(node.value, scope))
+        ok, v = self.try_cval(node, scope)
+        if ok:
+            return ("const", v)
+        return ("expr", self.expr(node, scope))
+
+    def with_stmt(self, st: ast.With, scope: Scope) -> list:
+        if len(st.items) != 1:
+            raise Unsupported("with statement of several items", st.lineno)
+        item = st.items[0]
+        call = item.context_expr
+        op = self.op(call.func) if isinstance(call, ast.Call) else None
+        inner = scope.child()
+        if op == "Kernel":
+            if self.kernel_seen:
+                raise Unsupported("more than one launch in a prim_func", st.lineno)
+            dims = [self.cval(a, scope) for a in call.args]
+            if len(dims) > 3 or not all(isinstance(d, int) and d > 0 for d in dims):
+                raise Unsupported("T.Kernel grid is not known from the text", st.lineno)
+            threads = None
+            for k in call.keywords:
+                if k.arg == "threads":
+                    threads = self.cval(k.value, scope)
+                elif k.arg in ("is_cpu",):
+                    if self.cval(k.value, scope):
+                        raise Unsupported("CPU kernel", st.lineno)
+            if threads is None:
+                threads = 128
+            if isinstance(threads, int):
+                threads = (threads,)
+            threads = tuple(threads) + (1,) * (3 - len(threads))
+            dims = tuple(dims) + (1,) * (3 - len(dims))
+            self.grid = list(dims)
+            self.block = list(threads)
+            self.kernel_seen = True
+            names = []
+            tgt = item.optional_vars
+            if isinstance(tgt, ast.Name):
+                names = [tgt.id]
+            elif isinstance(tgt, (ast.Tuple, ast.List)):
+                names = [t.id for t in tgt.elts]
+            for i, n in enumerate(names):
+                self.bind_thread(n, ("blockIdx", i), None, inner)
+            return self.stmts(st.body, inner)
+        if op in BLOCK_CTX:
+            return self.stmts(st.body, inner)
+        if op == "launch_thread":
+            name = item.optional_vars.id if isinstance(item.optional_vars, ast.Name) else None
+            out = self.launch(call, inner, name)
+            return out + self.stmts(st.body, inner)
+        if op is None and isinstance(call, ast.Call) and isinstance(call.func, ast.Name):
+            raise Unsupported(f"with {call.func.id}(...)", st.lineno)
+        raise Unsupported(f"with T.{op}" if op else "with statement", st.lineno)
+
+    def for_stmt(self, st: ast.For, scope: Scope) -> list:
+        line = st.lineno
+        if st.orelse:
+            raise Unsupported("for ... else", line)
+        it = st.iter
+        if not isinstance(it, ast.Call):
+            raise Unsupported(f"for over {ast.unparse(it)[:40]}", line)
+        op = self.op(it.func)
+        if op is None and isinstance(it.func, ast.Name) and it.func.id == "range":
+            op = "range"
+        tnames = self.target_names(st.target)
+        inner = scope.child()
+        if op == "thread_binding":
+            tag = None
+            for k in it.keywords:
+                if k.arg == "thread":
+                    tag = self.cval(k.value, scope)
+            args = [self.cval(a, scope) for a in it.args]
+            if tag is None and len(args) == 3:
+                tag, args = args[2], args[:2]
+            if tag not in THREAD_TAGS or len(tnames) != 1:
+                raise Unsupported("T.thread_binding form", line)
+            start, stop = (0, args[0]) if len(args) == 1 else (args[0], args[1])
+            if start != 0:
+                raise Unsupported("T.thread_binding with a nonzero start", line)
+            self.bind_thread(tnames[0], THREAD_TAGS[tag], stop, inner)
+            return self.stmts(st.body, inner)
+        if op in ("Parallel", "grid"):
+            exts = [self.cval(a, scope) for a in it.args]
+            if not all(isinstance(e, int) for e in exts) or len(exts) != len(tnames):
+                raise Unsupported(f"T.{op} extents not known from the text", line)
+            irn = []
+            for n in tnames:
+                ir = self.fresh(n)
+                inner.names[n] = ("var", ir)
+                irn.append(ir)
+            body = self.stmts(st.body, inner)
+            if op == "Parallel":
+                return [Parallel(tuple(irn), tuple(exts), body, line)]
+            for ir, e in reversed(list(zip(irn, exts))):
+                body = [For(ir, Const(0, "int32"), Const(e, "int32"), "serial", body, line)]
+            return body
+        if op in LOOP_OPS:
+            if len(tnames) != 1:
+                raise Unsupported("loop with a tuple target", line)
+            args = list(it.args)
+            step = None
+            if op == "range" and len(args) == 3:
+                step = args.pop()
+            if op == "Pipelined":
+                for k in it.keywords:
+                    if k.arg not in ("num_stages", "order", "stage", "sync", "group"):
+                        raise Unsupported(f"T.Pipelined({k.arg}=...)", line)
+            if step is not None:
+                ok, sv = self.try_cval(step, scope)
+                if not (ok and sv == 1):
+                    raise Unsupported("range with a step other than 1", line)
+            if len(args) == 1:
+                start, ext = Const(0, "int32"), self.expr(args[0], scope)
+            elif len(args) == 2:
+                start = self.expr(args[0], scope)
+                ext = fold(Bin("sub", self.expr(args[1], scope), start))
+            else:
+                raise Unsupported(f"{op} with {len(args)} arguments", line)
+            ir = self.fresh(tnames[0])
+            inner.names[tnames[0]] = ("var", ir)
+            return [For(ir, start, ext, LOOP_OPS[op], self.stmts(st.body, inner), line)]
+        raise Unsupported(f"for over {ast.unparse(it.func)[:40]}", line)
+
+    def target_names(self, t) -> list:
+        if isinstance(t, ast.Name):
+            return [t.id]
+        if isinstance(t, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name) for e in t.elts):
+            return [e.id for e in t.elts]
+        raise Unsupported("loop target", getattr(t, "lineno", None))
