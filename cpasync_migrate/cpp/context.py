@@ -142,14 +142,16 @@ class CppContext:
         return None
 
     def qualname(self, fn) -> Optional[str]:
-        if fn is None:
-            return None
+        decl = self.fn_declarator(fn) if fn is not None else None
+        return self._declarator_name(decl) if decl is not None else None
+
+    @staticmethod
+    def fn_declarator(fn):
+        """A function definition's ``function_declarator`` (below pointer and reference declarators), or None."""
         decl = fn.child_by_field_name("declarator")
         while decl is not None and decl.type != "function_declarator":
             decl = decl.child_by_field_name("declarator")
-        if decl is None:
-            return None
-        return self._declarator_name(decl)
+        return decl
 
     def _declarator_name(self, fdecl) -> str:
         inner = fdecl.child_by_field_name("declarator")

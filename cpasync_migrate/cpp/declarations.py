@@ -41,20 +41,28 @@ from .source import ancestors, named, nodes_of_types, squash
 class DeclarationChecks:
     """Mixin of :class:`~.analyzer.CppAnalyzer`: CPA105 and CPA109 (see the module docstring)."""
 
+    def _param_names(self, fdecl) -> Optional[list[str]]:
+        """The parameter names of a function declarator; None when it has no parameter list."""
+        node = fdecl.child_by_field_name("parameters")
+        if node is None:
+            return None
+        return [self._leaf_name(p.child_by_field_name("declarator")) for p in named(node)
+                if p.type in ("parameter_declaration", "optional_parameter_declaration")]
+
+    def _short_name(self, node) -> str:
+        """A declarator's or callee's name without its qualifiers (``codegen::PrintCpAsyncAssembly``: the last part)."""
+        return squash(self.text_of(node)).split("::")[-1]
+
     def _helper(self, fdecl) -> None:
-        params_node = fdecl.child_by_field_name("parameters")
+        names = self._param_names(fdecl)
         inner = fdecl.child_by_field_name("declarator")
-        if params_node is None or inner is None:
+        if names is None or inner is None or len(names) < 4:
             return
-        params = [p for p in named(params_node) if p.type in ("parameter_declaration", "optional_parameter_declaration")]
-        if len(params) < 4:
-            return
-        names = [self._leaf_name(p.child_by_field_name("declarator")) for p in params]
         off = self.cpp.offset_param
         ptr = self.cpp.pointer_param
         if not (off.search(names[1]) and off.search(names[3])):
             return
-        fname = squash(self.text_of(inner)).split("::")[-1]
+        fname = self._short_name(inner)
         if fname not in self.cpp.helper_names and (
             not (ptr.search(names[0]) and ptr.search(names[2])) or self.cpp.helper_exclude.search(fname)
         ):
@@ -85,23 +93,19 @@ class DeclarationChecks:
                                  rf'|""\s*[!=]=\s*{re.escape(o)}\b', text) for o in (off1, off2))
         off = self.cpp.offset_param
         for fn in self._fns:
-            decl = fn.child_by_field_name("declarator")
-            while decl is not None and decl.type != "function_declarator":
-                decl = decl.child_by_field_name("declarator")
+            decl = self.fn_declarator(fn)
             if decl is None or decl is fdecl:
                 continue
             inner = decl.child_by_field_name("declarator")
-            if inner is None or squash(self.text_of(inner)).split("::")[-1] != fname:
+            if inner is None or self._short_name(inner) != fname:
                 continue
-            params = decl.child_by_field_name("parameters")
-            pnames = [self._leaf_name(p.child_by_field_name("declarator")) for p in named(params)
-                      if p.type in ("parameter_declaration", "optional_parameter_declaration")] if params else []
+            pnames = self._param_names(decl) or []
             if len(pnames) < 3 or any(off.search(n) for n in pnames):
                 continue  # not a pointer-only overload
             for call in nodes_of_types(fn, ("call_expression",)):
                 callee = call.child_by_field_name("function")
                 args = call.child_by_field_name("arguments")
-                if callee is None or args is None or squash(self.text_of(callee)).split("::")[-1] != fname:
+                if callee is None or args is None or self._short_name(callee) != fname:
                     continue
                 a = named(args)
                 if len(a) >= 5 and self.text_of(a[1]) == '""' and self.text_of(a[3]) == '""':
