@@ -50,3 +50,10 @@ def call_shape(rules, has_star: bool, total: int, keywords: list[str]) -> Option
     return None
 
 
+def loop_lanes(ends: list) -> Optional[int]:
+    """The lanes of a widening loop (``T.vectorized(N)`` or ``T.vectorized(0, N)``) from its arguments,
+    each an int or None where it is not a literal (shared by both passes); None when the text does not
+    give them (TileLang's vectorizer takes only loops that start at 0)."""
+    if None in ends or len(ends) not in (1, 2) or len(ends) == 2 and ends[0] != 0:
+        return None
+    return ends[-1]

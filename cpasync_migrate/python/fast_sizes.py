@@ -8,6 +8,7 @@ import re
 from typing import Optional
 
 from ..findings import FrontEndOptions
+from .calls import loop_lanes
 from .fast_scan import Scan, Undecided, qualify
 
 
@@ -236,10 +237,8 @@ class NewForm:
                 found.append(it)
         if len(found) != 1 or found[0].keywords:
             return None
-        ends = [a.value for a in found[0].args if type(a) is ast.Constant and type(a.value) is int]
-        if len(ends) != len(found[0].args) or len(ends) not in (1, 2) or len(ends) == 2 and ends[0] != 0:
-            return None  # (TileLang's vectorizer takes only loops that start at 0)
-        return ends[-1]
+        return loop_lanes([a.value if type(a) is ast.Constant and type(a.value) is int else None
+                           for a in found[0].args])
 
     def size_warning(self, call: ast.Call) -> Optional[str]:
         rules, g = self.rules, self.target

@@ -26,7 +26,7 @@ import libcst as cst
 
 from ... import codes
 from ...findings import Applicability, Edit, Finding, Fix, Status
-from ..calls import DTYPE_KW_MESSAGE
+from ..calls import DTYPE_KW_MESSAGE, loop_lanes
 from ..context import DType, NoFix
 from ..cst_util import int_value
 
@@ -151,10 +151,7 @@ class AccessPtrCall:
             child, cur = cur, self.parents.get(cur)
         if len(found) != 1 or any(a.keyword is not None or a.star for a in found[0].args):
             return None
-        ends = [int_value(a.value) for a in found[0].args]
-        if None in ends or len(ends) not in (1, 2) or len(ends) == 2 and ends[0] != 0:
-            return None  # (TileLang's vectorizer takes only loops that start at 0)
-        return ends[-1]
+        return loop_lanes([int_value(a.value) for a in found[0].args])
 
     def size_warning(self, node: cst.Call) -> Optional[str]:
         """CPA005: a three/four-argument call whose size reads wrong under the target."""
