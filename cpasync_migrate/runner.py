@@ -85,6 +85,13 @@ class _Names:
         self.held.setdefault((st.st_dev, st.st_ino), []).append((link, path, explicit))
         return None
 
+    def keep_done(self, done, on_outcome) -> None:
+        """The outcomes a worker made of hits as it found them (``_prefilter_chunk``): each stands for a
+        file with one name; a file with several is held back by ``admit``, processed once all are known."""
+        for pe, outcome in done:
+            if self.admit(pe) is not None:
+                on_outcome(outcome)
+
     def release(self) -> list:
         out = []
         for key, names in self.held.items():
@@ -186,9 +193,7 @@ def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome, na
     def found(pes, release: bool = False, done=()) -> None:
         on_hits(len(pes) + len(done))
         tasks = [t for t in map(names.admit, pes) if t is not None]
-        for pe, outcome in done:
-            if names.admit(pe) is not None:  # a file with one name: its outcome stands
-                on_outcome(outcome)
+        names.keep_done(done, on_outcome)
         if release:
             tasks += names.release()
         hits.extend((cost_of(t[0]), t) for t in tasks)
@@ -266,9 +271,7 @@ def _run_executor(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome, 
             on_memo(memo)
             on_hits(len(batch) + len(done))
             hits.extend(t for t in map(names.admit, batch) if t is not None)
-            for pe, outcome in done:
-                if names.admit(pe) is not None:  # a file with one name: its outcome stands
-                    on_outcome(outcome)
+            names.keep_done(done, on_outcome)
         hits += names.release()
         hits.sort(key=lambda pe: -cost_of(pe[0]))
         for o in pool.map(_process, hits):
