@@ -531,16 +531,17 @@ def _selection(args, cfg: dict):
                 out.append(c)
         return tuple(out)
 
-    lists = {}
-    for key in ("select", "ignore"):
+    def codes_of(key: str) -> Optional[tuple]:
+        """The option's codes, else the file's (None: neither gives the list); the file's are checked either way."""
         where = f"{cfg.get('__file__')}: [tool.cpasync-migrate] {key} ="
         from_file = parse(where, cfg[key]) if key in cfg else None
         if key == "select" and from_file == ():
             raise UsageError(f"{where} []: no code given (leave the key out to select every code)")
         given = getattr(args, key)
-        lists[key] = (parse(f"--{key}", given), given is not None) if given is not None else (from_file, key in cfg)
-    (chosen, select_given), (dropped, ignore_given) = lists["select"], lists["ignore"]
-    if not select_given and not ignore_given:
+        return parse(f"--{key}", given) if given is not None else from_file
+
+    chosen, dropped = codes_of("select"), codes_of("ignore")
+    if chosen is None and dropped is None:
         return None
     if args.select is not None and not chosen:
         raise UsageError("--select: no code given")
