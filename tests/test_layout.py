@@ -53,6 +53,7 @@ def _formatted_and_migrated(formatter: str, width: int, tmp_path: Path):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [88, 120])
 @pytest.mark.parametrize("formatter", ["ruff", "black"])
 def test_formatted_file_stays_formatted(formatter, width, tmp_path):

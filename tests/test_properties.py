@@ -23,6 +23,7 @@ import tokenize
 from collections import Counter
 
 import libcst
+import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 
 from cpasync_migrate.engine import RunSettings, process_file
@@ -327,6 +328,7 @@ COMMENT_BEFORE_COMMA = Script(
 )
 
 
+@pytest.mark.slow
 @SETTINGS
 @example(COMMENT_BEFORE_COMMA)
 @given(scripts())
@@ -410,6 +412,7 @@ def _snapshot(folder: str) -> dict:
     return out
 
 
+@pytest.mark.slow
 @HOSTILE_SETTINGS
 @given(scripts(), hostile_trees())
 def test_hostile_trees_never_hang_and_change_only_the_calls(s: Script, tree):

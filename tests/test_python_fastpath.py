@@ -284,6 +284,7 @@ def test_fast_pass_agrees_with_libcst_pass(text, opts):
     assert key(fast) == key(full)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("opts", ALL_OPTS[:2], ids=["0.1.8", "0.1.9"])
 def test_generated_migrated_files_agree_and_are_decided(opts):
     codes = set()

@@ -72,6 +72,7 @@ def test_an_unchanged_rejected_file_is_not_read_again(tree, tmp_path, settled, c
     assert skipped == ["helper.cc"] + [f"plain{i}.py" for i in range(5)]
 
 
+@pytest.mark.slow
 def test_the_same_report_with_and_without_the_memo_on_the_fixtures(tmp_path, settled, monkeypatch):
     t = tmp_path / "fx"
     for lang in ("python", "cpp"):

@@ -84,6 +84,7 @@ def test_emit_cuda_dir(tmp_path):
                      "copy_tile.old.py.make_copy.main.old.cu"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found")
 def test_nvcc_compiles_every_lowered_kernel(tmp_path):
     """All fixture kernels, both forms, in one translation unit for sm_80 and sm_90 (ptxas checks the PTX)."""
