@@ -33,10 +33,15 @@ def cases(lang: str) -> list[Case]:
         name = meta_path.stem
         ins = [p for p in d.glob(f"{name}.in.*")]
         if len(ins) != 1:
-            continue
+            # A fixture that silently becomes no test is worse than a failing one.
+            raise ValueError(f"{meta_path}: expected exactly one {name}.in.* beside it, found {len(ins)}")
         inp = ins[0]
         ext = inp.name[len(name) + len(".in"):]
         outp = d / f"{name}.out{ext}"
         meta = tomllib.loads(meta_path.read_text(encoding="utf-8"))
         out.append(Case(name, lang, inp, outp if outp.exists() else inp, meta))
+    named = {c.name for c in out}
+    for inp in sorted(d.glob("*.in.*")):
+        if inp.name.split(".in.", 1)[0] not in named:
+            raise ValueError(f"{inp}: an input without its NAME.toml is no test")
     return out

@@ -29,7 +29,9 @@ def _key(x):
 
 
 def test_there_are_enough_fixtures():
-    assert len(cases("python")) >= 20
+    # Floors at the suite's size when they were set: losing fixtures must be a decision, not an accident.
+    assert len(cases("python")) >= 67
+    assert len(cases("cpp")) >= 16
 
 
 @pytest.mark.parametrize("case", ALL, ids=str)
