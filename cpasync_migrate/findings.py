@@ -133,14 +133,6 @@ class Analysis:
     error_column: Optional[int] = None
 
 
-class ParseError(Exception):
-    def __init__(self, message: str, line: Optional[int] = None, column: Optional[int] = None):
-        super().__init__(message)
-        self.message = message
-        self.line = line
-        self.column = column
-
-
 @dataclass(frozen=True)
 class FrontEndOptions:
     """What a language front end needs to know to analyse one file.

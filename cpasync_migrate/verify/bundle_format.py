@@ -167,13 +167,6 @@ def itemsize_of(p: dict) -> int:
     return max(1, int(p["bytes"]) // max(1, n))
 
 
-def locate(params: list, offs: list, byte: int) -> Optional[tuple]:
-    for p, o in zip(params, offs):
-        if o <= byte < o + int(p["bytes"]):
-            return p, o
-    return None
-
-
 # ---------------------------------------------------------------------------------------------- outputs
 def expected_key(seed: int, sentinel: int, name: str = "") -> str:
     """The name, in ``expected/ID.npz``, of the interpreter's output of parameter ``name`` for one seed and
