@@ -2,16 +2,17 @@
 under ``--verify``, the proof verdict of the kernel around each site.
 
 Fingerprints (``partialFingerprints["cpasyncSite/v1"]``): the SHA-256 of the code, the path as
-reported, the site's source text with all white space removed, and the site's occurrence index
-among the file's findings of that code and text (in position order).  Line and column numbers
-play no part, so a result keeps its fingerprint when lines above it are added or removed, when
-the call is laid out again (a formatter), and across runs; two identical sites of one file differ
-by their index.
+reported, the site's source text with all white space and every comma before a closing bracket
+removed (:func:`site_text`), and the site's occurrence index among the file's findings of that code
+and text (in position order).  Line and column numbers play no part, so a result keeps its
+fingerprint when lines above it are added or removed, when the call is laid out again (a formatter,
+a trailing comma added), and across runs; two identical sites of one file differ by their index.
 """
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections import Counter
 from typing import Iterable, Optional
 
@@ -65,6 +66,12 @@ def rule(code: str) -> dict:
     return out
 
 
+def site_text(text: str) -> str:
+    """A site's text as its fingerprint reads it: no white space, and no comma before a closing
+    bracket, so a formatter's re-layout (a trailing comma added or dropped) keeps the fingerprint."""
+    return re.sub(r",(?=[)\]}])", "", "".join(text.split()))
+
+
 def fingerprints(outcomes: Iterable[FileOutcome]) -> dict:
     """``id(finding) -> fingerprint`` for every finding of the run (see the module's docstring)."""
     out = {}
@@ -72,7 +79,7 @@ def fingerprints(outcomes: Iterable[FileOutcome]) -> dict:
         seen: Counter = Counter()
         for f in sorted(o.findings, key=Finding.sort_key):
             path = _uri(f.path)
-            text = "".join((f.original or "").split())
+            text = site_text(f.original or "")
             n = seen[(f.code, text)]
             seen[(f.code, text)] += 1
             out[id(f)] = hashlib.sha256(f"{f.code}\0{path}\0{text}\0{n}".encode()).hexdigest()

@@ -159,3 +159,30 @@ def test_a_site_without_a_fix_is_fingerprinted_by_its_own_text(tmp_path):
     first = fingerprint(MANUAL)
     assert fingerprint("\n\n" + MANUAL.replace("T.ptx_cp_async(*args)", "T.ptx_cp_async( *args )")) == first
     assert fingerprint(MANUAL.replace("*args", "*more")) != first
+
+
+def test_a_fingerprint_survives_a_formatter_s_trailing_comma(tmp_path):
+    """ruff format and black split a long call one argument per line and add a trailing comma."""
+    def fingerprint(call):
+        write(tmp_path / "k.py", KERNEL_WITH_CALL.format(call=call))
+        [x] = [r for r in _sarif("--check", "k.py", cwd=tmp_path)["results"] if r["ruleId"] == "CPA001"]
+        return x["partialFingerprints"]["cpasyncSite/v1"]
+
+    one_line = 'T.ptx_cp_async("float16", S.data, tx * 8, A.data, tx * 8, 16)'
+    exploded = ('T.ptx_cp_async(\n                "float16",\n                S.data,\n                tx * 8,\n'
+                '                A.data,\n                tx * 8,\n                16,\n            )')
+    assert fingerprint(exploded) == fingerprint(one_line)
+    assert fingerprint(one_line.replace("16)", "8)")) != fingerprint(one_line), "the text still counts"
+
+
+KERNEL_WITH_CALL = """import tilelang.language as T
+
+
+@T.prim_func
+def main(A: T.Tensor((256,), "float16")):
+    with T.Kernel(1, threads=32) as bx:
+        S = T.alloc_shared((256,), "float16")
+        tx = T.get_thread_binding(0)
+        for i in T.serial(1):
+            {call}
+"""
