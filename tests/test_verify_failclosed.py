@@ -1,0 +1,173 @@
+"""The verifier fails closed: what the kernel builder does not model makes the kernel inconclusive, naming it.
+
+Argument binding (verify/build/signatures.py): every API call the builder reads is bound to the real
+signature; an unknown keyword, an extra positional, ``*args``/``**kw`` or a parameter the builder does not
+read, given a value other than its neutral one, is refused by name.
+"""
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from cpasync_migrate.rules import load_rules
+from cpasync_migrate.verify import verify_source
+from cpasync_migrate.verify.build import build_kernels
+from cpasync_migrate.verify.build.signatures import SIGNATURES, bind, cp_async_signature
+from cpasync_migrate.verify.ir import Unsupported
+
+RULES = load_rules()
+
+KERNEL = '''
+import tilelang.language as T
+
+
+@T.prim_func
+def main(A: T.Tensor((1024,), "float16"), B: T.Tensor((1024,), "float16")):
+    with T.Kernel(8, threads=16) as bx:
+        tx = T.get_thread_binding()
+        S = T.alloc_shared((128,), "float16")
+        T.ptx_cp_async("float16", S.data, tx * 8, A.data, bx * 128 + tx * 8, 16)
+        T.ptx_commit_group()
+        T.ptx_wait_group(0)
+        for i in T.serial(8):
+            B[bx * 128 + tx * 8 + i] = T.if_then_else(tx < 16, S[tx * 8 + i], T.Cast("float16", 0))
+'''
+
+
+def refusals(text: str, meaning: str = "bytes") -> list:
+    """Every construct the builder refused in the text's kernels (a kernel error or an opaque statement)."""
+    out = []
+    for b in build_kernels(text, RULES, meaning=meaning):
+        if b.error is not None:
+            out.append(b.error.construct)
+        else:
+            out.extend(o.construct for o in b.kernel.unsupported)
+    return out
+
+
+def call_of(src: str) -> ast.Call:
+    return ast.parse(src, mode="eval").body
+
+
+def const_value(node):
+    try:
+        return True, ast.literal_eval(node)
+    except ValueError:
+        return False, None
+
+
+# ---------------------------------------------------------------- the binder itself
+def test_bind_positional_and_keyword():
+    b = bind(SIGNATURES["alloc_shared"], call_of('T.alloc_shared((64,), "float16", "shared")'), const_value)
+    assert ast.literal_eval(b["scope"]) == "shared"
+    b = bind(SIGNATURES["alloc_shared"], call_of('T.alloc_shared((64,), dtype="float16", scope="shared")'),
+             const_value)
+    assert ast.literal_eval(b["dtype"]) == "float16" and ast.literal_eval(b["scope"]) == "shared"
+
+
+def test_alloc_buffer_third_positional_is_data_not_scope():
+    b = bind(SIGNATURES["alloc_buffer"], call_of('T.alloc_buffer((64,), "float16", "shared")'), const_value)
+    assert "scope" not in b and ast.literal_eval(b["data"]) == "shared"
+
+
+@pytest.mark.parametrize("src, named", [
+    ('T.alloc_shared((64,), "float16", align=16)', "'align'"),
+    ('T.alloc_shared((64,), "float16", "shared", 4)', "4 positional"),
+    ('T.alloc_shared(*dims)', "*dims"),
+    ('T.alloc_shared((64,), **kw)', "**kw"),
+    ('T.alloc_shared((64,), "float16", dtype="float16")', "'dtype' twice"),
+    ('T.alloc_shared((64,))', "'dtype'"),
+    ('T.match_buffer(a, (64,), "float16", elem_offset=8)', "elem_offset"),
+    ('T.match_buffer(a, (64,), "float16", None, None, 8)', "6th positional argument 'elem_offset'"),
+    ('T.match_buffer(a, (64,), "float16", offset_factor=16)', "offset_factor"),
+    ('T.match_buffer(a, (64,), "float16", strides=(2,))', "strides"),
+    ('T.match_buffer(a, (64,), "float16", scope="shared")', "scope"),
+    ('T.match_buffer(a, (64,), "float16", axis_separators=[1])', "axis_separators"),
+    ('T.match_buffer(a, (64,), "float16", buffer_type="auto_broadcast")', "buffer_type"),
+    ('T.match_buffer(a, (64,), "float16", align=64)', "align"),
+])
+def test_bind_refuses_by_name(src, named):
+    fn = call_of(src).func.attr
+    with pytest.raises(Unsupported) as e:
+        bind(SIGNATURES[fn], call_of(src), const_value)
+    assert named in e.value.construct, e.value.construct
+
+
+def test_bind_accepts_neutral_values():
+    b = bind(SIGNATURES["match_buffer"], call_of(
+        'T.match_buffer(a, (64,), "float16", elem_offset=0, offset_factor=0, scope="global", strides=None)'),
+        const_value)
+    assert set(b.args) >= {"param", "shape", "dtype"}
+
+
+def test_cp_async_signatures_come_from_the_rules():
+    legacy = cp_async_signature(RULES, "legacy", "bytes")
+    assert legacy.params[:6] == tuple(RULES.legacy.python_params)
+    for g in RULES.generations[1:]:
+        s = cp_async_signature(RULES, "access_ptr", g.size_meaning)
+        assert s.params == tuple([p for p in s.params]) and s.params[2] in g.python_params
+    with pytest.raises(Unsupported, match="'bytes'"):
+        bind(cp_async_signature(RULES, "access_ptr", "num_elems"), call_of("T.ptx_cp_async(d, s, bytes=16)"))
+
+
+# ---------------------------------------------------------------- every reader goes through it
+APIS = ["alloc_shared", "alloc_buffer", "decl_buffer", "alloc_fragment", "alloc_local", "match_buffer", "Tensor",
+        "Buffer", "Kernel", "tvm_access_ptr", "access_ptr", "Buffer.access_ptr", "serial", "Parallel", "unroll",
+        "vectorized", "Pipelined", "thread_binding", "if_then_else", "Cast", "cast", "ptx_wait_group",
+        "get_thread_binding", "copy", "fill", "clear"]
+
+
+def test_every_api_has_a_signature_naming_its_source():
+    for api in APIS:
+        assert api in SIGNATURES, api
+        assert SIGNATURES[api].source, api
+
+
+# One edit per reader: the kernel text with an argument the API does not take.
+BOGUS = [
+    ('S = T.alloc_shared((128,), "float16")', 'S = T.alloc_shared((128,), "float16", bogus=1)'),
+    ('with T.Kernel(8, threads=16) as bx:', 'with T.Kernel(8, threads=16, bogus=1) as bx:'),
+    ('tx = T.get_thread_binding()', 'tx = T.get_thread_binding(0, bogus=1)'),
+    ('T.ptx_cp_async("float16", S.data, tx * 8, A.data, bx * 128 + tx * 8, 16)',
+     'T.ptx_cp_async("float16", S.data, tx * 8, A.data, bx * 128 + tx * 8, 16, bogus=1)'),
+    ('T.ptx_wait_group(0)', 'T.ptx_wait_group(0, bogus=1)'),
+    ('T.ptx_commit_group()', 'T.ptx_commit_group(bogus=1)'),
+    ('for i in T.serial(8):', 'for i in T.serial(8, bogus=1):'),
+    ('S[tx * 8 + i], T.Cast("float16", 0))', 'S[tx * 8 + i], T.Cast("float16", 0), bogus=1)'),
+    ('T.Cast("float16", 0)', 'T.Cast("float16", 0, bogus=1)'),
+    ('A: T.Tensor((1024,), "float16")', 'A: T.Tensor((1024,), "float16", bogus=1)'),
+]
+
+
+@pytest.mark.parametrize("i", range(len(BOGUS)))
+def test_unknown_keyword_makes_the_kernel_inconclusive_naming_it(i):
+    a, b = BOGUS[i]
+    assert KERNEL.count(a) == 1
+    text = KERNEL.replace(a, b)
+    assert any("bogus" in r for r in refusals(text)), refusals(text)
+    assert not refusals(KERNEL)
+
+
+def test_access_pointer_readers_refuse_unknown_keywords():
+    new = KERNEL.replace(
+        'T.ptx_cp_async("float16", S.data, tx * 8, A.data, bx * 128 + tx * 8, 16)',
+        'T.ptx_cp_async(T.access_ptr(S[tx * 8], "w", 8), A.access_ptr(1, offset=bx * 128 + tx * 8, extent=8), 16)')
+    assert not refusals(new)
+    assert verify_source(KERNEL, new, "k.py", rules=RULES, target="0.1.8", seeds=1)[0].verdict == "equivalent"
+    for a, b in [('T.access_ptr(S[tx * 8], "w", 8)', 'T.access_ptr(S[tx * 8], "w", 8, bogus=1)'),
+                 ('extent=8)', 'extent=8, bogus=1)'),
+                 ('T.access_ptr(S[tx * 8], "w", 8)',
+                  'T.tvm_access_ptr(T.type_annotation("float16"), S.data, tx * 8, 8, 2, bogus=1)')]:
+        bad = new.replace(a, b)
+        assert any("bogus" in r for r in refusals(bad)), (b, refusals(bad))
+        v = verify_source(KERNEL, bad, "k.py", rules=RULES, target="0.1.8", seeds=1)[0]
+        assert v.verdict == "inconclusive" and "bogus" in v.reason, v.to_dict()
+
+
+def test_static_scope_positional_is_not_merged():
+    text = KERNEL.replace('S = T.alloc_shared((128,), "float16")',
+                          'S = T.alloc_shared((128,), "float16", "shared")\n        R = T.alloc_shared((16,), "int32")'
+                          '\n        R[tx] = tx')
+    k = build_kernels(text, RULES, meaning="bytes")[0].kernel
+    assert [(b.dtype, b.scope) for b in k.allocs] == [("float16", "shared"), ("int32", "shared.dyn")]
