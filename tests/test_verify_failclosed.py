@@ -171,3 +171,48 @@ def test_static_scope_positional_is_not_merged():
                           '\n        R[tx] = tx')
     k = build_kernels(text, RULES, meaning="bytes")[0].kernel
     assert [(b.dtype, b.scope) for b in k.allocs] == [("float16", "shared"), ("int32", "shared.dyn")]
+
+
+# ---------------------------------------------------------------- binding time (program order)
+def test_module_level_prim_func_reads_names_at_its_def():
+    text = "N = 8\n" + KERNEL.replace("tx * 8, A.data", "tx * N, A.data") + "\nN = 16\n"
+    b = build_kernels(text, RULES, meaning="bytes")[0]
+    assert b.error is None, b.error
+    site = b.kernel.sites[0]
+    assert "8" in repr(site.dst.offset) and "16" not in repr(site.dst.offset), site.dst.offset
+
+
+def test_rebinding_under_a_guard_is_named():
+    text = "import os\nN = 8\nif os.environ.get('X'):\n    N = 16\n" + KERNEL.replace("tx * 8, A.data",
+                                                                                      "tx * N, A.data")
+    assert any("'N'" in r for r in refusals(text)), refusals(text)
+
+
+def test_macro_defined_after_a_module_level_prim_func_is_not_reached():
+    macro = ('\n\n@T.macro\ndef load(S, A, bx, tx):\n'
+             '    T.ptx_cp_async("float16", S.data, tx * 8, A.data, bx * 128 + tx * 8, 16)\n')
+    call = 'T.ptx_cp_async("float16", S.data, tx * 8, A.data, bx * 128 + tx * 8, 16)'
+    after = KERNEL.replace(call, "load(S, A, bx, tx)") + macro
+    before = KERNEL.replace("\n\n@T.prim_func", macro + "\n\n@T.prim_func").replace(call, "load(S, A, bx, tx)", 1)
+    assert not refusals(before)
+    assert any("load" in r for r in refusals(after)), refusals(after)
+
+
+def test_factory_reads_the_module_at_its_module_level_call():
+    fac = ('import tilelang.language as T\n\nN = 8\n\n\ndef make(M=1024):\n'
+           + "\n".join("    " + line if line else line for line in KERNEL.split("\n")[3:]).replace(
+               "tx * 8, A.data", "tx * N, A.data") + "\n    return main\n\n\n")
+    assert not refusals(fac + "k = make()\n")
+    assert not refusals(fac + "N = 16\n")
+    named = refusals(fac + "k = make()\nN = 16\n")
+    assert any("'N'" in r and "make()" in r for r in named), named
+
+
+# ---------------------------------------------------------------- the form of each text
+def test_a_legacy_call_left_in_the_new_text_is_never_equivalent():
+    for target in ("0.1.8", "0.1.9"):
+        (v,) = verify_source(KERNEL, KERNEL, "k.py", rules=RULES, target=target, seeds=1)
+        assert v.verdict == "mismatch" and "legacy" in v.reason and not v.detail.get("unchanged"), v.to_dict()
+    b = build_kernels(KERNEL, RULES, meaning="bytes", forms=("access_ptr",))[0]
+    assert "line 10" in b.foreign
+    assert not build_kernels(KERNEL, RULES, meaning="bytes")[0].foreign

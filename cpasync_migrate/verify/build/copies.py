@@ -94,15 +94,7 @@ class CopyBuilder:
         return CpAsync("legacy", dst, src, self.expr(size_node, scope), "bytes", pred, line, col, ldt, False, size_lit)
 
     def cp_async_form(self, call: ast.Call) -> str:
-        """"access_ptr" when the destination argument is an access pointer, else "legacy"."""
-        names = {p for g in self.rules.generations if g.form == "access_ptr" for p in g.python_params[:2]}
-        first = call.args[0] if call.args else None
-        if isinstance(first, ast.Call) and (self.op(first.func) in ("tvm_access_ptr", "access_ptr") or (
-                isinstance(first.func, ast.Attribute) and first.func.attr == "access_ptr")):
-            return "access_ptr"
-        if any(k.arg in names for k in call.keywords):
-            return "access_ptr"
-        return "legacy"
+        return call_form(self.mod, call)
 
     def data_buffer(self, node, scope: Scope) -> Buffer:
         if isinstance(node, ast.Attribute) and node.attr == "data":
@@ -268,3 +260,25 @@ class CopyBuilder:
             raise Unsupported(f"{buf.name} indexed with {len(idx)} indices but has {len(buf.shape)} dimensions",
                               node.lineno)
         return buf, idx
+
+
+def call_form(mod, call: ast.Call) -> str:
+    """The form of a ``T.ptx_cp_async`` call: "access_ptr" when its destination is an access pointer (or
+    it names an access-pointer parameter), else "legacy".  The one place the form of a call is decided."""
+    names = {p for g in mod.rules.generations if g.form == "access_ptr" for p in g.python_params[:2]}
+    first = call.args[0] if call.args else None
+    if isinstance(first, ast.Call) and (mod.op_name(first.func) in ("tvm_access_ptr", "access_ptr") or (
+            isinstance(first.func, ast.Attribute) and first.func.attr == "access_ptr")):
+        return "access_ptr"
+    if any(k.arg in names for k in call.keywords):
+        return "access_ptr"
+    return "legacy"
+
+
+def text_forms(mod, tree: ast.Module) -> dict:
+    """Every ``T.ptx_cp_async`` call of a module by form: {"legacy": [lines], "access_ptr": [lines]}."""
+    out: dict = {"legacy": [], "access_ptr": []}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and mod.op_name(n.func) == "ptx_cp_async":
+            out[call_form(mod, n)].append(n.lineno)
+    return out

@@ -340,8 +340,11 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext):
         if self.depth > 32:
             raise Unsupported("recursive T.macro", call.lineno)
         fn = m.node
+        # A module-level macro reads the module's names, and evaluates its defaults, when it is expanded:
+        # while this kernel is built (not when the macro's def ran, nor at the module's final bindings).
+        env = self.src.globals if m.top else m.env
         mscope = Scope({k: ("const", v) if not isinstance(v, (Unknown, MacroDef)) else
-                        (("macro", v) if isinstance(v, MacroDef) else ("unknown", v)) for k, v in m.env.items()})
+                        (("macro", v) if isinstance(v, MacroDef) else ("unknown", v)) for k, v in env.items()})
         # macros visible where the kernel is (module / factory level)
         for k, v in self.src.macros.items():
             mscope.names.setdefault(k, ("macro", v))
@@ -359,7 +362,7 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext):
             if p.arg in given:
                 inner.names[p.arg] = self.bind_arg(given[p.arg], scope)
             elif d is not None:
-                inner.names[p.arg] = ("const", self.mod.cval(d, m.env))
+                inner.names[p.arg] = ("const", self.mod.cval(d, env))
             else:
                 raise Unsupported(f"macro {fn.name!r} called without {p.arg!r}", call.lineno)
         out = self.stmts(fn.body, inner)
