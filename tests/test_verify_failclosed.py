@@ -216,3 +216,34 @@ def test_a_legacy_call_left_in_the_new_text_is_never_equivalent():
     b = build_kernels(KERNEL, RULES, meaning="bytes", forms=("access_ptr",))[0]
     assert "line 10" in b.foreign
     assert not build_kernels(KERNEL, RULES, meaning="bytes")[0].foreign
+
+
+def test_factory_called_through_another_function_at_module_level():
+    fac = ('import tilelang.language as T\n\nN = 8\n\n\ndef make(M=1024):\n'
+           + "\n".join("    " + line if line else line for line in KERNEL.split("\n")[3:]).replace(
+               "tx * 8, A.data", "tx * N, A.data") + "\n    return main\n\n\ndef build():\n    return make()\n\n\n")
+    named = refusals(fac + "k = build()\nN = 16\n")
+    assert any("'N'" in r and "build()" in r for r in named), named
+
+
+# Lowered with real TileLang 0.1.8, a match_buffer's elem_offset (constant, or symbolic through
+# offset_factor) is added to loads of A[i] but not to the access pointer of A[i]: the verifier does not
+# model it and refuses it by name (neither a proof nor a refutation).
+@pytest.mark.parametrize("kw", ["elem_offset=64", "offset_factor=8", "None, None, 32"])
+def test_match_buffer_offsets_are_refused_by_name(kw):
+    old = KERNEL.replace('def main(A: T.Tensor((1024,), "float16"), ', 'def main(a: T.handle, ').replace(
+        "    with T.Kernel", f'    A = T.match_buffer(a, (1024,), "float16", {kw})\n    with T.Kernel', 1)
+    new = old.replace('T.ptx_cp_async("float16", S.data, tx * 8, A.data, bx * 128 + tx * 8, 16)',
+                      'T.ptx_cp_async(T.access_ptr(S[tx * 8], "w", 8), T.access_ptr(A[bx * 128 + tx * 8], "r", 8), 16)')
+    (v,) = verify_source(old, new, "k.py", rules=RULES, target="0.1.8", seeds=1)
+    name = "elem_offset" if "elem" in kw or "32" in kw else "offset_factor"
+    assert v.verdict == "inconclusive" and name in v.reason, v.to_dict()
+    (v0,) = verify_source(old.replace(kw, "elem_offset=0"), new.replace(kw, "elem_offset=0"), "k.py", rules=RULES,
+                          target="0.1.8", seeds=1)
+    assert v0.verdict == "equivalent", v0.to_dict()
+
+
+def test_build_time_calls_bind_their_arguments():
+    text = KERNEL.replace("with T.Kernel(8,", "with T.Kernel(T.ceildiv(1024, 128, bogus=1),")
+    assert any("bogus" in r for r in refusals(text)), refusals(text)
+    assert not refusals(KERNEL.replace("with T.Kernel(8,", "with T.Kernel(T.ceildiv(1024, rhs=128),"))

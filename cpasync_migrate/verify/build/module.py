@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..ir import Unsupported
+from .signatures import SIGNATURES, bind
 
 BIN_OPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "fdiv",
            ast.Mod: "fmod", ast.LShift: "shl", ast.RShift: "shr", ast.BitAnd: "band", ast.BitOr: "bor",
@@ -256,6 +257,10 @@ class ModuleInfo:
         text (and the module-level functions and macros it names) reads whose binding differs where
         the module itself calls the function: that one is not known."""
         reads, todo, seen = set(), [fn], set()
+        calls = [(line, before, f"{fn.name}()") for line, before in self._module_calls.get(fn.name, [])]
+        for g, sites in self._module_calls.items():  # a module-level call of a function that calls fn
+            if g != fn.name and fn.name in self._callees(g):
+                calls.extend((line, before, f"{g}() (which calls {fn.name}())") for line, before in sites)
         defs = {d.name: d for d in self._top_defs}
         while todo:
             f = todo.pop()
@@ -268,13 +273,27 @@ class ModuleInfo:
                     if n.id in defs:
                         todo.append(defs[n.id])
         env = dict(self.final_env)
-        for line, before in self._module_calls.get(fn.name, []):
+        for line, before, via in calls:
             for n in sorted(reads):
                 a, b = before.get(n, MISSING), self.final_env.get(n, MISSING)
                 if not same_binding(a, b) and not isinstance(env.get(n), Unknown):
-                    env[n] = Unknown(f"{n!r} is rebound after the module calls {fn.name}() at line {line}: the kernel "
+                    env[n] = Unknown(f"{n!r} is rebound after the module calls {via} at line {line}: the kernel "
                                      "built by that call and one built after loading see different values")
         return env
+
+    def _callees(self, name: str) -> set:
+        """The module-level functions ``name`` calls, transitively (by name, as the text spells them)."""
+        out, todo = set(), [name]
+        while todo:
+            f = self._plain_functions.get(todo.pop())
+            if f is None:
+                continue
+            for n in ast.walk(f):
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in self._plain_functions \
+                        and n.func.id not in out:
+                    out.add(n.func.id)
+                    todo.append(n.func.id)
+        return out
 
     def _macro_call(self, node, env):
         """``m = T.macro(fn)``: the macro made from a plain function defined in the text."""
@@ -380,8 +399,9 @@ class ModuleInfo:
             op = self.op_name(node.func)
             fname = node.func.id if isinstance(node.func, ast.Name) and op is None else None
             args = [self.cval(a, env) for a in node.args]
-            if op in ("ceildiv", "cdiv") and len(args) == 2:
-                return -(-args[0] // args[1])
+            if op in ("ceildiv", "cdiv"):
+                b = bind(SIGNATURES[op], node, lambda n: _try(self.cval, n, env))
+                return -(-self.cval(b["lhs"], env) // self.cval(b["rhs"], env))
             if fname in ("min", "max", "int", "float", "abs", "len", "str", "bool") and not node.keywords:
                 return {"min": min, "max": max, "int": int, "float": float, "abs": abs, "len": len,
                         "str": str, "bool": bool}[fname](*args)
@@ -423,3 +443,10 @@ def parse_bind_value(text: str):
         return ast.literal_eval(text)
     except (ValueError, SyntaxError):
         return text
+
+
+def _try(f, node, env):
+    try:
+        return True, f(node, env)
+    except (Unsupported, TypeError, ZeroDivisionError, ValueError):
+        return False, None
