@@ -193,8 +193,9 @@ def test_macro_defined_after_a_module_level_prim_func_is_not_reached():
              '    T.ptx_cp_async("float16", S.data, tx * 8, A.data, bx * 128 + tx * 8, 16)\n')
     call = 'T.ptx_cp_async("float16", S.data, tx * 8, A.data, bx * 128 + tx * 8, 16)'
     after = KERNEL.replace(call, "load(S, A, bx, tx)") + macro
-    before = KERNEL.replace("\n\n@T.prim_func", macro + "\n\n@T.prim_func").replace(call, "load(S, A, bx, tx)", 1)
+    before = KERNEL.replace(call, "load(S, A, bx, tx)").replace("\n\n@T.prim_func", macro + "\n\n@T.prim_func")
     assert not refusals(before)
+    assert build_kernels(before, RULES, meaning="bytes")[0].kernel.sites
     assert any("load" in r for r in refusals(after)), refusals(after)
 
 
@@ -247,3 +248,21 @@ def test_build_time_calls_bind_their_arguments():
     text = KERNEL.replace("with T.Kernel(8,", "with T.Kernel(T.ceildiv(1024, 128, bogus=1),")
     assert any("bogus" in r for r in refusals(text)), refusals(text)
     assert not refusals(KERNEL.replace("with T.Kernel(8,", "with T.Kernel(T.ceildiv(1024, rhs=128),"))
+
+
+@pytest.mark.parametrize("deco, named", [("@T.prim_func(generator=True)", "generator"),
+                                         ("@T.prim_func(eager_jit=True)", "eager_jit"),
+                                         ("@T.prim_func(bogus=1)", "bogus")])
+def test_decorator_arguments_are_bound(deco, named):
+    text = KERNEL.replace("@T.prim_func", deco)
+    assert any(named in r for r in refusals(text)), refusals(text)
+    assert not refusals(KERNEL.replace("@T.prim_func", "@T.prim_func(eager_jit=False)"))
+
+
+def test_macro_decorator_arguments_are_bound():
+    macro = ('\n\n@T.macro(hygienic=False)\ndef load(S, A, bx, tx):\n'
+             '    T.ptx_cp_async("float16", S.data, tx * 8, A.data, bx * 128 + tx * 8, 16)\n')
+    call = 'T.ptx_cp_async("float16", S.data, tx * 8, A.data, bx * 128 + tx * 8, 16)'
+    text = KERNEL.replace(call, "load(S, A, bx, tx)").replace("\n\n@T.prim_func", macro + "\n\n@T.prim_func")
+    assert any("hygienic" in r for r in refusals(text)), refusals(text)
+    assert not refusals(text.replace("@T.macro(hygienic=False)", "@T.macro"))

@@ -137,6 +137,12 @@ SIGNATURES: dict = {
     # coalesced_width, disable_tma, eviction_policy choose how the copy is lowered, not what it copies
     "copy": _sig("T.copy", ("src", "dst", "coalesced_width", "disable_tma", "eviction_policy"), 2,
                  source="language/copy_op.py"),
+    # decorators (0.1.7.post1 language/v2/builder.py, 0.1.8 language/eager/builder.py, which
+    # tilelang.language exports over TVM's): prim_func's generator= (0.1.7.post1) and eager_jit=
+    # (0.1.8) change what the decorator returns; macro takes the function only (no hygienic=)
+    "prim_func": _sig("T.prim_func", ("func",), 0, {"func"}, {"generator": (False,), "eager_jit": (False,)},
+                      kwonly=("generator", "eager_jit"), source="language/v2/builder.py, language/eager/builder.py"),
+    "macro": _sig("T.macro", ("func",), 0, {"func"}, source="language/v2/builder.py, language/eager/builder.py"),
     # expressions
     "if_then_else": _sig("T.if_then_else", ("cond", "t", "f", "span"), 3, {"cond", "t", "f"}, {"span": (None,)},
                          source=_TIR_OP),

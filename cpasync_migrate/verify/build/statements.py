@@ -37,6 +37,7 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext):
     # build ----------------------------------------------------------------
     def build(self) -> Kernel:
         fn = self.src.node
+        self.check_decorators(fn, "prim_func")
         top = Scope({k: ("const", v) if not isinstance(v, (Unknown, MacroDef)) else
                      (("macro", v) if isinstance(v, MacroDef) else ("unknown", v)) for k, v in self.src.env.items()})
         for name, m in self.src.macros.items():
@@ -340,6 +341,7 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext):
         if self.depth > 32:
             raise Unsupported("recursive T.macro", call.lineno)
         fn = m.node
+        self.check_decorators(fn, "macro")
         # A module-level macro reads the module's names, and evaluates its defaults, when it is expanded:
         # while this kernel is built (not when the macro's def ran, nor at the module's final bindings).
         env = self.src.globals if m.top else m.env
@@ -368,6 +370,12 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext):
         out = self.stmts(fn.body, inner)
         self.depth -= 1
         return out
+
+    def check_decorators(self, fn: ast.FunctionDef, what: str) -> None:
+        """A decorator written as a call (``@T.prim_func(...)``) binds its arguments like any API call."""
+        for d in fn.decorator_list:
+            if isinstance(d, ast.Call) and self.op(d.func) == what:
+                self.bind_call(what, d, Scope())
 
     def bind_arg(self, node, scope: Scope):
         if isinstance(node, ast.Name):
