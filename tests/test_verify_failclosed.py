@@ -266,3 +266,13 @@ def test_macro_decorator_arguments_are_bound():
     text = KERNEL.replace(call, "load(S, A, bx, tx)").replace("\n\n@T.prim_func", macro + "\n\n@T.prim_func")
     assert any("hygienic" in r for r in refusals(text)), refusals(text)
     assert not refusals(text.replace("@T.macro(hygienic=False)", "@T.macro"))
+
+
+@pytest.mark.parametrize("stmt", ["del N", "print(N := 16)", "globals()['N'] = 16", "exec('N = 16')"])
+def test_module_level_rebinding_the_reader_does_not_follow_is_named(stmt):
+    fac = ('import tilelang.language as T\n\nN = 8\n\n\ndef make(M=1024):\n'
+           + "\n".join("    " + line if line else line for line in KERNEL.split("\n")[3:]).replace(
+               "tx * 8, A.data", "tx * N, A.data") + "\n    return main\n\n\n")
+    assert not refusals(fac)
+    named = refusals(fac + stmt + "\n")
+    assert any("'N'" in r for r in named), named

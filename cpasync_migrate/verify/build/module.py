@@ -120,6 +120,10 @@ class ModuleInfo:
                 self._plain_functions[node.name] = node
         # Names some function rebinds through `global`: when that happens depends on execution order.
         self._global_written = {n for node in ast.walk(tree) if isinstance(node, ast.Global) for n in node.names}
+        # globals()/vars()/exec()/eval() can rebind any module name by string: then none is known
+        self._dynamic_globals = next((f"{n.func.id}() at line {n.lineno}" for n in ast.walk(tree)
+                                      if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and
+                                      n.func.id in ("globals", "vars", "exec", "eval")), "")
         self._module_calls: dict = {}  # plain function name -> [(line, module names before that statement)]
         self.final_env: dict = {}
         self.final_macros: dict = {}
@@ -244,7 +248,7 @@ class ModuleInfo:
             elif isinstance(st, ast.ClassDef):
                 self._scan_body(st.body, env, prefix + st.name + ".", macros, factory, int_params, final)
             else:
-                for n in bound_names(st):
+                for n in {n for node in ast.walk(st) for n in bound_names(node)}:
                     env[n] = Unknown(f"{n!r} is bound by a statement the verifier does not read")
                     macros.pop(n, None)
         if top and final:
@@ -307,7 +311,9 @@ class ModuleInfo:
 
     def _bind_target(self, t, v, env):
         if isinstance(t, ast.Name):
-            if t.id in self._global_written and t.id not in self.binds:
+            if self._dynamic_globals and t.id not in self.binds and not isinstance(v, MacroDef):
+                v = Unknown(f"{t.id!r}: the module's names can be rebound by string ({self._dynamic_globals})")
+            elif t.id in self._global_written and t.id not in self.binds:
                 v = Unknown(f"{t.id!r} is rebound through `global` in a function: its value depends on when that "
                             "function runs")
             env[t.id] = self.binds.get(t.id, v)
@@ -435,6 +441,11 @@ def bound_names(node) -> list:
                 out.extend(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
     elif isinstance(node, ast.Global):
         out.extend(node.names)
+    elif isinstance(node, ast.Delete):
+        for t in node.targets:
+            out.extend(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+    elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+        out.append(node.target.id)
     return out
 
 
