@@ -23,7 +23,7 @@ from typing import Optional
 
 import numpy as np
 
-from .build import build_kernels
+from .build import accepted_forms, build_kernels
 from .bundle_format import FORMAT, SENTINELS, VERSION, expected_key, host_inputs
 from .cuda import FLOATS, Lowering, lower_pair
 from .dynamic import signature
@@ -118,7 +118,7 @@ def kernel_items(old_text: str, new_text: str, path: str, options: Optional[Veri
         it["decided"] = {"verdict": "inconclusive", "reason": f"the old text does not parse: {e.msg}"}
         return [it]
     try:
-        new = build_kernels(new_text, rules, meaning=target.size_meaning, binds=binds)
+        new = build_kernels(new_text, rules, meaning=target.size_meaning, binds=binds, forms=accepted_forms(target))
     except SyntaxError as e:
         out = []
         for b in old:

@@ -10,7 +10,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
-from .build import BuiltKernel, build_kernels
+from .build import BuiltKernel, accepted_forms, build_kernels
 from .dynamic import run_pair
 from .ir import CpAsync
 from .options import VerifyOptions
@@ -67,7 +67,7 @@ def verify_source(old_text: str, new_text: str, path: str, options: Optional[Ver
     except SyntaxError as e:
         return [Verdict("<file>", e.lineno or 0, "inconclusive", f"the old text does not parse: {e.msg}")]
     try:
-        new = build_kernels(new_text, rules, meaning=target.size_meaning, binds=binds)
+        new = build_kernels(new_text, rules, meaning=target.size_meaning, binds=binds, forms=accepted_forms(target))
     except SyntaxError as e:
         return [Verdict(b.qualname, b.line, "mismatch", f"the new text does not parse: {e.msg} (line {e.lineno})")
                 for b in old]
@@ -224,7 +224,8 @@ def _sweep(v: Verdict, bo: BuiltKernel, old_text, new_text, rules, target, sourc
             allb = {**binds, **b}
             try:
                 cache[key_] = (build_kernels(old_text, rules, meaning=source.size_meaning, binds=allb),
-                               build_kernels(new_text, rules, meaning=target.size_meaning, binds=allb))
+                               build_kernels(new_text, rules, meaning=target.size_meaning, binds=allb,
+                                             forms=accepted_forms(target)))
             except SyntaxError:
                 cache[key_] = ([], [])
         olds, news = cache[key_]
@@ -269,7 +270,7 @@ def lower_cuda(old_text: str, new_text: str, path: str, options: Optional[Verify
     opts = VerifyOptions.of(options, **fields).resolved()
     rules, target, source, binds = opts.rules, opts.target, opts.source, opts.binds
     old = build_kernels(old_text, rules, meaning=source.size_meaning, binds=binds)
-    new = build_kernels(new_text, rules, meaning=target.size_meaning, binds=binds)
+    new = build_kernels(new_text, rules, meaning=target.size_meaning, binds=binds, forms=accepted_forms(target))
     out = []
     for bo, bn in pair_kernels(old, new):
         out.append(lower_pair(bo, bn, rules, target, prefill))

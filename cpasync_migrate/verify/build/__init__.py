@@ -22,18 +22,23 @@ from typing import Optional
 
 from ..ir import Unsupported
 from .identity import BuiltKernel, definitions, fingerprint, foreign_construct
+from .copies import text_forms
 from .module import ModuleInfo, parse_bind_value
 from .statements import KernelBuilder
 
-__all__ = ["BuiltKernel", "build_kernels"]
+__all__ = ["BuiltKernel", "accepted_forms", "build_kernels"]
 
 
 # ---------------------------------------------------------------- entry points
-def build_kernels(text: str, rules, *, meaning: str, binds: Optional[dict] = None) -> list[BuiltKernel]:
+def build_kernels(text: str, rules, *, meaning: str, binds: Optional[dict] = None,
+                  forms: Optional[tuple] = None) -> list[BuiltKernel]:
     """Every prim_func in ``text`` with its IR (or the reason it has none).
 
     ``meaning`` is the size meaning of access-pointer calls in this text
-    ("bytes" or "num_elems"); legacy calls always mean bytes.
+    ("bytes" or "num_elems"); legacy calls always mean bytes.  ``forms``: the
+    cp.async forms ("legacy", "access_ptr") the generation the text is built
+    for accepts (None: either).  A kernel reaching a call in another form does
+    not build there: it gets that as ``foreign`` (the text would not build).
     Raises SyntaxError when the text does not parse.
     """
     tree = ast.parse(text)
@@ -44,6 +49,11 @@ def build_kernels(text: str, rules, *, meaning: str, binds: Optional[dict] = Non
     for ks in mod.kernels:
         fp = fingerprint(text, ks, tree, defs)
         fr = foreign_construct(mod, ks)
+        bad_form = _form_problem(mod, ks, forms)
+        if bad_form:
+            # whether the kernel builds under the target is part of its meaning: never the unchanged shortcut
+            fp += f"\0forms={forms}\0{bad_form}"
+            fr = fr or bad_form
         try:
             k = KernelBuilder(mod, ks, meaning).build()
             out.append(BuiltKernel(ks.qualname, ks.node.lineno, k, None, fp, fr, ks.int_params))
@@ -53,3 +63,31 @@ def build_kernels(text: str, rules, *, meaning: str, binds: Optional[dict] = Non
             out.append(BuiltKernel(ks.qualname, ks.node.lineno, None, Unsupported("expression nested too deeply"), fp,
                                    fr, ks.int_params))
     return out
+
+
+def accepted_forms(generation) -> tuple:
+    """The cp.async forms a generation (rules) accepts: its own only (0.1.7.post1 takes only the
+    six-argument call, 0.1.8 and later only the access-pointer form)."""
+    return ("legacy",) if generation.form == "offset" else ("access_ptr",)
+
+
+FORM_NAMES = {"legacy": "the legacy six-argument form", "access_ptr": "the access-pointer form"}
+
+
+def _form_problem(mod, ks, forms) -> str:
+    """A ``T.ptx_cp_async`` call the kernel (or a macro it sees) holds in a form ``forms`` does not accept."""
+    if forms is None:
+        return ""
+    nodes, todo = [], [ks.node]
+    while todo:  # the prim_func and the macros it calls, transitively
+        node = todo.pop()
+        if any(node is n for n in nodes):
+            continue
+        nodes.append(node)
+        todo.extend(ks.macros[n.id].node for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in ks.macros)
+    for node in nodes:
+        for f, lines in text_forms(mod, node).items():
+            if lines and f not in forms:
+                return (f"T.ptx_cp_async at line {lines[0]} is in {FORM_NAMES[f]}, which the target does not accept "
+                        "(the kernel does not build under it)")
+    return ""

@@ -15,6 +15,7 @@ from typing import Optional
 
 from ..ir import Buffer, Unsupported
 from .module import KernelSource, ModuleInfo, Scope, Unknown
+from .signatures import SIGNATURES, Bound, Signature, bind
 
 CPP_RESERVED = {"int", "float", "double", "char", "long", "short", "unsigned", "signed", "void", "bool", "half",
                 "auto", "const", "static", "struct", "class", "new", "delete", "this", "default", "case", "switch",
@@ -85,6 +86,12 @@ class KernelContext:
             return True, self.cval(node, scope)
         except (Unsupported, TypeError, ZeroDivisionError, ValueError):
             return False, None
+
+    def bind_call(self, api, call: ast.Call, scope: Scope) -> Bound:
+        """``call``'s arguments bound to the signature of ``api`` (a key of ``signatures.SIGNATURES``
+        or a :class:`~.signatures.Signature`); whatever the builder does not model raises Unsupported."""
+        sig = api if isinstance(api, Signature) else SIGNATURES[api]
+        return bind(sig, call, lambda n: self.try_cval(n, scope))
 
     def dtype(self, node, scope: Scope) -> str:
         v = self.cval(node, scope)

@@ -13,7 +13,8 @@ import ast
 
 from ..ir import Bin, Buffer, Const, CpAsync, Ptr, Region, Unsupported, flat_index
 from .expressions import fold
-from .module import MISSING, Scope
+from .module import Scope
+from .signatures import Bound, cp_async_signature
 
 DEFAULT_SCOPES = {"alloc_shared": "shared.dyn", "alloc_fragment": "local.fragment", "alloc_local": "local",
                   "alloc_buffer": "global", "decl_buffer": "global"}
@@ -31,20 +32,11 @@ class CopyBuilder:
             raise Unsupported(f"shape {ast.unparse(node)!r} is not known from the text", node.lineno)
         return v
 
-    def call_arg(self, call: ast.Call, pos: int, kw: str, default=MISSING):
-        for k in call.keywords:
-            if k.arg == kw:
-                return k.value
-        if pos < len(call.args):
-            return call.args[pos]
-        if default is MISSING:
-            raise Unsupported(f"{ast.unparse(call.func)} without its {kw!r} argument", call.lineno)
-        return default
-
-    def make_buffer(self, name, call: ast.Call, opname: str, scope: Scope, param=False) -> Buffer:
-        decl = self.rules.declarations.get(opname, {"position": 1, "keyword": "dtype"})
-        shape_node = self.call_arg(call, 0, "shape")
-        dt_node = self.call_arg(call, decl.get("position", 1), decl.get("keyword", "dtype"), None)
+    def make_buffer(self, name, b: Bound, opname: str, scope: Scope, param=False) -> Buffer:
+        """A buffer from a declaration bound to its signature (``bind_call``): shape, dtype, scope."""
+        call = b.call
+        decl = self.rules.declarations.get(opname, {})
+        dt_node = b.get("dtype")
         if dt_node is not None:
             dt = self.dtype(dt_node, scope)
         elif decl.get("default") is not None:
@@ -54,80 +46,55 @@ class CopyBuilder:
         if param:
             sc = "global"
         else:
-            sc_node = None
-            for k in call.keywords:
-                if k.arg == "scope":
-                    sc_node = k.value
-            if sc_node is None and opname in ("alloc_buffer", "decl_buffer") and len(call.args) > 2:
-                sc_node = call.args[2]
+            sc_node = b.get("scope")
             sc = self.cval(sc_node, scope) if sc_node is not None else DEFAULT_SCOPES.get(opname, "global")
+            if not isinstance(sc, str):
+                raise Unsupported(f"T.{opname} scope {ast.unparse(sc_node)[:40]!r} is not a string", call.lineno)
             if opname == "alloc_shared" and dt == "bool":
                 sc = "shared"  # TileLang 0.1.7.post1 forces bool shared buffers out of the merged pool
-        buf = Buffer(self.fresh(name), self.shape(shape_node, scope), dt, str(sc), self.rules.dtype_size(dt),
+        buf = Buffer(self.fresh(name), self.shape(b["shape"], scope), dt, str(sc), self.rules.dtype_size(dt),
                      param=param, line=call.lineno)
         return buf
 
     # cp.async ------------------------------------------------------------------
     def cp_async(self, call: ast.Call, scope: Scope) -> CpAsync:
+        """A ``T.ptx_cp_async`` call, its arguments bound to the signature of its form (from the rules)."""
         line, col = call.lineno, call.col_offset
-        kws = {k.arg: k.value for k in call.keywords}
-        if None in kws:
-            raise Unsupported("**kwargs in ptx_cp_async", line)
-        first = call.args[0] if call.args else kws.get("dst_access_ptr")
-        new_form = isinstance(first, ast.Call) and self.op(first.func) in ("tvm_access_ptr", "access_ptr") or \
-            (isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute) and first.func.attr == "access_ptr")
-        if new_form:
-            names = ["dst", "src", "size", "predicate"]
-            kwmap = {"dst_access_ptr": "dst", "src_access_ptr": "src", "bytes": "size", "num_elems": "size",
-                     "predicate": "predicate"}
-            got = {}
-            for n, a in zip(names, call.args):
-                got[n] = a
-            dtype_kw = False
-            for k, v in kws.items():
-                if k == "dtype":
-                    dtype_kw = True
-                    continue
-                if k not in kwmap:
-                    raise Unsupported(f"ptx_cp_async keyword {k!r}", line)
-                got[kwmap[k]] = v
-            if len(call.args) > 4 or "size" not in got:
-                raise Unsupported("ptx_cp_async argument list", line)
-            dst = self.access_ptr(got["dst"], scope)
-            src = self.access_ptr(got["src"], scope)
-            size_node = got["size"]
+        form = self.cp_async_form(call)
+        if form == "access_ptr":
+            # a `dtype=` keyword left on the access-pointer form is read, and refuted by the site check
+            dtype_kw = any(k.arg == "dtype" for k in call.keywords)
+            bare = ast.Call(func=call.func, args=call.args, keywords=[k for k in call.keywords if k.arg != "dtype"],
+                            lineno=line, col_offset=col)
+            b = self.bind_call(cp_async_signature(self.rules, "access_ptr", self.meaning), bare, scope)
+            dst_p, src_p, size_p, pred_p = b.sig.params
+            dst = self.access_ptr(b[dst_p], scope)
+            src = self.access_ptr(b[src_p], scope)
+            size_node = b[size_p]
             size_lit = isinstance(size_node, ast.Constant) and isinstance(size_node.value, int)
-            pred = self.expr(got["predicate"], scope) if "predicate" in got and not (
-                isinstance(got["predicate"], ast.Constant) and got["predicate"].value is None) else None
+            pn = b.get(pred_p)
+            pred = self.expr(pn, scope) if pn is not None and not (
+                isinstance(pn, ast.Constant) and pn.value is None) else None
             return CpAsync("access_ptr", dst, src, self.expr(size_node, scope), self.meaning, pred, line, col,
                            None, dtype_kw, size_lit)
-        params = list(self.rules.legacy.python_params) or ["dtype", "shared_ptr", "shared_offset", "global_ptr",
-                                                           "global_offset", "bytes"]
-        dtype_name = params[0]
-        got = {}
-        pos_names = params[1:] if dtype_name in kws else params
-        pos_names = pos_names + ["predicate"]
-        if len(call.args) > len(pos_names):
-            raise Unsupported("ptx_cp_async with too many arguments", line)
-        for n, a in zip(pos_names, call.args):
-            got[n] = a
-        for k, v in kws.items():
-            if k not in params and k != "predicate":
-                raise Unsupported(f"ptx_cp_async keyword {k!r}", line)
-            got[k] = v
-        missing = [p for p in params if p not in got]
-        if missing:
-            raise Unsupported(f"ptx_cp_async without {', '.join(missing)}", line)
+        params = tuple(self.rules.legacy.python_params)
+        dtype_kw = any(k.arg == params[0] for k in call.keywords)
+        b = self.bind_call(cp_async_signature(self.rules, "legacy", "bytes", dtype_kw), call, scope)
+        dtype_p, dptr, doff, sptr, soff, size_p = params
         ldt = None
-        ok, v = self.try_cval(got[dtype_name], scope)
+        ok, v = self.try_cval(b[dtype_p], scope)
         if ok and isinstance(v, str):
             ldt = self.rules.canonical_dtype(v)
-        dst = Ptr(self.data_buffer(got[params[1]], scope), None, self.expr(got[params[2]], scope))
-        src = Ptr(self.data_buffer(got[params[3]], scope), None, self.expr(got[params[4]], scope))
-        size_node = got[params[5]]
+        dst = Ptr(self.data_buffer(b[dptr], scope), None, self.expr(b[doff], scope))
+        src = Ptr(self.data_buffer(b[sptr], scope), None, self.expr(b[soff], scope))
+        size_node = b[size_p]
         size_lit = isinstance(size_node, ast.Constant) and isinstance(size_node.value, int)
-        pred = self.expr(got["predicate"], scope) if "predicate" in got else None
+        extra = b.sig.params[len(params) - (1 if dtype_kw else 0):]
+        pred = self.expr(b[extra[0]], scope) if extra and extra[0] in b else None
         return CpAsync("legacy", dst, src, self.expr(size_node, scope), "bytes", pred, line, col, ldt, False, size_lit)
+
+    def cp_async_form(self, call: ast.Call) -> str:
+        return call_form(self.mod, call)
 
     def data_buffer(self, node, scope: Scope) -> Buffer:
         if isinstance(node, ast.Attribute) and node.attr == "data":
@@ -151,26 +118,21 @@ class CopyBuilder:
         line = node.lineno
         op = self.op(node.func)
         if op == "tvm_access_ptr":
-            a = list(node.args)
-            if len(a) != 5 or node.keywords:
-                raise Unsupported("tvm_access_ptr without its five arguments", line)
-            ta = a[0]
-            if not (isinstance(ta, ast.Call) and self.op(ta.func) == "type_annotation" and len(ta.args) == 1):
+            b = self.bind_call("tvm_access_ptr", node, scope)
+            ta = b["ptype"]
+            if not (isinstance(ta, ast.Call) and self.op(ta.func) == "type_annotation"):
                 raise Unsupported("tvm_access_ptr whose first argument is not T.type_annotation(dtype)", line)
-            ptype = self.dtype(ta.args[0], scope)
-            return Ptr(self.data_buffer(a[1], scope), ptype, self.expr(a[2], scope), self.expr(a[3], scope),
-                       self.expr(a[4], scope), "tvm_access_ptr")
+            ptype = self.dtype(self.bind_call("type_annotation", ta, scope)["dtype"], scope)
+            return Ptr(self.data_buffer(b["data"], scope), ptype, self.expr(b["offset"], scope),
+                       self.expr(b["extent"], scope), self.expr(b["rw_mask"], scope), "tvm_access_ptr")
         if op == "access_ptr":
             # tilelang/language/builtin.py (0.1.8): access_ptr(base, access_type="r", *extents, offset=0,
             # extent=None, ignore_last_ndim=0)
-            a = list(node.args)
-            kw = {k.arg: k.value for k in node.keywords}
-            unknown = set(kw) - {"base", "base_load", "access_type", "offset", "extent", "ignore_last_ndim"}
-            if unknown or any(isinstance(x, ast.Starred) for x in a):
-                raise Unsupported(f"T.access_ptr argument {sorted(unknown)[0] if unknown else '*args'}", line)
-            load = a[0] if a else kw.get("base", kw.get("base_load"))
-            mode = a[1] if len(a) > 1 else kw.get("access_type", ast.Constant("r"))
-            exts = a[2:]
+            b = self.bind_call("access_ptr", node, scope)
+            kw = b.args
+            load = b["base"]
+            mode = b.get("access_type", ast.Constant("r"))
+            exts = list(b.rest)
             if len(exts) == 1 and isinstance(exts[0], (ast.Tuple, ast.List)):
                 exts = list(exts[0].elts)
             buf, mins, region_exts = self.pointer_base(load, scope, line)
@@ -209,12 +171,7 @@ class CopyBuilder:
         if isinstance(node.func, ast.Attribute) and node.func.attr == "access_ptr":
             # tvm Buffer.access_ptr(access_mask, ptr_type="handle", content_lanes=1, offset=0, extent=None)
             buf = self.buffer_of(node.func.value, scope)
-            names = ["access_mask", "ptr_type", "content_lanes", "offset", "extent"]
-            got = dict(zip(names, node.args))
-            for k in node.keywords:
-                if k.arg not in names:
-                    raise Unsupported(f"Buffer.access_ptr({k.arg}=...)", line)
-                got[k.arg] = k.value
+            got = self.bind_call("Buffer.access_ptr", node, scope).args
             if "content_lanes" in got:
                 ok, v = self.try_cval(got["content_lanes"], scope)
                 if not (ok and v == 1):
@@ -303,3 +260,25 @@ class CopyBuilder:
             raise Unsupported(f"{buf.name} indexed with {len(idx)} indices but has {len(buf.shape)} dimensions",
                               node.lineno)
         return buf, idx
+
+
+def call_form(mod, call: ast.Call) -> str:
+    """The form of a ``T.ptx_cp_async`` call: "access_ptr" when its destination is an access pointer (or
+    it names an access-pointer parameter), else "legacy".  The one place the form of a call is decided."""
+    names = {p for g in mod.rules.generations if g.form == "access_ptr" for p in g.python_params[:2]}
+    first = call.args[0] if call.args else None
+    if isinstance(first, ast.Call) and (mod.op_name(first.func) in ("tvm_access_ptr", "access_ptr") or (
+            isinstance(first.func, ast.Attribute) and first.func.attr == "access_ptr")):
+        return "access_ptr"
+    if any(k.arg in names for k in call.keywords):
+        return "access_ptr"
+    return "legacy"
+
+
+def text_forms(mod, tree: ast.Module) -> dict:
+    """Every ``T.ptx_cp_async`` call of a module by form: {"legacy": [lines], "access_ptr": [lines]}."""
+    out: dict = {"legacy": [], "access_ptr": []}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and mod.op_name(n.func) == "ptx_cp_async":
+            out[call_form(mod, n)].append(n.lineno)
+    return out

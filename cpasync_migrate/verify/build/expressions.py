@@ -14,6 +14,7 @@ from typing import Optional
 
 from ..ir import Bin, Cast, Cmp, Const, Expr, Load, Logic, Math, Select, Unary, Unsupported, Var
 from .module import BIN_OPS, CMP_OPS, MISSING, PY_OPS, Scope
+from .signatures import MATH_SIGNATURE
 
 MATH_FNS = {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "fabs", "sin", "cos", "tanh", "floor", "ceil",
             "round", "trunc", "sigmoid"}
@@ -100,43 +101,42 @@ class ExpressionBuilder:
         line = node.lineno
         op = self.op(node.func)
         fname = node.func.id if isinstance(node.func, ast.Name) and op is None else None
-        args = node.args
-        kw = {k.arg: k.value for k in node.keywords}
         if op == "if_then_else":
-            return Select(self.expr(args[0], scope), self.expr(args[1], scope), self.expr(args[2], scope))
+            b = self.bind_call(op, node, scope)
+            return Select(self.expr(b["cond"], scope), self.expr(b["t"], scope), self.expr(b["f"], scope))
         if op in ("Cast", "cast"):
-            if op == "Cast":
-                dt, v = args[0], args[1]
-            else:
-                v, dt = args[0], (args[1] if len(args) > 1 else kw["dtype"])
-            return Cast(self.dtype(dt, scope), self.expr(v, scope))
+            b = self.bind_call(op, node, scope)
+            return Cast(self.dtype(b["dtype"], scope), self.expr(b["value"], scope))
         if op in ("min", "max") or fname in ("min", "max"):
-            if len(args) != 2:
-                raise Unsupported(f"{op or fname} of {len(args)} arguments", line)
-            return fold(Bin(op or fname, self.expr(args[0], scope), self.expr(args[1], scope)))
+            b = self.bind_call(op or fname, node, scope)
+            return fold(Bin(op or fname, self.expr(b["a"], scope), self.expr(b["b"], scope)))
         if op in ("floordiv", "floormod", "truncdiv", "truncmod"):
+            b = self.bind_call(op, node, scope)
             name = {"floordiv": "fdiv", "floormod": "fmod", "truncdiv": "tdiv", "truncmod": "tmod"}[op]
-            return fold(Bin(name, self.expr(args[0], scope), self.expr(args[1], scope)))
+            return fold(Bin(name, self.expr(b["a"], scope), self.expr(b["b"], scope)))
         if op in ("ceildiv", "cdiv"):
-            a, b = self.expr(args[0], scope), self.expr(args[1], scope)
-            return fold(Bin("fdiv", Bin("sub", Bin("add", a, b), Const(1, "int32")), b))
+            b = self.bind_call(op, node, scope)
+            a, d = self.expr(b["lhs"], scope), self.expr(b["rhs"], scope)
+            return fold(Bin("fdiv", Bin("sub", Bin("add", a, d), Const(1, "int32")), d))
         if op in ("shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor"):
+            b = self.bind_call(op, node, scope)
             name = {"shift_left": "shl", "shift_right": "shr", "bitwise_and": "band", "bitwise_or": "bor",
                     "bitwise_xor": "bxor"}[op]
-            return fold(Bin(name, self.expr(args[0], scope), self.expr(args[1], scope)))
+            return fold(Bin(name, self.expr(b["x"], scope), self.expr(b["y"], scope)))
         if op in MATH_FNS:
-            return Math(op, tuple(self.expr(a, scope) for a in args))
+            b = self.bind_call(MATH_SIGNATURE, node, scope)
+            return Math(op, (self.expr(b["x"], scope),))
         if op == "get_thread_binding":
-            dim = self.cval(args[0], scope) if args else 0
-            name = f"threadIdx_{'xyz'[dim]}"
+            dn = self.bind_call(op, node, scope).get("dim")
+            dim = self.cval(dn, scope) if dn is not None else 0
             self.bind_thread(None, ("threadIdx", int(dim)), None, scope)
             ir = [k for k, v in self.thread_vars.items() if v == ("threadIdx", int(dim))][-1]
-            del name
             return Var(ir)
         if op is not None:
             dt = self.rules.canonical_dtype(op)
-            if self.rules.dtype_size(dt) is not None and len(args) == 1:
-                return Cast(dt, self.expr(args[0], scope))
+            if self.rules.dtype_size(dt) is not None:
+                b = self.bind_call("dtype_cast", node, scope)
+                return Cast(dt, self.expr(b["expr"], scope))
         ok, v = self.try_cval(node, scope)
         if ok and isinstance(v, (int, float, bool)):
             return const_expr(v, line)

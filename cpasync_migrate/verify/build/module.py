@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..ir import Unsupported
+from .signatures import SIGNATURES, bind
 
 BIN_OPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "fdiv",
            ast.Mod: "fmod", ast.LShift: "shl", ast.RShift: "shr", ast.BitAnd: "band", ast.BitOr: "bor",
@@ -40,6 +41,7 @@ class Unknown:
 class MacroDef:
     node: ast.FunctionDef
     env: dict  # closure constants
+    top: bool = False  # defined at module level: it reads the module's names when it is expanded
 
 
 @dataclass
@@ -50,6 +52,7 @@ class KernelSource:
     macros: dict
     factory: list = field(default_factory=list)  # enclosing function nodes, outermost first
     int_params: dict = field(default_factory=dict)  # factory parameters with integer defaults (not bound)
+    globals: dict = field(default_factory=dict)  # the module's names when the kernel is built
 
 
 @dataclass
@@ -110,10 +113,18 @@ class ModuleInfo:
                     self.aliases[node.targets[0].id] = q
         self.functions: dict = {}
         self._plain_functions = {}
+        self._top_defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
         for node in tree.body:
             if isinstance(node, ast.FunctionDef) and not self.decorated(node, "prim_func") and \
                     not self.decorated(node, "macro"):
                 self._plain_functions[node.name] = node
+        # Names some function rebinds through `global`: when that happens depends on execution order.
+        self._global_written = {n for node in ast.walk(tree) if isinstance(node, ast.Global) for n in node.names}
+        # globals()/vars()/exec()/eval() can rebind any module name by string: then none is known
+        self._dynamic_globals = next((f"{n.func.id}() at line {n.lineno}" for n in ast.walk(tree)
+                                      if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and
+                                      n.func.id in ("globals", "vars", "exec", "eval")), "")
+        self._module_calls: dict = {}  # plain function name -> [(line, module names before that statement)]
         self.final_env: dict = {}
         self.final_macros: dict = {}
         self._scan_body(tree.body, dict(), prefix="", macros={}, final=True)
@@ -160,25 +171,38 @@ class ModuleInfo:
         return False
 
     # scanning -------------------------------------------------------------
-    def _scan_body(self, body, env: dict, prefix: str, macros: dict, factory=(), int_params=None, final=False):
-        """Record kernels, macros and constants.  Module-level names are read at their final binding
-        (a factory runs after the module is loaded); names bound under ``if``/``with``/``try`` are not
-        known from the text."""
+    def _scan_body(self, body, env: dict, prefix: str, macros: dict, factory=(), int_params=None, final=False,
+                   module_env=None):
+        """Record kernels, macros and constants, in program order.  A module-level prim_func is built
+        when its ``def`` runs and sees the names bound at that moment; a module-level factory is run
+        after the module is loaded (final bindings), and a name its text reads that the module rebinds
+        after calling it at module level is not known (the kernels built there and later differ);
+        names bound under ``if``/``with``/``try``/loops, or through ``global`` in a function, are not
+        known from the text.  ``final`` is the pre-pass that finds the final bindings."""
         env = dict(env)
         macros = dict(macros)
         int_params = dict(int_params or {})
         top = not prefix
         for st in body:
+            if top and final and not isinstance(st, (ast.FunctionDef, ast.ClassDef)):
+                for node in ast.walk(st):
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                            node.func.id in self._plain_functions:
+                        self._module_calls.setdefault(node.func.id, []).append((st.lineno, dict(env)))
             if isinstance(st, ast.FunctionDef):
-                base_env, base_macros = (self.final_env, self.final_macros) if top and not final else (env, macros)
+                if top and not final and not self.decorated(st, "prim_func") and not self.decorated(st, "macro"):
+                    base_env, base_macros = self._call_env(st), self.final_macros
+                else:
+                    base_env, base_macros = env, macros
                 if self.decorated(st, "prim_func"):
                     if not final:
                         self.kernels.append(KernelSource(prefix + st.name, st, dict(base_env), dict(base_macros),
-                                                         list(factory), dict(int_params)))
+                                                         list(factory), dict(int_params),
+                                                         dict(env if top else (module_env or {}))))
                     env[st.name] = Unknown(f"{st.name!r} is a prim_func")
                     macros.pop(st.name, None)
                 elif self.decorated(st, "macro"):
-                    macros[st.name] = MacroDef(st, base_env)
+                    macros[st.name] = MacroDef(st, base_env, top)
                     env[st.name] = macros[st.name]
                 else:
                     env[st.name] = Unknown(f"{st.name!r} is a plain function")
@@ -193,7 +217,8 @@ class ModuleInfo:
                     for k, v in params.items():
                         if isinstance(v, int) and not isinstance(v, bool) and k not in self.binds:
                             ip[k] = v
-                    self._scan_body(st.body, fenv, prefix + st.name + ".", base_macros, list(factory) + [st], ip)
+                    self._scan_body(st.body, fenv, prefix + st.name + ".", base_macros, list(factory) + [st], ip,
+                                    module_env=base_env if top else module_env)
             elif isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
                 targets = st.targets if isinstance(st, ast.Assign) else [st.target]
                 v = self._macro_call(st.value, env)
@@ -223,13 +248,56 @@ class ModuleInfo:
             elif isinstance(st, ast.ClassDef):
                 self._scan_body(st.body, env, prefix + st.name + ".", macros, factory, int_params, final)
             else:
-                for n in bound_names(st):
+                for n in {n for node in ast.walk(st) for n in bound_names(node)}:
                     env[n] = Unknown(f"{n!r} is bound by a statement the verifier does not read")
                     macros.pop(n, None)
         if top and final:
             self.final_env, self.final_macros = env, macros
         if top:
             self.consts = env
+
+    def _call_env(self, fn: ast.FunctionDef) -> dict:
+        """The module's names a module-level function runs with: the final bindings, except a name its
+        text (and the module-level functions and macros it names) reads whose binding differs where
+        the module itself calls the function: that one is not known."""
+        reads, todo, seen = set(), [fn], set()
+        calls = [(line, before, f"{fn.name}()") for line, before in self._module_calls.get(fn.name, [])]
+        for g, sites in self._module_calls.items():  # a module-level call of a function that calls fn
+            if g != fn.name and fn.name in self._callees(g):
+                calls.extend((line, before, f"{g}() (which calls {fn.name}())") for line, before in sites)
+        defs = {d.name: d for d in self._top_defs}
+        while todo:
+            f = todo.pop()
+            if id(f) in seen:
+                continue
+            seen.add(id(f))
+            for n in ast.walk(f):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                    reads.add(n.id)
+                    if n.id in defs:
+                        todo.append(defs[n.id])
+        env = dict(self.final_env)
+        for line, before, via in calls:
+            for n in sorted(reads):
+                a, b = before.get(n, MISSING), self.final_env.get(n, MISSING)
+                if not same_binding(a, b) and not isinstance(env.get(n), Unknown):
+                    env[n] = Unknown(f"{n!r} is rebound after the module calls {via} at line {line}: the kernel "
+                                     "built by that call and one built after loading see different values")
+        return env
+
+    def _callees(self, name: str) -> set:
+        """The module-level functions ``name`` calls, transitively (by name, as the text spells them)."""
+        out, todo = set(), [name]
+        while todo:
+            f = self._plain_functions.get(todo.pop())
+            if f is None:
+                continue
+            for n in ast.walk(f):
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in self._plain_functions \
+                        and n.func.id not in out:
+                    out.add(n.func.id)
+                    todo.append(n.func.id)
+        return out
 
     def _macro_call(self, node, env):
         """``m = T.macro(fn)``: the macro made from a plain function defined in the text."""
@@ -243,6 +311,11 @@ class ModuleInfo:
 
     def _bind_target(self, t, v, env):
         if isinstance(t, ast.Name):
+            if self._dynamic_globals and t.id not in self.binds and not isinstance(v, MacroDef):
+                v = Unknown(f"{t.id!r}: the module's names can be rebound by string ({self._dynamic_globals})")
+            elif t.id in self._global_written and t.id not in self.binds:
+                v = Unknown(f"{t.id!r} is rebound through `global` in a function: its value depends on when that "
+                            "function runs")
             env[t.id] = self.binds.get(t.id, v)
         elif isinstance(t, (ast.Tuple, ast.List)):
             if isinstance(v, (tuple, list)) and len(v) == len(t.elts):
@@ -332,8 +405,9 @@ class ModuleInfo:
             op = self.op_name(node.func)
             fname = node.func.id if isinstance(node.func, ast.Name) and op is None else None
             args = [self.cval(a, env) for a in node.args]
-            if op in ("ceildiv", "cdiv") and len(args) == 2:
-                return -(-args[0] // args[1])
+            if op in ("ceildiv", "cdiv"):
+                b = bind(SIGNATURES[op], node, lambda n: _try(self.cval, n, env))
+                return -(-self.cval(b["lhs"], env) // self.cval(b["rhs"], env))
             if fname in ("min", "max", "int", "float", "abs", "len", "str", "bool") and not node.keywords:
                 return {"min": min, "max": max, "int": int, "float": float, "abs": abs, "len": len,
                         "str": str, "bool": bool}[fname](*args)
@@ -341,6 +415,15 @@ class ModuleInfo:
                 return self.rules.canonical_dtype(str(args[0]))
         raise Unsupported(f"expression {ast.unparse(node)[:60]!r} is not a build-time constant",
                           getattr(node, "lineno", None))
+
+
+def same_binding(a, b) -> bool:
+    """Whether two bindings of one name give a kernel the same value."""
+    if isinstance(a, Unknown) or isinstance(b, Unknown):
+        return isinstance(a, Unknown) and isinstance(b, Unknown)
+    if isinstance(a, MacroDef) or isinstance(b, MacroDef):
+        return isinstance(a, MacroDef) and isinstance(b, MacroDef) and a.node is b.node
+    return type(a) is type(b) and a == b
 
 
 def bound_names(node) -> list:
@@ -358,6 +441,11 @@ def bound_names(node) -> list:
                 out.extend(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
     elif isinstance(node, ast.Global):
         out.extend(node.names)
+    elif isinstance(node, ast.Delete):
+        for t in node.targets:
+            out.extend(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+    elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+        out.append(node.target.id)
     return out
 
 
@@ -366,3 +454,10 @@ def parse_bind_value(text: str):
         return ast.literal_eval(text)
     except (ValueError, SyntaxError):
         return text
+
+
+def _try(f, node, env):
+    try:
+        return True, f(node, env)
+    except (Unsupported, TypeError, ZeroDivisionError, ValueError):
+        return False, None

@@ -37,6 +37,7 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext):
     # build ----------------------------------------------------------------
     def build(self) -> Kernel:
         fn = self.src.node
+        self.check_decorators(fn, "prim_func")
         top = Scope({k: ("const", v) if not isinstance(v, (Unknown, MacroDef)) else
                      (("macro", v) if isinstance(v, MacroDef) else ("unknown", v)) for k, v in self.src.env.items()})
         for name, m in self.src.macros.items():
@@ -47,14 +48,16 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext):
             if ann is None:
                 raise Unsupported(f"prim_func parameter {a.arg!r} without annotation", fn.lineno)
             if isinstance(ann, ast.Call) and self.op(ann.func) in ("Tensor", "Buffer", "StridedTensor"):
-                if any(k.arg == "strides" for k in ann.keywords) or self.op(ann.func) == "StridedTensor":
+                if self.op(ann.func) == "StridedTensor":
                     raise Unsupported("strided tensor parameter", ann.lineno)
-                buf = self.make_buffer(a.arg, ann, "Tensor", scope, param=True)
+                op = self.op(ann.func)
+                buf = self.make_buffer(a.arg, self.bind_call(op, ann, scope), op, scope, param=True)
             elif isinstance(ann, ast.Subscript) and self.op(ann.value) in ("Tensor", "Buffer"):
                 sl = ann.slice
                 fake = ast.Call(func=ann.value, args=list(sl.elts) if isinstance(sl, ast.Tuple) else [sl],
                                 keywords=[], lineno=ann.lineno, col_offset=ann.col_offset)
-                buf = self.make_buffer(a.arg, fake, "Tensor", scope, param=True)
+                op = self.op(ann.value)
+                buf = self.make_buffer(a.arg, self.bind_call(op, fake, scope), op, scope, param=True)
             elif self.op(ann) == "handle":
                 scope.names[a.arg] = ("handle", a.arg)
                 continue
@@ -197,17 +200,11 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext):
         if isinstance(value, ast.Call):
             op = self.op(value.func)
             if op in DEFAULT_SCOPES:
-                for k in value.keywords:
-                    if k.arg == "elem_offset":
-                        ok, v = self.try_cval(k.value, scope)
-                        if not (ok and v == 0):
-                            raise Unsupported(f"T.{op}(elem_offset=...) moves the buffer's address", line)
-                    if k.arg in ("strides", "offset_factor", "axis_separators") and op == "decl_buffer":
-                        raise Unsupported(f"T.{op}({k.arg}=...)", line)
-                data = next((k.value for k in value.keywords if k.arg == "data"), None)
-                if data is not None:
+                b = self.bind_call(op, value, scope)
+                data = b.get("data")
+                if data is not None and not (isinstance(data, ast.Constant) and data.value is None):
                     base = self.data_buffer(data, scope)
-                    view = self.make_buffer(name, value, op, scope)
+                    view = self.make_buffer(name, b, op, scope)
                     if view.shape != base.shape or view.dtype != base.dtype:
                         raise Unsupported(f"T.{op}(data={ast.unparse(data)}) declares a {view.dtype} {view.shape} "
                                           f"view of {base.name} ({base.dtype} {base.shape}); views of another "
@@ -215,28 +212,32 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext):
                     self.used.discard(view.name)
                     scope.names[name] = ("buf", base)  # the same memory under another name
                     return []
-                buf = self.make_buffer(name, value, op, scope)
+                buf = self.make_buffer(name, b, op, scope)
                 self.allocs.append(buf)
                 scope.names[name] = ("buf", buf)
                 return []
             if op == "match_buffer":
-                h = value.args[0] if value.args else None
+                # elem_offset (which moves the base: 0.1.8 prints &A[i + k]), strides, offset_factor,
+                # scope, data, ...: anything but their neutral values is refused by the binding
+                b = self.bind_call("match_buffer", value, scope)
+                h = b["param"]
                 if not (isinstance(h, ast.Name) and scope.lookup(h.id) == ("handle", h.id)):
                     raise Unsupported("match_buffer of something other than a handle parameter", line)
-                buf = self.make_buffer(name, ast.Call(func=value.func, args=value.args[1:],
-                                                       keywords=value.keywords, lineno=line), "Tensor", scope,
-                                       param=True)
+                if "shape" not in b:
+                    raise Unsupported("T.match_buffer without a shape", line)
+                buf = self.make_buffer(name, b, "match_buffer", scope, param=True)
                 self.params.append(buf)
                 scope.names[name] = ("buf", buf)
                 return []
             if op == "env_thread":
-                tag = self.cval(value.args[0], scope)
+                tag = self.cval(self.bind_call("env_thread", value, scope)["thread_tag"], scope)
                 scope.names[name] = ("env_thread", tag)
                 return []
             if op == "launch_thread":
                 return self.launch(value, scope, name)
             if op == "get_thread_binding":
-                dim = self.cval(value.args[0], scope) if value.args else 0
+                dn = self.bind_call("get_thread_binding", value, scope).get("dim")
+                dim = self.cval(dn, scope) if dn is not None else 0
                 return self.bind_thread(name, ("threadIdx", int(dim)), None, scope)
             if op in ("alloc_var", "alloc_barrier", "alloc_tmem", "alloc_reducer"):
                 raise Unsupported(f"T.{op}", line)
@@ -264,7 +265,8 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext):
         return []
 
     def launch(self, call: ast.Call, scope: Scope, name: Optional[str]) -> list:
-        first = call.args[0]
+        b = self.bind_call("launch_thread", call, scope)
+        first = b["thread"]
         if isinstance(first, ast.Name) and isinstance(scope.lookup(first.id), tuple) and \
                 scope.lookup(first.id)[0] == "env_thread":
             tag = scope.lookup(first.id)[1]
@@ -273,7 +275,7 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext):
             tag = self.cval(first, scope)
         if tag not in THREAD_TAGS:
             raise Unsupported(f"thread tag {tag!r}", call.lineno)
-        ext = self.cval(call.args[1], scope)
+        ext = self.cval(b["extent"], scope)
         if not isinstance(ext, int):
             raise Unsupported("thread extent is not a constant", call.lineno)
         return self.bind_thread(name, THREAD_TAGS[tag], ext, scope)
@@ -290,7 +292,7 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext):
         if op is None:
             raise Unsupported(f"call of {ast.unparse(call.func)[:40]!r}", line)
         if op == "evaluate":
-            inner = call.args[0] if call.args else None
+            inner = self.bind_call("evaluate", call, scope)["value"]
             if isinstance(inner, ast.Call) and self.op(inner.func) is not None:
                 return self.call_stmt(inner, scope)
             if isinstance(inner, ast.Constant):
@@ -298,23 +300,25 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext):
             return [Evaluate(self.expr(inner, scope), line)]
         if op in DEFAULT_SCOPES:
             # an allocation bound to no name: nothing can touch it (the merge rule does not count it)
-            self.allocs.append(self.make_buffer("unnamed", call, op, scope))
+            self.allocs.append(self.make_buffer("unnamed", self.bind_call(op, call, scope), op, scope))
             return []
         if op == "ptx_cp_async":
             site = self.cp_async(call, scope)
             self.sites.append(site)
             return [site]
         if op == "ptx_commit_group":
+            self.bind_call(op, call, scope)
             return [Commit(line)]
         if op == "ptx_wait_group":
-            n = self.cval(call.args[0], scope) if call.args else 0
+            n = self.cval(self.bind_call(op, call, scope)["num"], scope)
             if not isinstance(n, int):
                 raise Unsupported("wait_group count is not a constant", line)
             return [Wait(n, line)]
         if op in ("sync_threads", "__syncthreads"):
+            self.bind_call(op, call, scope)
             return [Barrier(line)]
         if op == "tvm_storage_sync":
-            sc = self.cval(call.args[0], scope) if call.args else "shared"
+            sc = self.cval(self.bind_call(op, call, scope)["storage_scope"], scope)
             if sc not in ("shared", "shared.dyn"):
                 raise Unsupported(f"tvm_storage_sync({sc!r})", line)
             return [Barrier(line)]
@@ -323,11 +327,13 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext):
         if op == "launch_thread":
             return self.launch(call, scope, None)
         if op in ("clear", "fill"):
-            buf = self.buffer_of(call.args[0], scope)
-            val = Const(0, "int32") if op == "clear" else self.expr(call.args[1], scope)
+            b = self.bind_call(op, call, scope)
+            buf = self.buffer_of(b["buffer"], scope)
+            val = Const(0, "int32") if op == "clear" else self.expr(b["value"], scope)
             return [Fill(buf, val, line)]
         if op == "copy":
-            return [CopyRegion(self.region(call.args[0], scope), self.region(call.args[1], scope), line)]
+            b = self.bind_call(op, call, scope)
+            return [CopyRegion(self.region(b["src"], scope), self.region(b["dst"], scope), line)]
         raise Unsupported(f"T.{op}", line)
 
     def inline_macro(self, m: MacroDef, call: ast.Call, scope: Scope) -> list:
@@ -335,8 +341,12 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext):
         if self.depth > 32:
             raise Unsupported("recursive T.macro", call.lineno)
         fn = m.node
+        self.check_decorators(fn, "macro")
+        # A module-level macro reads the module's names, and evaluates its defaults, when it is expanded:
+        # while this kernel is built (not when the macro's def ran, nor at the module's final bindings).
+        env = self.src.globals if m.top else m.env
         mscope = Scope({k: ("const", v) if not isinstance(v, (Unknown, MacroDef)) else
-                        (("macro", v) if isinstance(v, MacroDef) else ("unknown", v)) for k, v in m.env.items()})
+                        (("macro", v) if isinstance(v, MacroDef) else ("unknown", v)) for k, v in env.items()})
         # macros visible where the kernel is (module / factory level)
         for k, v in self.src.macros.items():
             mscope.names.setdefault(k, ("macro", v))
@@ -354,12 +364,18 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext):
             if p.arg in given:
                 inner.names[p.arg] = self.bind_arg(given[p.arg], scope)
             elif d is not None:
-                inner.names[p.arg] = ("const", self.mod.cval(d, m.env))
+                inner.names[p.arg] = ("const", self.mod.cval(d, env))
             else:
                 raise Unsupported(f"macro {fn.name!r} called without {p.arg!r}", call.lineno)
         out = self.stmts(fn.body, inner)
         self.depth -= 1
         return out
+
+    def check_decorators(self, fn: ast.FunctionDef, what: str) -> None:
+        """A decorator written as a call (``@T.prim_func(...)``) binds its arguments like any API call."""
+        for d in fn.decorator_list:
+            if isinstance(d, ast.Call) and self.op(d.func) == what:
+                self.bind_call(what, d, Scope())
 
     def bind_arg(self, node, scope: Scope):
         if isinstance(node, ast.Name):
@@ -383,16 +399,13 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext):
         if op == "Kernel":
             if self.kernel_seen:
                 raise Unsupported("more than one launch in a prim_func", st.lineno)
-            dims = [self.cval(a, scope) for a in call.args]
+            b = self.bind_call("Kernel", call, scope)
+            dims = [self.cval(a, scope) for a in b.rest]
             if len(dims) > 3 or not all(isinstance(d, int) and d > 0 for d in dims):
                 raise Unsupported("T.Kernel grid is not known from the text", st.lineno)
-            threads = None
-            for k in call.keywords:
-                if k.arg == "threads":
-                    threads = self.cval(k.value, scope)
-                elif k.arg in ("is_cpu",):
-                    if self.cval(k.value, scope):
-                        raise Unsupported("CPU kernel", st.lineno)
+            threads = self.cval(b["threads"], scope) if "threads" in b else None
+            if "is_cpu" in b and self.cval(b["is_cpu"], scope):
+                raise Unsupported("CPU kernel", st.lineno)
             if threads is None:
                 threads = 128
             if isinstance(threads, int):
@@ -434,13 +447,9 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext):
         tnames = self.target_names(st.target)
         inner = scope.child()
         if op == "thread_binding":
-            tag = None
-            for k in it.keywords:
-                if k.arg == "thread":
-                    tag = self.cval(k.value, scope)
-            args = [self.cval(a, scope) for a in it.args]
-            if tag is None and len(args) == 3:
-                tag, args = args[2], args[:2]
+            bd = self.bind_call("thread_binding", it, scope)
+            tag = self.cval(bd["thread"], scope) if "thread" in bd else None
+            args = [self.cval(bd[p], scope) for p in ("start", "stop") if p in bd]
             if tag not in THREAD_TAGS or len(tnames) != 1:
                 raise Unsupported("T.thread_binding form", line)
             start, stop = (0, args[0]) if len(args) == 1 else (args[0], args[1])
@@ -449,7 +458,8 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext):
             self.bind_thread(tnames[0], THREAD_TAGS[tag], stop, inner)
             return self.stmts(st.body, inner)
         if op in ("Parallel", "grid"):
-            exts = [self.cval(a, scope) for a in it.args]
+            bd = self.bind_call(op, it, scope)
+            exts = [self.cval(a, scope) for a in bd.rest]
             if not all(isinstance(e, int) for e in exts) or len(exts) != len(tnames):
                 raise Unsupported(f"T.{op} extents not known from the text", line)
             irn = []
@@ -466,25 +476,22 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext):
         if op in LOOP_OPS:
             if len(tnames) != 1:
                 raise Unsupported("loop with a tuple target", line)
-            args = list(it.args)
-            step = None
-            if op == "range" and len(args) == 3:
-                step = args.pop()
-            if op == "Pipelined":
-                for k in it.keywords:
-                    if k.arg not in ("num_stages", "order", "stage", "sync", "group"):
-                        raise Unsupported(f"T.Pipelined({k.arg}=...)", line)
+            # the other parameters (unroll's explicit/unroll_factor, Pipelined's num_stages .. group) do not
+            # change what the loop computes; unknown ones are refused by the binding
+            bd = self.bind_call(op, it, scope)
+            step = bd.get("step")
             if step is not None:
                 ok, sv = self.try_cval(step, scope)
-                if not (ok and sv == 1):
-                    raise Unsupported("range with a step other than 1", line)
-            if len(args) == 1:
-                start, ext = Const(0, "int32"), self.expr(args[0], scope)
-            elif len(args) == 2:
-                start = self.expr(args[0], scope)
-                ext = fold(Bin("sub", self.expr(args[1], scope), start))
+                if not (ok and (sv == 1 or sv is None)):
+                    raise Unsupported(f"{'range' if op == 'range' else 'T.' + op} with a step other than 1", line)
+            stop = bd.get("stop")
+            if stop is not None and isinstance(stop, ast.Constant) and stop.value is None:
+                stop = None
+            if stop is None:
+                start, ext = Const(0, "int32"), self.expr(bd["start"], scope)
             else:
-                raise Unsupported(f"{op} with {len(args)} arguments", line)
+                start = self.expr(bd["start"], scope)
+                ext = fold(Bin("sub", self.expr(stop, scope), start))
             ir = self.fresh(tnames[0])
             inner.names[tnames[0]] = ("var", ir)
             return [For(ir, start, ext, LOOP_OPS[op], self.stmts(st.body, inner), line)]
