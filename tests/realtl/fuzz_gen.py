@@ -82,6 +82,8 @@ class Spec:
     factory: bool
     module_call: bool  # the factory is also called at module level
     const: bool  # the destination stride is the module constant K
+    extra: bool = False  # the last site sits under the factory's bool parameter `extra` (the module passes True)
+    rebind_early: bool = False  # a rebinding of K comes before the module-level call, not after it
 
 
 @dataclass
@@ -95,6 +97,15 @@ class Case:
     def target(self) -> str:
         return self.spec.target
 
+    def live_tiles(self, kernel: str) -> set[str]:
+        """The tiles the copies of one lowered kernel write (lower.py's kernel names: ``main``,
+        ``kernel`` for the module-level call, ``make()`` for the factory at its defaults, where
+        the site under ``extra`` is not built)."""
+        sites = list(self.spec.sites)
+        if self.spec.extra and kernel == "make()":
+            sites = sites[:-1]
+        return {self.spec.allocs[s.dst].name for s in sites}
+
 
 # ---------------------------------------------------------------- reading rules
 
@@ -105,7 +116,8 @@ def merged(spec: Spec) -> bool:
 
 def legacy_units(spec: Spec, site: Site) -> tuple[int, int]:
     """Bytes per unit of the legacy destination and source offsets."""
-    d = SIZEOF[site.call_dtype] if merged(spec) else SIZEOF[spec.allocs[site.dst].dtype]
+    dst = spec.allocs[site.dst]
+    d = SIZEOF[site.call_dtype] if merged(spec) and dst.dynamic else SIZEOF[dst.dtype]
     return d, SIZEOF[spec.inputs[site.src]]
 
 
@@ -117,7 +129,7 @@ def elem_stride(unit: int, nbytes: int) -> int:
 
 def _pick_alloc(rng: random.Random, k: int, threads: int) -> Alloc:
     dtype = rng.choice(DTYPES)
-    kind = rng.choices(["alloc_shared", "decl_buffer", "alloc_buffer"], [6, 2, 2])[0]
+    kind = rng.choices(["alloc_shared", "decl_buffer", "alloc_buffer"], [7, 1, 2])[0]
     scope = rng.choice(["shared", "shared.dyn"])
     if kind == "alloc_shared":
         style = rng.choice(["default", "positional", "keyword"])
@@ -154,9 +166,11 @@ def generate_spec(seed: int) -> Spec:
                           rng.choice([None, None, "tx < {half}", "bx % 2 == 0"])))
     factory = rng.random() < 0.35
     macro = rng.choices(["none", "plain", "keyword", "nested"], [5, 2, 2, 1])[0]
+    extra = factory and len(sites) >= 2 and rng.random() < 0.5
     return Spec(seed, target, blocks, threads, inputs, allocs, tuple(sites), macro,
                 macro_after=factory and macro != "none" and rng.random() < 0.5,
-                factory=factory, module_call=factory and rng.random() < 0.6, const=rng.random() < 0.3)
+                factory=factory, module_call=factory and (extra or rng.random() < 0.6), const=rng.random() < 0.3,
+                extra=extra, rebind_early=rng.random() < 0.5)
 
 
 # ---------------------------------------------------------------- offsets
@@ -237,7 +251,7 @@ def hand_call(spec: Spec, site: Site) -> NewCall:
     dstride, sstride = elem_stride(du, site.nbytes), elem_stride(su, site.nbytes)
     d_legacy = _dst_offset(spec, site.dst_form, dstride)
     s_legacy = _src_offset(spec, site.src_form, sstride)
-    dp = site.call_dtype if merged(spec) else dst.dtype
+    dp = site.call_dtype if merged(spec) and dst.dynamic else dst.dtype
     sp = spec.inputs[site.src]
     doff, soff = d_legacy, s_legacy
     if spec.target == "0.1.9" and SIZEOF[dp] != SIZEOF[sp]:
@@ -298,9 +312,12 @@ def render(spec: Spec, calls: list[str] | None, rebind: str | None = None) -> st
             call_in = calls[j]
             if call_in.startswith("#guard-dropped "):
                 call_in, guard = call_in[len("#guard-dropped "):], None
+        under = "    " if spec.extra and j == len(spec.sites) - 1 else ""
+        if under:
+            body.append("    if extra:")
         if spec.macro == "none":
             stmt = [call_in] if guard is None else [f"if {guard}:", f"    {call_in}"]
-            body += ["    " + s for s in stmt]
+            body += ["    " + under + s for s in stmt]
             continue
         inner = [call_in] if guard is None else [f"if {guard}:", f"    {call_in}"]
         if spec.macro == "nested":
@@ -311,9 +328,9 @@ def render(spec: Spec, calls: list[str] | None, rebind: str | None = None) -> st
             macros.append(_macro(f"load{j}", ["dst", "src", "tx", "bx", "by"], inner))
         by = "by" if len(spec.blocks) > 1 else "0"
         if spec.macro == "keyword":
-            body.append(f"    load{j}(src={src}, dst={dst}, tx=tx, bx=bx, by={by})")
+            body.append(f"    {under}load{j}(src={src}, dst={dst}, tx=tx, bx=bx, by={by})")
         else:
-            body.append(f"    load{j}({dst}, {src}, tx, bx, {by})")
+            body.append(f"    {under}load{j}({dst}, {src}, tx, bx, {by})")
     body += ["    T.ptx_commit_group()", "    T.ptx_wait_group(0)", "    T.sync_threads()"]
     for k, a in enumerate(spec.allocs):
         b = _block_linear(spec)
@@ -327,7 +344,8 @@ def render(spec: Spec, calls: list[str] | None, rebind: str | None = None) -> st
         for m in macros:
             lines += ["", m, ""]
     if spec.factory:
-        lines += ["", f"def make(threads={spec.threads}):"]
+        lines += ["", f"def make(threads={spec.threads}, extra=False):" if spec.extra
+                  else f"def make(threads={spec.threads}):"]
         lines += ["    " + s if s else "" for s in kernel]
         lines += ["    return main", ""]
     else:
@@ -335,9 +353,11 @@ def render(spec: Spec, calls: list[str] | None, rebind: str | None = None) -> st
     if spec.macro_after:
         for m in macros:
             lines += ["", m, ""]
+    if rebind is not None and spec.rebind_early:
+        lines += ["", rebind, ""]
     if spec.factory and spec.module_call:
-        lines += ["", f"kernel = make({spec.threads})", ""]
-    if rebind is not None:
+        lines += ["", f"kernel = make({spec.threads}, True)" if spec.extra else f"kernel = make({spec.threads})", ""]
+    if rebind is not None and not spec.rebind_early:
         lines += ["", rebind, ""]
     return "\n".join(lines).rstrip() + "\n"
 

@@ -278,6 +278,7 @@ def copy_scopes(source: str) -> list[list[Scope]]:
     copies = {m.start() for m in _COPY_RE.finditer(source)}
     seg_start = kernel.start()
     i = kernel.start()
+    depth = 0
     while i < len(source):
         if i in copies:
             out.append(list(stack))
@@ -303,7 +304,11 @@ def copy_scopes(source: str) -> list[list[Scope]]:
                 top = stack.pop()
                 last_if = top.cond if top.kind == "if" else None
             seg_start = i + 1
-        elif ch == ";":
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == ";" and depth == 0:  # not the semicolons of a for header
             seg_start = i + 1
         i += 1
     return out
@@ -323,7 +328,50 @@ def _grid_env(launch: dict) -> tuple[dict[str, np.ndarray], int]:
     return env, size
 
 
-def copy_rows(entry: dict, bases: dict[str, int], limit: int = 1 << 22) -> np.ndarray:
+_READBACK_RE = re.compile(r"\b(O\d+)\[[^;\n]*\]\s*=\s*([^;\n]+);")
+_NAME_RE = re.compile(r"\b[A-Za-z_]\w*(?:\.[xyz])?\b")
+
+
+def merged_layout(entry: dict, live: set[str] | None = None) -> dict[str, list[tuple[int, str]]]:
+    """Where each generated tile starts in a merged shared array: array -> [(byte, tile), ...] sorted.
+
+    Releases lay the merged array out in different orders, so an absolute byte in it says
+    nothing by itself.  The generated kernels read tile ``Sk`` back into ``Ok`` from its first
+    element (``Ok[...] = Sk[i * threads + tx]``), so the readback's address at loop counter,
+    thread and block 0 is where ``Sk`` starts.  Arrays no readback names are not listed.
+
+    The merge pass also reuses memory: a tile no copy writes (its content is undefined) may share
+    its bytes with another.  ``live`` names the tiles the kernel's copies write (the generator
+    knows them); only those are placed, and two of them at one start are refused.
+    """
+    buffers = {k: _plain_types(v) for k, v in entry["buffers"].items()}
+    layout: dict[str, list[tuple[int, str]]] = {}
+    for m in _READBACK_RE.finditer(entry["source"]):
+        out, rhs = m.group(1), m.group(2).strip()
+        if "[" not in rhs:
+            continue
+        try:
+            addr = addresses.parse_address(f"(&({_plain_types(rhs)}))", buffers, entry.get("aliases"))
+        except ValueError:
+            continue
+        names = {n for n in _NAME_RE.findall(addr.offset) if not n[0].isdigit()} - {"int", "int64_t"}
+        zero = {n: np.zeros(1, dtype=np.int32) for n in names}
+        try:
+            start = addr.extra_bytes + addr.elem_size * int(evaluate(addr.offset, zero, 1)[0])
+        except (Unsupported, ValueError):
+            continue
+        tile = "S" + out[1:]
+        if live is None or tile in live:
+            layout.setdefault(addr.base, []).append((start, tile))
+    for array, places in layout.items():
+        starts = [st for st, _ in places]
+        if len(set(starts)) != len(starts):
+            raise Unsupported(f"two written tiles start at one byte of {array}: {sorted(places)}")
+    return {k: sorted(v) for k, v in layout.items()}
+
+
+def copy_rows(entry: dict, bases: dict[str, int], live: set[str] | None = None,
+              limit: int = 1 << 22) -> np.ndarray:
     """Every copy the kernel executes, one row each (see the module's text), sorted."""
     source, launches = entry["source"], entry["launch"]
     if len(launches) != 1:
@@ -332,6 +380,7 @@ def copy_rows(entry: dict, bases: dict[str, int], limit: int = 1 << 22) -> np.nd
     scopes = copy_scopes(source)
     if len(scopes) != len(entry["copies"]):
         raise Unsupported(f"{len(scopes)} copies found in context, {len(entry['copies'])} listed")
+    layout = merged_layout(entry, live)
     rows = []
     for copy, around in zip(entry["copies"], scopes):
         env, n = dict(base_env), size
@@ -365,8 +414,15 @@ def copy_rows(entry: dict, bases: dict[str, int], limit: int = 1 << 22) -> np.nd
             pred = (evaluate(copy["predicate"], env, n) != 0).astype(np.int64)
         for addr in (dst, src):
             off = evaluate(addr.offset, env, n).astype(np.int64)
-            cols.append(np.full(n, bases.setdefault(addr.base, len(bases)), dtype=np.int64))
-            cols.append(addr.extra_bytes + addr.elem_size * off)
+            byte = addr.extra_bytes + addr.elem_size * off
+            base = np.full(n, bases.setdefault(addr.base, len(bases)), dtype=np.int64)
+            starts = np.zeros(n, dtype=np.int64)
+            for start, tile in layout.get(addr.base, []):  # a byte of a merged array: the tile holding it
+                inside = byte >= start
+                base = np.where(inside, bases.setdefault(f"{addr.base}:{tile}", len(bases)), base)
+                starts = np.where(inside, start, starts)
+            cols.append(base)
+            cols.append(byte - starts)
         cols.append(pred)
         block = np.stack(cols, axis=1)[active]
         block[block[:, 6] == 0, 4:6] = -1  # a zero-fill reads nothing
@@ -381,7 +437,7 @@ def copy_rows(entry: dict, bases: dict[str, int], limit: int = 1 << 22) -> np.nd
 _COLS = ["thread", "width", "dst array", "dst byte", "src array", "src byte", "predicate"]
 
 
-def compare_entries(old: dict, new: dict) -> list[str]:
+def compare_entries(old: dict, new: dict, live: set[str] | None = None) -> list[str]:
     """Problems between two lowerings of one kernel (lower_batch entries): empty when every thread
     executes the same copies (width, both arrays and byte addresses, predicate)."""
     if old.get("error"):
@@ -391,7 +447,7 @@ def compare_entries(old: dict, new: dict) -> list[str]:
     if old["launch"][0]["grid"] != new["launch"][0]["grid"] or old["launch"][0]["block"] != new["launch"][0]["block"]:
         return [f"launch differs: {old['launch'][0]} vs {new['launch'][0]}"]
     bases: dict[str, int] = {}
-    a, b = copy_rows(old, bases), copy_rows(new, bases)
+    a, b = copy_rows(old, bases, live), copy_rows(new, bases, live)
     if a.shape == b.shape and np.array_equal(a, b):
         return []
     names = {v: k for k, v in bases.items()}
@@ -408,7 +464,7 @@ def compare_entries(old: dict, new: dict) -> list[str]:
     return problems
 
 
-def lowering_usable(entry: dict) -> str | None:
+def lowering_usable(entry: dict, live: set[str] | None = None) -> str | None:
     """Why a legacy lowering cannot serve as truth, or None."""
     if entry.get("error"):
         return f"error: {entry['error'][-200:]}"
@@ -417,7 +473,7 @@ def lowering_usable(entry: dict) -> str | None:
     if "source" not in entry:
         return "no CUDA source written"
     try:
-        copy_rows(entry, {})
+        copy_rows(entry, {}, live)
     except (Unsupported, ValueError) as exc:
         return f"unreadable CUDA: {exc}"
     return None
@@ -463,8 +519,9 @@ class Pair:
         return self.verdict == "equivalent" and self.truth == "differ"
 
 
-def truth_of(old: dict, new: dict | None) -> tuple[str, str]:
-    """``agree`` / ``differ`` / ``unreadable`` for two lower_batch file objects, and why."""
+def truth_of(old: dict, new: dict | None, live=lambda kernel: None) -> tuple[str, str]:
+    """``agree`` / ``differ`` / ``unreadable`` for two lower_batch file objects, and why
+    (``live(kernel)``: the tiles that kernel's copies write, see merged_layout)."""
     if new is None:
         return "differ", "the new text was not lowered"
     if new.get("error"):
@@ -476,7 +533,7 @@ def truth_of(old: dict, new: dict | None) -> tuple[str, str]:
             problems.append(f"{name}: missing after")
             continue
         try:
-            found = compare_entries(entry, other)
+            found = compare_entries(entry, other, live(name))
         except (Unsupported, ValueError) as exc:
             return "unreadable", f"{name}: {exc}"
         problems += [f"{name}: {p}" for p in found]
@@ -516,13 +573,21 @@ def verdict_of(pair: Pair, rules, seeds: int = 1) -> tuple[str, tuple]:
 
 def run(cases: list, work: Path, realtl_dir: Path, *, verify: bool = True, seeds: int = 1,
         log=lambda msg: None) -> dict:
-    """The whole differential run over generated cases: counts and the pairs (see scripts/fuzz_verify.py)."""
-    import time
-    t0 = time.monotonic()
-    _log = log
+    """The whole differential run over generated cases (fuzz_gen.Case): counts and the pairs.
 
-    def log(msg):
-        _log(f"[{time.monotonic() - t0:6.1f}s] {msg}")
+    The tool migrates every legacy file while 0.1.7.post1 lowers them (two processes at once);
+    then 0.1.8 and the newest release lower their candidates at once; then the verifier judges
+    every pair in this process.  Legacy files that do not lower to readable copies are
+    discarded (counted by reason).
+    """
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    t0 = time.monotonic()
+
+    def say(msg):
+        log(f"[{time.monotonic() - t0:6.1f}s] {msg}")
+
     work.mkdir(parents=True, exist_ok=True)
     envs = {k: realtl_dir / v for k, v in ENV_NAMES.items()}
     legacy_dir = work / "legacy"
@@ -532,24 +597,36 @@ def run(cases: list, work: Path, realtl_dir: Path, *, verify: bool = True, seeds
         p = legacy_dir / f"{c.name}.py"
         p.write_text(c.legacy)
         paths.append(p)
-    log(f"lowering {len(paths)} legacy files with {ENV_NAMES['legacy']}")
-    old_low = lower_batch(envs["legacy"], paths, work / "legacy-cu")
+    tool_dirs = {}
+    for target in ("0.1.8", "0.1.9"):
+        tdir = tool_dirs[target] = work / f"tool-{target}"
+        tdir.mkdir(exist_ok=True)
+        for c in cases:
+            if c.target == target:
+                (tdir / f"{c.name}.py").write_text(c.legacy)
+    say(f"lowering {len(paths)} legacy files with {ENV_NAMES['legacy']}; the tool migrates them meanwhile")
+    with ThreadPoolExecutor(2) as pool:
+        old_job = pool.submit(lower_batch, envs["legacy"], paths, work / "legacy-cu")
+        for target, tdir in tool_dirs.items():
+            if any(c.target == target for c in cases):
+                run_tool(tdir, target)
+        old_low = old_job.result()
     discarded: dict[str, int] = {}
     usable = []
     for c in cases:
         r = old_low.get(f"{c.name}.py")
         why = None
         if r is None or r["error"]:
-            why = "import: " + (r["error"].split(":")[0] if r else "no result")
+            why = "import: " + (r["error"] if r else "no result")
         elif not r["kernels"]:
             why = "no kernel"
         else:
-            for entry in r["kernels"].values():
-                why = lowering_usable(entry)
+            for kname, entry in r["kernels"].items():
+                why = lowering_usable(entry, c.live_tiles(kname))
                 if why:
                     break
         if why:
-            key = re.sub(r"\d+", "N", why)[:90]
+            key = re.sub(r"\d+", "N", why)[:110]
             discarded[key] = discarded.get(key, 0) + 1
         elif c.candidates:
             usable.append(c)
@@ -558,43 +635,38 @@ def run(cases: list, work: Path, realtl_dir: Path, *, verify: bool = True, seeds
     tool_unchanged = 0
     strip = _strip_regions()
     new_paths: dict[str, list[Path]] = {"0.1.8": [], "0.1.9": []}
-    for target in ("0.1.8", "0.1.9"):
-        mine = [c for c in usable if c.target == target]
-        tdir = work / f"tool-{target}"
-        tdir.mkdir(exist_ok=True)
-        for c in mine:
-            (tdir / f"{c.name}.py").write_text(c.legacy)
-        if mine:
-            log(f"migrating {len(mine)} files with the tool, --target {target}")
-            run_tool(tdir, target)
-        ndir = work / f"new-{target}"
+    for c in usable:
+        texts = dict(c.candidates)
+        migrated = (tool_dirs[c.target] / f"{c.name}.py").read_text()
+        if migrated != c.legacy:
+            texts = {"tool": migrated, **texts}
+        else:
+            tool_unchanged += 1
+        ndir = work / f"new-{c.target}"
         ndir.mkdir(exist_ok=True)
-        for c in mine:
-            texts = dict(c.candidates)
-            migrated = (tdir / f"{c.name}.py").read_text()
-            if migrated != c.legacy:
-                texts = {"tool": migrated, **texts}
-            else:
-                tool_unchanged += 1
-            for kind, text in texts.items():
-                pairs.append(Pair(c.name, kind, target, c.legacy, text))
-                p = ndir / f"{c.name}__{kind}.py"
-                p.write_text(strip(text) if target == "0.1.9" else text)
-                new_paths[target].append(p)
+        for kind, text in texts.items():
+            pairs.append(Pair(c.name, kind, c.target, c.legacy, text))
+            p = ndir / f"{c.name}__{kind}.py"
+            p.write_text(strip(text) if c.target == "0.1.9" else text)
+            new_paths[c.target].append(p)
+    say(f"lowering {len(new_paths['0.1.8'])} candidates with {ENV_NAMES['0.1.8']} and "
+        f"{len(new_paths['0.1.9'])} with {ENV_NAMES['0.1.9']}")
     lowered: dict[str, dict] = {}
-    for target, ps in new_paths.items():
-        if ps:
-            log(f"lowering {len(ps)} candidates with {ENV_NAMES[target]}")
-            lowered.update(lower_batch(envs[target], ps, work / f"new-{target}-cu"))
+    with ThreadPoolExecutor(2) as pool:
+        jobs = [pool.submit(lower_batch, envs[t], ps, work / f"new-{t}-cu") for t, ps in new_paths.items() if ps]
+        for job in jobs:
+            lowered.update(job.result())
+    by_name = {c.name: c for c in usable}
     for p in pairs:
-        p.truth, p.truth_detail = truth_of(old_low[f"{p.case}.py"], lowered.get(f"{p.case}__{p.kind}.py"))
+        p.truth, p.truth_detail = truth_of(old_low[f"{p.case}.py"], lowered.get(f"{p.case}__{p.kind}.py"),
+                                           by_name[p.case].live_tiles)
     if verify:
         from cpasync_migrate.rules import load_rules
         rules = load_rules()
-        log(f"verifying {len(pairs)} pairs")
+        say(f"verifying {len(pairs)} pairs")
         for p in pairs:
             p.verdict, p.reasons = verdict_of(p, rules, seeds)
-    log("done")
+    say("done")
     return {"generated": len(cases), "lowered": len(usable), "discarded": discarded,
             "tool_unchanged": tool_unchanged, "pairs": pairs}
 
