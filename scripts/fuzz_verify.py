@@ -62,6 +62,24 @@ def found_toml(pairs: list, seed: int, count: int) -> str:
     return "\n".join(out)
 
 
+def write_found(path: Path, pairs: list, seed: int, count: int) -> None:
+    """Add the pairs to ``path`` (those whose name it does not hold yet)."""
+    import tomllib
+    have = set()
+    text = ""
+    if path.is_file():
+        text = path.read_text()
+        have = {p["name"] for p in tomllib.loads(text).get("pair", [])}
+    new = [p for p in pairs if f"{p.case}_{p.kind}_{p.target.replace('.', '')}" not in have]
+    if not new:
+        return
+    block = found_toml(new, seed, count)
+    if text:
+        block = "\n".join(line for line in block.splitlines() if not line.startswith("# Pairs found")
+                          and not line.startswith("# (0.1.7")) + "\n"
+    path.write_text(text + ("\n" if text else "") + block)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, default=20261201)
@@ -117,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
                                      "truth_detail": p.truth_detail, "verdict": p.verdict,
                                      "reasons": list(p.reasons), "old": p.old, "new": p.new}) + "\n")
     if args.found_toml and false:
-        args.found_toml.write_text(found_toml(false, args.seed, args.count))
+        write_found(args.found_toml, false, args.seed, args.count)
     return 1 if false else 0
 
 

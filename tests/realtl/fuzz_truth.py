@@ -361,7 +361,7 @@ def merged_layout(entry: dict, live: set[str] | None = None) -> dict[str, list[t
         except (Unsupported, ValueError):
             continue
         tile = "S" + out[1:]
-        if live is None or tile in live:
+        if tile != addr.base and (live is None or tile in live):  # a tile of its own needs no placing
             layout.setdefault(addr.base, []).append((start, tile))
     for array, places in layout.items():
         starts = [st for st, _ in places]
@@ -697,5 +697,12 @@ def tally(result: dict) -> dict:
                 key = re.sub(r"\d+", "N", r.split(": ", 1)[-1])[:120]
                 reasons[key] = reasons.get(key, 0) + 1
     counts["inconclusive reasons (real-agree)"] = dict(sorted(reasons.items(), key=lambda kv: -kv[1]))
+    alarms: dict[str, int] = {}
+    for p in agree:
+        if p.verdict == "mismatch":
+            for r in p.reasons:
+                key = re.sub(r"\d+", "N", r.split(": ", 1)[-1])[:120]
+                alarms[key] = alarms.get(key, 0) + 1
+    counts["mismatch reasons (real-agree)"] = dict(sorted(alarms.items(), key=lambda kv: -kv[1]))
     counts["discarded legacy kernels"] = result["discarded"]
     return counts
