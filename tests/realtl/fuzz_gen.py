@@ -285,12 +285,8 @@ def _guard_text(spec: Spec, guard: str | None) -> str | None:
 
 def render(spec: Spec, calls: list[str] | None, rebind: str | None = None) -> str:
     """The module: legacy calls when ``calls`` is None, else the given new-form call texts (one per site)."""
-    ind = "        " if not spec.factory else "            "
     params = [f'A{i}: T.Tensor(({_in_elems(spec, i)},), "{d}")' for i, d in enumerate(spec.inputs)]
     params += [f'O{k}: T.Tensor(({_out_elems(spec, a)},), "{a.dtype}")' for k, a in enumerate(spec.allocs)]
-    nb = 1
-    for b in spec.blocks:
-        nb *= b
     names = "bx" if len(spec.blocks) == 1 else "(bx, by)"
     grid = ", ".join(map(str, spec.blocks))
     reads = ", ".join(f"A{i}[0:{_in_elems(spec, i)}]" for i in range(len(spec.inputs)))

@@ -55,7 +55,7 @@ def lower_batch(env: Path, paths: list[Path], source_dir: Path, timeout: int = 1
     if not paths:
         return {}
     proc = subprocess.run([str(env / "run-python"), str(LOWER), *map(str, paths), "--source-dir", str(source_dir)],
-                          capture_output=True, text=True, timeout=timeout, cwd=paths[0].parent)
+                          check=False, capture_output=True, text=True, timeout=timeout, cwd=paths[0].parent)
     out = proc.stdout
     start = out.find("[\n" if len(paths) > 1 else "{\n")
     if start < 0:
@@ -254,8 +254,8 @@ def evaluate(text: str, env: dict[str, np.ndarray], size: int) -> np.ndarray:
 # ---------------------------------------------------------------- copies in context
 
 _COPY_RE = re.compile(r"\btl::cp_async_gs(?:_conditional)?\s*<\s*\d+\s*>\s*\(")
-_FOR_RE = re.compile(r"^for\s*\(\s*int\s+(\w+)\s*=\s*(.+?);\s*\1\s*<\s*(.+?);\s*\+\+\1\s*\)$", re.S)
-_IF_RE = re.compile(r"^if\s*\((.*)\)$", re.S)
+_FOR_RE = re.compile(r"^for\s*\(\s*int\s+(\w+)\s*=\s*(.+?);\s*\1\s*<\s*(.+?);\s*\+\+\1\s*\)$", re.DOTALL)
+_IF_RE = re.compile(r"^if\s*\((.*)\)$", re.DOTALL)
 
 
 @dataclass
@@ -545,7 +545,8 @@ def truth_of(old: dict, new: dict | None, live=lambda kernel: None) -> tuple[str
 def run_tool(directory: Path, target: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "cpasync_migrate", "--target", target, "--unsafe-fixes",
                            "--no-cache", "--isolated", "-q", str(directory)],
-                          capture_output=True, text=True, cwd=directory, env={"NO_COLOR": "1", **_env()})
+                          check=False, capture_output=True, text=True, cwd=directory,
+                          env={"NO_COLOR": "1", **_env()})
 
 
 def _env() -> dict:
@@ -560,7 +561,7 @@ def verdict_of(pair: Pair, rules, seeds: int = 1) -> tuple[str, tuple]:
     from cpasync_migrate.verify import verify_source
     try:
         vs = verify_source(pair.old, pair.new, f"{pair.case}.py", rules=rules, target=pair.target, seeds=seeds)
-    except Exception as exc:  # the verifier's own failure is a result too
+    except Exception as exc:  # noqa: BLE001 - the verifier's own failure is a result too (counted as `error`)
         return "error", (f"{type(exc).__name__}: {exc}",)
     if not vs:
         return "inconclusive", ("no verdict",)
