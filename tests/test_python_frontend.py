@@ -1,0 +1,322 @@
+"""The Python front end decides what the text decides (issue 25): chained assignments, macros called from
+macros, merging decided by counting allocations, star imports, module-level macros and their importers,
+conflicting declarations, and files left half-migrated."""
+from __future__ import annotations
+
+import re
+import textwrap
+
+import pytest
+
+from cpasync_migrate import python as pyfe
+from cpasync_migrate.engine import RunSettings, front_end_options
+from cpasync_migrate.python import rewrite
+
+O18 = front_end_options(RunSettings(mode="check", target="0.1.8"))
+O19 = front_end_options(RunSettings(mode="check", target="0.1.9"))
+
+
+def findings(text: str, opts=O18):
+    return rewrite.analyze(src(text), "k.py", opts).findings
+
+
+def one(text: str, opts=O18):
+    fs = [f for f in findings(text, opts) if f.code in ("CPA001", "CPA002")]
+    assert len(fs) == 1, [(f.code, f.message) for f in fs]
+    return fs[0]
+
+
+def replacement(f) -> str:
+    """The fix's new text on one line (the layout aside)."""
+    t = re.sub(r"\s+", " ", "".join(e.replacement for e in f.fix.edits))
+    return t.replace("( ", "(").replace(", )", ")").replace(" )", ")")
+
+
+HEAD = "import tilelang.language as T\n\n\n"
+
+
+def src(text: str) -> str:
+    """``text`` with its body dedented after the import line."""
+    if text.startswith(HEAD):
+        return HEAD + textwrap.dedent(text[len(HEAD):])
+    return textwrap.dedent(text)
+
+# ---------------------------------------------------------------- 1. chained assignment
+
+CHAIN = HEAD + '''\
+    @T.prim_func
+    def k(A: T.Tensor((1024,), "float16")):
+        with T.Kernel(8, threads=16) as bx:
+            raw = T.alloc_shared((256,), "uint8")
+            {bind}
+            tx = T.get_thread_binding()
+            T.ptx_cp_async("float16", stage.data, tx * 16, A.data, bx * 128 + tx * 8, 16)
+    '''
+
+
+@pytest.mark.parametrize("bind", ["stage = tile = raw", "tile = stage = raw", "stage = raw"])
+def test_a_chained_alias_is_followed_like_separate_lines(bind):
+    f = one(CHAIN.replace("{bind}", bind))
+    assert f.code == "CPA001" and f.fix.applicability.value == "safe", f.message
+    assert 'T.type_annotation("uint8"), stage.data, tx * 16, 16, 2' in replacement(f)
+
+
+def test_a_chain_through_the_same_name_is_not_followed():
+    # `raw = stage = raw`: `raw` is bound twice in the kernel, so no single declaration reaches the call
+    f = one(CHAIN.replace("{bind}", "raw = stage = raw"))
+    assert f.code != "CPA001" or f.fix.applicability.value == "unsafe"
+
+
+def test_a_chained_allocation_counts_once_and_its_second_name_is_a_use():
+    text = HEAD + '''\
+        @T.prim_func
+        def k(A: T.Tensor((1024,), "float16"), B: T.Tensor((1024,), "float16")):
+            with T.Kernel(8, threads=16) as bx:
+                x_s = y_s = T.alloc_shared((256,), "uint8")
+                other = T.alloc_shared((128,), "float16")
+                tx = T.get_thread_binding()
+                T.ptx_cp_async("float16", other.data, tx * 8, A.data, tx * 8, 16)
+                T.ptx_cp_async("float16", x_s.data, tx * 8, A.data, tx * 8, 16)
+                B[tx] = y_s[tx] + other[tx]
+        '''
+    fs = [f for f in findings(text) if f.line == 11]
+    # two used shared.dyn allocations (x_s/y_s once, other): merged, the offset counts the call's float16
+    assert fs[0].code == "CPA001", fs[0].message
+    assert 'T.type_annotation("float16"), x_s.data' in replacement(fs[0])
+    assert "merged shared memory" in fs[0].message
+
+
+def test_a_chained_module_constant_dtype_is_known():
+    text = HEAD + '''\
+        DT = ACC = "uint8"
+
+
+        @T.prim_func
+        def k(A: T.Tensor((1024,), "float16")):
+            with T.Kernel(8, threads=16) as bx:
+                S = T.alloc_shared((256,), DT)
+                tx = T.get_thread_binding()
+                T.ptx_cp_async("float16", S.data, tx * 16, A.data, tx * 8, 16)
+        '''
+    f = one(text)
+    assert f.code == "CPA001" and "T.type_annotation(DT), S.data, tx * 16, 16, 2" in replacement(f), f.message
+
+
+NEW_FORM_CHAIN = HEAD + '''\
+    @T.prim_func
+    def k(A: T.Tensor((1024,), "float16")):
+        with T.Kernel(8, threads=16) as bx:
+            raw = T.alloc_shared((256,), {dt})
+            stage = tile = raw
+            T.ptx_cp_async(T.access_ptr(stage[0], "w", 16), T.access_ptr(A[0], "r", 8), 8)
+    '''
+
+
+@pytest.mark.parametrize("opts", [O18, O19], ids=["0.1.8", "0.1.9"])
+@pytest.mark.parametrize("dt", ['"uint8"', "DT", "ACC"])
+def test_both_passes_agree_on_a_chain(dt, opts):
+    text = src(NEW_FORM_CHAIN.replace("{dt}", dt))
+    if dt != '"uint8"':
+        text = text.replace("@T.prim_func", 'DT = ACC = "uint8"\n\n\n@T.prim_func')
+    fast = pyfe.analyze(text, "x.py", opts)
+    full = pyfe.analyze(text, "x.py", opts, fast=False)
+    assert [(f.line, f.code, f.message) for f in fast.findings] == [(f.line, f.code, f.message) for f in full.findings]
+    if opts is O19:
+        assert [f.code for f in full.findings] == ["CPA005"]  # uint8 against float16: the chain was followed
+
+
+# ---------------------------------------------------------------- 2. a macro called from a macro
+
+MACROS = HEAD + '''\
+    @T.macro
+    def _copy(dst, src, dst_off, src_off):
+        T.ptx_cp_async("float16", dst.data, dst_off, src.data, src_off, 16)
+
+
+    @T.macro
+    def _stage(g, s, tx):
+        {inner}
+
+
+    @T.prim_func
+    def k(A: T.Tensor((1024,), "float16")):
+        with T.Kernel(8, threads=16) as bx:
+            raw = T.alloc_shared((256,), {dt})
+            tx = T.get_thread_binding()
+            _stage(A, raw, tx)
+    '''
+
+
+@pytest.mark.parametrize("inner", ["_copy(s, g, tx * 16, tx * 8)",
+                                   "_copy(src_off=tx * 8, src=g, dst_off=tx * 16, dst=s)",
+                                   "_copy(s, src=g, src_off=tx * 8, dst_off=tx * 16)"])
+def test_a_macro_called_from_a_macro_is_typed_by_the_kernel(inner):
+    f = one(MACROS.replace("{inner}", inner).replace("{dt}", '"uint8"'))
+    assert f.code == "CPA001", f.message
+    assert f.fix.applicability.value == "safe"
+    assert 'T.type_annotation("uint8"), dst.data, dst_off, 16, 2' in replacement(f)
+    assert 'T.type_annotation("float16"), src.data, src_off, 8, 1' in replacement(f)
+
+
+def test_a_pointer_parameter_passed_on_is_followed():
+    text = HEAD + '''\
+        @T.macro
+        def _copy(dp, sp, dst_off, src_off):
+            T.ptx_cp_async("float16", dp, dst_off, sp, src_off, 16)
+
+
+        @T.macro
+        def _stage(dp, g, tx):
+            _copy(dp, g.data, tx * 16, tx * 8)
+
+
+        @T.prim_func
+        def k(A: T.Tensor((1024,), "float16")):
+            with T.Kernel(8, threads=16) as bx:
+                raw = T.alloc_shared((256,), "uint8")
+                tx = T.get_thread_binding()
+                _stage(raw.data, A, tx)
+        '''
+    f = one(text)
+    assert f.code == "CPA001" and 'T.type_annotation("uint8"), dp, dst_off, 16, 2' in replacement(f), f.message
+
+
+def test_a_chain_whose_kernels_disagree_is_left_with_both():
+    text = src(MACROS.replace("{inner}", "_copy(s, g, tx * 16, tx * 8)").replace("{dt}", '"uint8"')) + textwrap.dedent('''\
+
+
+        @T.prim_func
+        def k2(A: T.Tensor((1024,), "float16")):
+            with T.Kernel(8, threads=16) as bx:
+                half = T.alloc_shared((128,), "float16")
+                tx = T.get_thread_binding()
+                _stage(A, half, tx)
+        ''')
+    f = one(text)
+    assert f.code == "CPA002"
+    assert "`raw` (uint8" in f.message and "`half` (float16" in f.message
+
+
+def test_a_public_macro_chain_states_the_importers_assumption():
+    text = MACROS.replace("{inner}", "_copy(s, g, tx * 16, tx * 8)").replace("{dt}", '"uint8"')
+    text = text.replace("_stage", "stage")
+    f = one(text)
+    assert f.code == "CPA001" and f.fix.applicability.value == "unsafe"
+    assert any("macro `stage`" in a for a in f.fix.assumptions), f.fix.assumptions
+
+
+# ---------------------------------------------------------------- 3. merging decided by counting
+
+COUNT = HEAD + '''\
+    def make(dtype="float16", flag=True):
+        @T.prim_func
+        def k(A: T.Tensor((1024,), dtype)):
+            with T.Kernel(8, threads=16) as bx:
+                S = T.alloc_shared((128,), dtype)
+                {more}
+                tx = T.get_thread_binding()
+                T.ptx_cp_async("uint8", S.data, tx * 8, A.data, tx * 8, 16)
+
+        return k
+    '''
+
+
+def test_one_allocation_never_merges_whatever_its_dtype():
+    f = one(COUNT.replace("{more}", "pass"))
+    assert f.code == "CPA001" and f.fix.applicability.value == "safe", f.message
+    assert "T.type_annotation(dtype), S.data, tx * 8" in replacement(f)
+
+
+def test_a_static_shared_tile_does_not_count():
+    f = one(COUNT.replace("{more}", 'R = T.alloc_shared((128,), "float16", "shared")\n                R[0] = A[0]'))
+    # shared.dyn: at most one; static: two, unmerged unless tir.merge_static_smem is set (an assumption)
+    assert f.code == "CPA001" and f.fix.applicability.value == "unsafe", f.message
+    assert any("merge_static_smem" in a for a in f.fix.assumptions)
+
+
+def test_a_second_dynamic_tile_keeps_it_undecided():
+    f = one(COUNT.replace("{more}", 'R = T.alloc_shared((128,), "float16")\n                R[0] = A[0]'))
+    assert f.code == "CPA002" and "not a literal" in f.message
+
+
+def test_an_allocation_under_an_if_alone_is_still_one():
+    text = HEAD + '''\
+        def make(flag=True):
+            @T.prim_func
+            def k(A: T.Tensor((1024,), "float16")):
+                with T.Kernel(8, threads=16) as bx:
+                    if flag:
+                        S = T.alloc_shared((256,), "uint8")
+                        T.ptx_cp_async("float16", S.data, bx * 16, A.data, bx * 8, 16)
+
+            return k
+        '''
+    f = one(text)
+    assert f.code == "CPA001" and 'T.type_annotation("uint8"), S.data, bx * 16, 16, 2' in replacement(f), f.message
+
+
+def test_a_workspace_still_leaves_it_undecided():
+    text = HEAD + '''\
+        @T.prim_func
+        def k(A: T.Tensor((1024,), "float16"), B: T.Tensor((16,), "float32")):
+            with T.Kernel(8, threads=128) as bx:
+                S = T.alloc_shared((256,), "uint8")
+                F = T.alloc_fragment((16,), "float32")
+                T.reduce_sum(F, F, dim=0)
+                T.ptx_cp_async("float16", S.data, bx * 16, A.data, bx * 8, 16)
+        '''
+    assert one(text).code == "CPA002"
+
+
+# ---------------------------------------------------------------- 6. two conflicting declarations
+
+TWO = HEAD + '''\
+    def make(raw=True):
+        @T.prim_func
+        def k(A: T.Tensor((1024,), "float16")):
+            with T.Kernel(8, threads=16) as bx:
+                if raw:
+                    S = T.alloc_shared((256,), "uint8")
+                else:
+                    S = T.alloc_shared((128,), {other})
+                tx = T.get_thread_binding()
+                T.ptx_cp_async("float16", S.data, tx * 8, A.data, tx * 8, 16)
+
+        return k
+    '''
+
+
+def test_two_conflicting_declarations_name_both_and_offer_no_fix():
+    f = one(TWO.replace("{other}", '"float16"'))
+    assert f.code == "CPA002" and f.fix is None
+    assert "2 declarations of `S` reach the call" in f.message
+    assert "uint8" in f.message and "float16" in f.message
+    assert "line 9" in f.message and "line 11" in f.message
+
+
+def test_two_agreeing_declarations_keep_the_fallback():
+    f = one(TWO.replace("{other}", '"uint8"'))
+    assert f.code == "CPA001" and f.fix.applicability.value == "unsafe"
+
+
+def test_conflicting_declarations_passed_to_a_macro():
+    text = HEAD + '''\
+        @T.macro
+        def _copy(dst, src, tx):
+            T.ptx_cp_async("float16", dst.data, tx * 8, src.data, tx * 8, 16)
+
+
+        def make(raw=True):
+            @T.prim_func
+            def k(A: T.Tensor((1024,), "float16")):
+                with T.Kernel(8, threads=16) as bx:
+                    if raw:
+                        S = T.alloc_shared((256,), "uint8")
+                    else:
+                        S = T.alloc_shared((128,), "float16")
+                    _copy(S, A, T.get_thread_binding())
+
+            return k
+        '''
+    f = one(text)
+    assert f.code == "CPA002" and "2 declarations of it reach the call" in f.message, f.message
