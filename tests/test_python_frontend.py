@@ -320,3 +320,40 @@ def test_conflicting_declarations_passed_to_a_macro():
         '''
     f = one(text)
     assert f.code == "CPA002" and "2 declarations of it reach the call" in f.message, f.message
+
+
+# ---------------------------------------------------------------- 4. star import
+
+STAR = '''\
+from tilelang.language import *
+{more}
+
+@prim_func
+def k(A: Tensor((1024,), "float16")):
+    with Kernel(8, threads=16) as bx:
+        raw = alloc_shared((256,), "uint8")
+        half = alloc_shared((128,), {dt})
+        tx = get_thread_binding()
+        ptx_cp_async("float16", raw.data, tx * 8, A.data, tx * 8, 16)
+        half[tx] = A[tx]
+'''
+
+
+@pytest.mark.parametrize("dt", ['"float16"', "float16"])
+def test_star_import_names_are_the_modules_own(dt):
+    f = one(STAR.replace("{more}", "").replace("{dt}", dt))
+    # a bare @prim_func is a kernel and both bare alloc_shared calls count: merged, P the call's float16
+    assert f.code == "CPA001" and f.fix.applicability.value == "safe", f.message
+    assert "merged shared memory" in f.message
+    assert 'T.type_annotation("float16"), raw.data, tx * 8, 8, 2' in replacement(f)
+
+
+def test_a_second_star_import_leaves_bare_names_unresolved():
+    f = one(STAR.replace("{more}", "from helpers import *").replace("{dt}", '"float16"'))
+    assert f.code == "CPA002" and "neither a prim_func nor a T.macro" in f.message, f.message
+
+
+def test_a_name_the_file_binds_is_not_the_star_modules():
+    text = STAR.replace("{more}", "\ndef alloc_shared(shape, dtype):\n    return None\n").replace("{dt}", '"float16"')
+    f = one(text)
+    assert f.code != "CPA001" or "merged" not in f.message

@@ -227,6 +227,12 @@ class Bindings:
             raise NoFix(f"dtype expression `{text}` is not a known dtype")
         if isinstance(expr, cst.Name) and depth < 4:
             asgs = self.assignments(at, expr.value)
+            if not asgs:  # `float16` under `from tilelang.language import *`
+                for q in self.qnames(expr):
+                    mod, _, attr = q.rpartition(".")
+                    if mod in self.tl_modules | self.tvm_modules and self.rules.dtype_size(attr) is not None:
+                        name = self.rules.canonical_dtype(attr)
+                        return DType(text, name, self.rules.dtype_size(name))
             if len(asgs) == 1:
                 (asg,) = asgs
                 if isinstance(asg, Assignment):
