@@ -46,6 +46,9 @@ class Fix:
     assumptions: list[str] = field(default_factory=list)
     # Migration steps this fix applies, e.g. ["legacy->0.1.8"].
     steps: list[str] = field(default_factory=list)
+    # Assumptions another file of the repository decides (importers.py): assumption -> (the module-level
+    # macro it is about, whether a star import of the module binds that name).
+    importers: dict = field(default_factory=dict)
 
     @property
     def safe(self) -> bool:

@@ -3,10 +3,13 @@ macros, merging decided by counting allocations, star imports, module-level macr
 conflicting declarations, and files left half-migrated."""
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 import textwrap
 
 import pytest
+from conftest import run_inproc
 
 from cpasync_migrate import python as pyfe
 from cpasync_migrate.engine import RunSettings, front_end_options
@@ -357,3 +360,120 @@ def test_a_name_the_file_binds_is_not_the_star_modules():
     text = STAR.replace("{more}", "\ndef alloc_shared(shape, dtype):\n    return None\n").replace("{dt}", '"float16"')
     f = one(text)
     assert f.code != "CPA001" or "merged" not in f.message
+
+
+# ---------------------------------------------------------------- 5. module-level macros and their importers
+
+STAGE = '''\
+import tilelang.language as T
+
+{all}
+
+@T.macro
+def {name}(dst, src, base, tx):
+    T.ptx_cp_async("float16", dst.data, tx * 16, src.data, base + tx * 8, 16)
+
+
+@T.prim_func
+def first(A: T.Tensor((1024,), "float16")):
+    with T.Kernel(8, threads=16) as bx:
+        raw = T.alloc_shared((256,), "uint8")
+        {name}(raw, A, bx * 128, T.get_thread_binding())
+
+
+@T.prim_func
+def second(A: T.Tensor((1024,), "float16")):
+    with T.Kernel(8, threads=16) as bx:
+        tile = T.alloc_shared((256,), "uint8")
+        {name}(tile, A, bx * 128, T.get_thread_binding())
+'''
+
+
+def _git(root, *args):
+    subprocess.run(["git", "-c", "core.fsmonitor=false", *args], cwd=root, check=True, capture_output=True)
+
+
+def _repo(tmp_path, name="stage", all_="", git=True):
+    root = tmp_path / "repo"
+    (root / "kernels").mkdir(parents=True)
+    (root / "kernels" / "__init__.py").write_text("")
+    (root / "kernels" / "stage.py").write_text(STAGE.replace("{name}", name).replace("{all}", all_))
+    if git:
+        _git(root, "init", "-q", ".")
+    return root
+
+
+def _check(root, *extra, cache=None):
+    args = ["--check", "--format", "json", "--target", "0.1.8"]
+    args += ["--cache-dir", str(cache)] if cache else ["--no-cache"]
+    r = run_inproc(*args, *extra, "kernels/stage.py", cwd=root)
+    (f,) = [x for x in json.loads(r.stdout)["findings"] if x["code"] == "CPA001"]
+    return f
+
+
+def test_no_importer_in_the_work_tree_makes_the_fix_safe(tmp_path):
+    root = _repo(tmp_path)
+    (root / "other.py").write_text("stage = 3  # names it, imports nothing\n")
+    f = _check(root)
+    assert f["fix"]["applicability"] == "safe" and f["status"] == "rewritten", f
+    assert "no other file in the git work tree" in f["message"] and "`stage`" in f["message"]
+
+
+def test_an_importer_keeps_it_unsafe_and_is_named(tmp_path):
+    root = _repo(tmp_path)
+    (root / "tools").mkdir()
+    (root / "tools" / "bench.py").write_text("from kernels.stage import stage\n")
+    f = _check(root)
+    assert f["fix"]["applicability"] == "unsafe" and f["status"] == "unsafe"
+    assert any("`tools/bench.py`" in a for a in f["fix"]["assumptions"]), f["fix"]["assumptions"]
+
+
+@pytest.mark.parametrize("text", ["from .stage import stage\n", "from . import stage as st\nst.stage\n",
+                                  "import kernels.stage\n", "from kernels.stage import *\nstage\n",
+                                  "import importlib\nm = importlib.import_module('kernels' + '.stage')\nm.stage\n"])
+def test_importer_spellings(tmp_path, text):
+    root = _repo(tmp_path)
+    (root / "kernels" / "user.py").write_text(text + "# stage\n")
+    assert _check(root)["fix"]["applicability"] == "unsafe"
+
+
+def test_an_untracked_file_counts_and_a_star_import_of_an_unexported_name_does_not(tmp_path):
+    root = _repo(tmp_path, all_='__all__ = ["first", "second"]\n')
+    (root / "user.py").write_text("from kernels.stage import *\n# stage is not in __all__\n")
+    assert _check(root)["fix"]["applicability"] == "safe"
+    (root / "user2.py").write_text("from kernels.stage import stage\n")
+    assert _check(root)["fix"]["applicability"] == "unsafe"
+
+
+def test_outside_any_repository_it_stays_unsafe(tmp_path):
+    root = _repo(tmp_path, git=False)
+    f = _check(root)
+    assert f["fix"]["applicability"] == "unsafe"
+    assert not any("work tree" in a for a in f["fix"]["assumptions"])
+
+
+def test_a_project_folder_answers_outside_git(tmp_path):
+    root = _repo(tmp_path, git=False)
+    (root / "pyproject.toml").write_text("[project]\nname = 'k'\n")
+    f = _check(root)
+    assert f["fix"]["applicability"] == "safe" and "project folder" in f["message"]
+    (root / "use.py").write_text("from kernels.stage import stage\n")
+    assert _check(root)["fix"]["applicability"] == "unsafe"
+
+
+def test_a_cached_analysis_is_not_served_stale(tmp_path):
+    root = _repo(tmp_path)
+    cache = tmp_path / "cache"
+    assert _check(root, cache=cache)["fix"]["applicability"] == "safe"
+    (root / "use.py").write_text("from kernels.stage import stage\n")
+    again = run_inproc("--check", "--format", "json", "--cache-dir", str(cache), "kernels/stage.py", cwd=root)
+    (f,) = [x for x in json.loads(again.stdout)["findings"] if x["code"] == "CPA001"]
+    assert f["fix"]["applicability"] == "unsafe"  # the file's bytes are the same; the repository is not
+    assert any(p.suffix == ".json" for p in cache.rglob("*"))
+
+
+@pytest.mark.parametrize("all_, public", [("", False), ('__all__ = ["_stage"]\n', True)])
+def test_a_private_macro_is_the_modules_own_unless_exported(tmp_path, all_, public):
+    root = _repo(tmp_path, name="_stage", all_=all_, git=False)
+    f = _check(root)
+    assert f["fix"]["applicability"] == ("unsafe" if public else "safe"), f

@@ -71,6 +71,9 @@ class Context:
         self._emit_alias: Optional[str] = None
         self._smem = None  # smem.SharedMemory, made on the first call whose dtypes differ
         self._resolver = None  # reach.Resolver, made on the first call
+        # assumptions about importers of a module-level macro (importers.py answers them for the run):
+        # assumption -> (macro, whether a star import binds it)
+        self.importer_questions: dict = {}
         self._star = None  # (the module of the file's one TileLang/TVM star import, or None,), once read
 
     def md(self, provider, node, default=None):

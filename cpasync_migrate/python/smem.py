@@ -297,9 +297,14 @@ class SharedMemory:
         seen = 0
         while fdef is not None and self.decorated(fdef, self.macro_names) and seen < _MAX_DEPTH:
             seen += 1
-            if isinstance(self.ctx.parent(fdef), cst.Module) and not fdef.name.value.startswith("_"):
-                out.append(f"only kernels of this file call the macro `{fdef.name.value}` (another file could "
-                           "import it into a kernel that merges shared memory differently)")
+            from .callers import exported
+
+            star = exported(self.ctx, fdef.name.value)
+            if isinstance(self.ctx.parent(fdef), cst.Module) and star is not None:
+                a = (f"only kernels of this file call the macro `{fdef.name.value}` (another file could "
+                     "import it into a kernel that merges shared memory differently)")
+                out.append(a)
+                self.ctx.importer_questions[a] = (fdef.name.value, star)
             callers, _ = self.macro_callers(fdef)
             fdef = self.enclosing_def(callers[0]) if callers else None
         return out

@@ -154,9 +154,13 @@ class LegacyCall:
                         f"{listing}; one rewrite cannot serve them all")
         dt0 = seen[0][0]
         d = DType(f'"{dt0.name}"', dt0.name, dt0.size)
+        from ..callers import exported
+
         for m, pname in public:
-            d.assumptions.append(f"only the calls of macro `{m}` in this file pass `{pname}` (another file could "
-                                 "import the macro and pass another buffer)")
+            a = (f"only the calls of macro `{m}` in this file pass `{pname}` (another file could import the macro "
+                 "and pass another buffer)")
+            d.assumptions.append(a)
+            self.importer_questions[a] = (m, bool(exported(self, m)))
         note = ""
         ann = route.param.annotation
         if data and ann is not None:
@@ -436,6 +440,7 @@ class LegacyCall:
             edits.append(self._import_edit)
         assumptions = list(dict.fromkeys(assumptions))
         applic = Applicability.UNSAFE if assumptions else Applicability.SAFE
+        importers = {a: self.importer_questions[a] for a in assumptions if a in self.importer_questions}
         note = ""
         if assumptions:
             note = f" (unsafe fix: rests on {len(assumptions)} assumption(s))"
@@ -444,7 +449,7 @@ class LegacyCall:
             note += (f"; the destination's offset counts elements of the call's dtype "
                      f"{self.node_text(call_dtype.value)} (merged shared memory: {dst.why})")
         note += note_extra
-        return Fix(edits, applic, assumptions, steps), note
+        return Fix(edits, applic, assumptions, steps, importers), note
 
     def layout_edits(self, node: cst.Call, bound: dict[str, cst.Arg], order: Sequence[str], drop: str,
                      before: dict, after: dict, replace: dict, merge: Optional[dict] = None) -> list[Edit]:
