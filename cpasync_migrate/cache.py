@@ -267,14 +267,16 @@ def load_analysis(directory: str, k: str, path: str) -> Optional[Analysis]:
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             return None
         return Analysis(findings=[_finding(f, path) for f in d["findings"]], error=d["error"],
-                        error_line=d["error_line"], error_column=d["error_column"])
+                        error_line=d["error_line"], error_column=d["error_column"],
+                        migrated=[str(x) for x in d.get("migrated", [])])
     except (KeyError, TypeError, ValueError):
         return None
 
 
 def store_analysis(directory: str, k: str, a: Analysis) -> None:
     _write(directory, k, {"format": FORMAT, "findings": [_finding_dict(f) for f in a.findings],
-                          "error": a.error, "error_line": a.error_line, "error_column": a.error_column})
+                          "error": a.error, "error_line": a.error_line, "error_column": a.error_column,
+                          "migrated": list(a.migrated)})
 
 
 def load_text(directory: str, k: str) -> tuple[bool, Optional[str]]:

@@ -193,7 +193,7 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
 
         importers.settle(path, analysis.findings)
     outcome = FileOutcome(path=path, language=language, findings=analysis.findings, old_text=text,
-                          cached=ck is not None and not fresh)
+                          cached=ck is not None and not fresh, migrated=list(analysis.migrated))
     chosen: list[Edit] = []
     starts = line_starts(text) if outcome.findings else []
     held = settings.hold.get(path, ())

@@ -477,3 +477,68 @@ def test_a_private_macro_is_the_modules_own_unless_exported(tmp_path, all_, publ
     root = _repo(tmp_path, name="_stage", all_=all_, git=False)
     f = _check(root)
     assert f["fix"]["applicability"] == ("unsafe" if public else "safe"), f
+
+
+# ---------------------------------------------------------------- 7. a file left half-migrated
+
+HALF = HEAD + '''\
+@T.prim_func
+def k(A: T.Tensor((1024,), "float16"), C: T.Tensor((1024,), "float16")):
+    with T.Kernel(8, threads=16) as bx:
+        S = T.alloc_shared((128,), "float16")
+        tx = T.get_thread_binding()
+        T.ptx_cp_async("float16", S.data, tx * 8, A.data, tx * 8, 16)
+        T.ptx_cp_async("float16", S.access_ptr("w"), 0, C.data, tx * 8, 16)
+
+
+@T.prim_func
+def whole(A: T.Tensor((1024,), "float16")):
+    with T.Kernel(8, threads=16) as bx:
+        R = T.alloc_shared((128,), "float16")
+        T.ptx_cp_async("float16", R.data, 0, A.data, 0, 16)
+'''
+
+
+def test_a_half_migrated_file_is_named_in_the_summary_and_in_check_after_the_write(tmp_path):
+    f = tmp_path / "k.py"
+    f.write_text(HALF)
+    check = run_inproc("--check", "--no-cache", "k.py", cwd=tmp_path)
+    assert "k.py: would be, once written, half-migrated" in check.stdout + check.stderr
+    write = run_inproc("--no-cache", "k.py", cwd=tmp_path)
+    assert write.returncode == 1
+    line = next(x for x in (write.stdout + write.stderr).splitlines() if "half-migrated" in x)
+    assert line.startswith("k.py: is now half-migrated, which no TileLang release loads")
+    assert "access pointers in `k`, `whole`" in line and "legacy calls remain in `k` (line 14 CPA002 manual)" in line
+    after = run_inproc("--check", "--no-cache", "k.py", cwd=tmp_path)
+    text = after.stdout + after.stderr
+    assert "k.py: is half-migrated" in text and "legacy calls remain in `k` (line 14 CPA002 manual)" in text, text
+
+
+def test_a_fully_migrated_or_untouched_file_is_not_half_migrated(tmp_path):
+    whole = HALF.split("\n\n\n@T.prim_func\ndef whole")[0].replace('S.access_ptr("w"), 0', "S.data, tx * 8")
+    f = tmp_path / "k.py"
+    f.write_text(whole)
+    r = run_inproc("--no-cache", "k.py", cwd=tmp_path)
+    assert r.returncode == 0 and "half-migrated" not in r.stdout + r.stderr
+    g = tmp_path / "g.py"
+    g.write_text(HALF.split("\n\n\n@T.prim_func\ndef whole")[0])
+    g.write_text(g.read_text().replace('        T.ptx_cp_async("float16", S.data, tx * 8, A.data, tx * 8, 16)\n', ""))
+    r = run_inproc("--check", "--no-cache", "g.py", cwd=tmp_path)
+    out = r.stdout + r.stderr
+    assert "CPA002" in out and "half-migrated" not in out  # nothing migrated: it still loads under 0.1.7.post1
+
+
+def test_half_migration_survives_the_results_cache(tmp_path):
+    f = tmp_path / "k.py"
+    f.write_text(HALF)
+    run_inproc("--cache-dir", str(tmp_path / "c"), "k.py", cwd=tmp_path)
+    for _ in range(2):  # the second --check reads the analysis from the cache
+        r = run_inproc("--check", "--cache-dir", str(tmp_path / "c"), "k.py", cwd=tmp_path)
+        out = r.stdout + r.stderr
+        assert "k.py: is half-migrated" in out, out
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_tilelangs_op_in_neither_form_is_left_for_a_person_by_both_passes(fast):
+    text = 'import tilelang.language as T\nT.ptx_cp_async("float16", S.data, 8, C.data, 8, 16, 1)\n'
+    assert [f.code for f in pyfe.analyze(text, "x.py", O18, fast=fast).findings] == ["CPA002"]

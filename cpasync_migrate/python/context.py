@@ -74,6 +74,7 @@ class Context:
         # assumptions about importers of a module-level macro (importers.py answers them for the run):
         # assumption -> (macro, whether a star import binds it)
         self.importer_questions: dict = {}
+        self.migrated: set = set()  # functions holding TileLang access-pointer calls (Analysis.migrated)
         self._star = None  # (the module of the file's one TileLang/TVM star import, or None,), once read
 
     def md(self, provider, node, default=None):
