@@ -239,7 +239,7 @@ def _finding_dict(f: Finding) -> dict:
     if f.fix is not None:
         fix = {"edits": [[e.start, e.end, e.replacement] for e in f.fix.edits],
                "applicability": f.fix.applicability.value, "assumptions": list(f.fix.assumptions),
-               "steps": list(f.fix.steps)}
+               "steps": list(f.fix.steps), "importers": {a: list(q) for a, q in f.fix.importers.items()}}
     return {"line": f.line, "column": f.column, "end_line": f.end_line, "end_column": f.end_column,
             "code": f.code, "message": f.message, "function": f.function,
             "status": f.status.value if f.status is not None else None, "legacy_site": f.legacy_site,
@@ -252,7 +252,8 @@ def _finding(d: dict, path: str) -> Finding:
     if fx is not None:
         fix = Fix(edits=[Edit(int(a), int(b), str(r)) for a, b, r in fx["edits"]],
                   applicability=Applicability(fx["applicability"]),
-                  assumptions=[str(a) for a in fx["assumptions"]], steps=[str(s) for s in fx["steps"]])
+                  assumptions=[str(a) for a in fx["assumptions"]], steps=[str(s) for s in fx["steps"]],
+                  importers={str(a): (str(q[0]), bool(q[1])) for a, q in fx.get("importers", {}).items()})
     return Finding(path=path, line=int(d["line"]), column=int(d["column"]), end_line=int(d["end_line"]),
                    end_column=int(d["end_column"]), code=str(d["code"]), message=str(d["message"]), fix=fix,
                    function=d["function"], status=Status(d["status"]) if d["status"] is not None else None,
@@ -266,14 +267,16 @@ def load_analysis(directory: str, k: str, path: str) -> Optional[Analysis]:
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             return None
         return Analysis(findings=[_finding(f, path) for f in d["findings"]], error=d["error"],
-                        error_line=d["error_line"], error_column=d["error_column"])
+                        error_line=d["error_line"], error_column=d["error_column"],
+                        migrated=[str(x) for x in d.get("migrated", [])])
     except (KeyError, TypeError, ValueError):
         return None
 
 
 def store_analysis(directory: str, k: str, a: Analysis) -> None:
     _write(directory, k, {"format": FORMAT, "findings": [_finding_dict(f) for f in a.findings],
-                          "error": a.error, "error_line": a.error_line, "error_column": a.error_column})
+                          "error": a.error, "error_line": a.error_line, "error_column": a.error_column,
+                          "migrated": list(a.migrated)})
 
 
 def load_text(directory: str, k: str) -> tuple[bool, Optional[str]]:

@@ -78,8 +78,12 @@ _NEAREST: dict = {}  # folder -> its nearest pyproject.toml (Path or None), for 
 
 
 def forget_folders() -> None:
-    """Forget which pyproject.toml each folder has (a run starts: files may have come or gone)."""
+    """Forget which pyproject.toml each folder has, and which files import a macro (a run starts: files may
+    have come or gone)."""
     _NEAREST.clear()
+    from . import importers
+
+    importers.forget()
 
 
 def line_length_of(path: str) -> int:
@@ -184,8 +188,12 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
             cache.store_analysis(settings.cache_dir, ck, analysis)
     if analysis.error:
         return error_outcome(path, language, analysis.error, analysis.error_line, text, analysis.error_column)
+    if any(f.fix is not None and f.fix.importers for f in analysis.findings):
+        from . import importers  # the cross-file question, answered for this run, never cached with the file
+
+        importers.settle(path, analysis.findings)
     outcome = FileOutcome(path=path, language=language, findings=analysis.findings, old_text=text,
-                          cached=ck is not None and not fresh)
+                          cached=ck is not None and not fresh, migrated=list(analysis.migrated))
     chosen: list[Edit] = []
     starts = line_starts(text) if outcome.findings else []
     held = settings.hold.get(path, ())

@@ -46,6 +46,9 @@ class Fix:
     assumptions: list[str] = field(default_factory=list)
     # Migration steps this fix applies, e.g. ["legacy->0.1.8"].
     steps: list[str] = field(default_factory=list)
+    # Assumptions another file of the repository decides (importers.py): assumption -> (the module-level
+    # macro it is about, whether a star import of the module binds that name).
+    importers: dict = field(default_factory=dict)
 
     @property
     def safe(self) -> bool:
@@ -109,6 +112,8 @@ class FileOutcome:
     # the SHA-256 of the bytes the analysis read, and why write mode must not write the file, if so.
     deferred_digest: Optional[str] = None
     no_write: Optional[str] = None
+    # Functions whose calls of TileLang's intrinsic are already in the access-pointer form (Analysis.migrated).
+    migrated: list = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -131,6 +136,9 @@ class Analysis:
     error: Optional[str] = None
     error_line: Optional[int] = None
     error_column: Optional[int] = None
+    # Functions ("" for module level) holding TileLang access-pointer calls already (the Python front end):
+    # with a legacy site left beside them the file loads under no TileLang release (half_migrated).
+    migrated: list = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -151,6 +159,30 @@ class FrontEndOptions:
     # The line length rewritten code is laid out within: the file's nearest pyproject.toml
     # ([tool.ruff] line-length, else [tool.black] line-length), else 88; the engine finds it.
     line_length: int = 88
+
+
+# The sites that keep a file on the legacy API: TileLang's legacy calls (TVM's keep the legacy signature).
+_LEGACY_CALL_CODES = ("CPA001", "CPA002")
+
+
+def half_migrated(o: FileOutcome) -> Optional[dict]:
+    """A file that has (or, once written, will have) access-pointer calls of TileLang's intrinsic beside legacy
+    ones left for a person: no TileLang release loads it (0.1.7.post1 takes only the legacy form, 0.1.8 only
+    access pointers).  None when it is not so; else ``{"migrated": [functions], "remaining": {function:
+    [(line, code, status)]}, "by_this_run": bool}`` (functions by qualified name, "" for module level)."""
+    remaining: dict = {}
+    by_run = set()
+    for f in o.findings:
+        if not f.legacy_site or f.code not in _LEGACY_CALL_CODES:
+            continue
+        if f.status is Status.REWRITTEN:
+            by_run.add(f.function or "")
+        elif f.status in (Status.MANUAL, Status.UNSAFE, Status.HELD):
+            remaining.setdefault(f.function or "", []).append((f.line, f.code, f.status.value))
+    migrated = sorted(set(o.migrated) | by_run)
+    if not remaining or not migrated:
+        return None
+    return {"migrated": migrated, "remaining": remaining, "by_this_run": bool(by_run)}
 
 
 def apply_edits(text: str, edits: list[Edit]) -> str:

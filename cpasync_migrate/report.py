@@ -173,8 +173,31 @@ def sets_line(sets) -> str:
     return f"{len(sets)} change set(s): " + ", ".join(f"{by_state[k]} {k}" for k in order if by_state[k])
 
 
+def half_migrated_lines(outcomes: list[FileOutcome], mode: str) -> list[str]:
+    """One line per file left (or, in --check/--diff, to be left) with both forms (findings.half_migrated)."""
+    from .findings import half_migrated
+
+    def name(fn: str) -> str:
+        return f"`{fn or '<module>'}`"
+
+    lines = []
+    for o in sorted(outcomes, key=lambda o: o.path):
+        h = half_migrated(o)
+        if h is None:
+            continue
+        state = ("is now" if mode == "write" else "would be, once written,") if h["by_this_run"] else "is"
+        left = "; ".join(f"{name(fn)} (" + ", ".join(f"line {ln} {c} {st}" for ln, c, st in sites) + ")"
+                         for fn, sites in sorted(h["remaining"].items()))
+        lines.append(f"{rel(o.path)}: {state} half-migrated, which no TileLang release loads (0.1.7.post1 takes "
+                     f"only the legacy form, 0.1.8 only access pointers): access pointers in "
+                     f"{', '.join(map(name, h['migrated']))}; legacy calls remain in {left}")
+    return lines
+
+
 def print_summary(out: TextIO, outcomes: list[FileOutcome], files_scanned: int, mode: str,
                   target_info: dict, color: bool, sets=()) -> None:
+    for line in half_migrated_lines(outcomes, mode):
+        out.write(line + "\n")
     s = summarize(outcomes, files_scanned, mode)
     sets_text = sets_line(sets)
     sites = s["sites"]

@@ -150,5 +150,5 @@ def resolve(text: str, path: str, language: str, analysis: Analysis,
                              status=Status.INFO, legacy_site=False, severity="warning"))
     if extra:
         analysis = Analysis(sorted(analysis.findings + extra, key=lambda f: (f.line, f.column)),
-                            analysis.error, analysis.error_line, analysis.error_column)
+                            analysis.error, analysis.error_line, analysis.error_column, analysis.migrated)
     return analysis

@@ -53,7 +53,13 @@ _spec.loader.exec_module(addresses)
 # transpose_factory's pointer type is the factory parameter `dtype`: under 0.1.8 its
 # extent is `16 * 8 // T.DataType(dtype).bits` (safe); under 0.1.9+ the element count
 # must be a literal, taken from the parameter's default (an unsafe fix, applied here).
-EXPECTED_MANUAL: dict = {}
+EXPECTED_MANUAL: dict = {
+    # two declarations of one tile (uint8 and float16, the branches of the factory's `if`) reach the call
+    ("two_declarations.py", "0.1.8"): "2 declarations of `S` reach the call",
+    ("two_declarations.py", "latest"): "2 declarations of `S` reach the call",
+    # 0.1.9+ needs one pointer type: the uint8 side's offset is a macro parameter, not a visible multiple of 2
+    ("macro_chain.py", "latest"): "differ in width and 0.1.9 needs one pointer type",
+}
 
 
 # ---------------------------------------------------------------- helpers
@@ -148,7 +154,7 @@ def run_tool(*args, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def strip_region_annotations(text: str) -> str:
-    """Remove `T.reads(...)` / `T.writes(...)` statements (they may span lines).
+    """Remove `T.reads(...)` / `T.writes(...)` statements (they may span lines; bare `reads(...)` too).
 
     TileLang <= 0.1.8 needs them on a kernel that takes `.data` of a global
     buffer; later releases declare the kernel block's regions themselves and
@@ -156,7 +162,7 @@ def strip_region_annotations(text: str) -> str:
     is API drift outside cp.async, so the test removes them, not the tool.
     """
     out, pos = [], 0
-    for m in re.finditer(r"(?m)^[ \t]*T\.(?:reads|writes)\(", text):
+    for m in re.finditer(r"(?m)^[ \t]*(?:T\.)?(?:reads|writes)\(", text):  # bare under a star import
         if m.start() < pos:
             continue
         depth, i = 0, m.end() - 1

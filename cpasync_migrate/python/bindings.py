@@ -49,10 +49,19 @@ class Bindings:
         Returns (context node, declaration expression), or None when no
         single declaration is visible.  Followed as Python binds them: a plain alias
         (``S = staged``: the declaration of ``staged`` seen at that statement, up to
-        ``_ALIAS_DEPTH`` links) and tuple unpacking of as many declarations
+        ``_ALIAS_DEPTH`` links; a chain ``S = W = staged`` binds each target to the one value) and tuple unpacking of as many declarations
         (``a_s, b_s = T.alloc_shared(...), T.alloc_shared(...)``; tuples only: TileLang's
         parser rejects a list target).
         """
+        decls = self.declarations_of(at, name, depth)
+        if decls is None or len(decls) != 1:
+            return None
+        return decls[0]
+
+    def declarations_of(self, at: cst.CSTNode, name: str,
+                        depth: int = 0) -> Optional[list[tuple[cst.CSTNode, cst.BaseExpression]]]:
+        """Every declaration of buffer ``name`` that reaches ``at`` (one per binding the scope holds, each read
+        as ``declaration_of`` reads one); None when a binding is not a declaration the text shows."""
         decls = []
         for asg in self.assignments(at, name):
             if not isinstance(asg, Assignment):
@@ -66,7 +75,7 @@ class Bindings:
             par = self.parent(n)
             if isinstance(par, cst.AssignTarget):
                 stmt = self.parent(par)
-                if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and par.target is n:
+                if isinstance(stmt, cst.Assign) and par.target is n:  # `S = v`, or a chain `S = W = v`
                     if isinstance(stmt.value, cst.Name):
                         if stmt.value.value == name or depth >= _ALIAS_DEPTH:
                             return None
@@ -93,9 +102,29 @@ class Bindings:
                     decls.append((witem, witem.item))
                     continue
             return None
-        if len(decls) != 1:
-            return None
-        return decls[0]
+        return decls
+
+    def no_declaration_why(self, at: cst.CSTNode, name: str) -> str:
+        """Why ``declaration_of(at, name)`` found none: several declarations reach ``at`` (each named with the
+        element type it gives), or none is visible."""
+        decls = self.declarations_of(at, name)
+        if not decls or len(decls) < 2:
+            return "no single declaration of it is visible there"
+        return (f"{len(decls)} declarations of it reach the call ({self.readings(decls, name)}); "
+                "which one holds is not decided by the text")
+
+    def readings(self, decls: list, name: str) -> str:
+        """``line N: T.alloc_shared(...) (uint8)`` for each declaration."""
+        parts = []
+        for ctx_node, decl in decls:
+            try:
+                dexpr, fname = self.decl_dtype_expr(decl)
+                dt = self.declared_default(fname, name) if dexpr is None else \
+                    (self.dtype_of_expr(dexpr, ctx_node).name or self.node_text(dexpr))
+            except NoFix:
+                dt = "unknown type"
+            parts.append(f"line {self.pos(decl).start.line}: `{self.node_text(decl)}`, {dt}")
+        return "; ".join(parts)
 
     def _unpacked(self, element: cst.Element, n: cst.Name):
         """``a, b = X, Y``: (the statement, the value matching ``n``) when ``X``, ``Y`` are declarations
@@ -198,6 +227,12 @@ class Bindings:
             raise NoFix(f"dtype expression `{text}` is not a known dtype")
         if isinstance(expr, cst.Name) and depth < 4:
             asgs = self.assignments(at, expr.value)
+            if not asgs:  # `float16` under `from tilelang.language import *`
+                for q in self.qnames(expr):
+                    mod, _, attr = q.rpartition(".")
+                    if mod in self.tl_modules | self.tvm_modules and self.rules.dtype_size(attr) is not None:
+                        name = self.rules.canonical_dtype(attr)
+                        return DType(text, name, self.rules.dtype_size(name))
             if len(asgs) == 1:
                 (asg,) = asgs
                 if isinstance(asg, Assignment):
@@ -216,7 +251,7 @@ class Bindings:
                     par = self.parent(n)
                     if isinstance(par, cst.AssignTarget):
                         stmt = self.parent(par)
-                        if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and par.target is n:
+                        if isinstance(stmt, cst.Assign) and par.target is n:  # one target or a chain
                             inner = self.dtype_of_expr(stmt.value, stmt, depth + 1)
                             return DType(text, inner.name, inner.size, inner.assumptions,
                                          inner.assumed_size, inner.assumed_name)
@@ -238,7 +273,7 @@ class Bindings:
         value = None
         if isinstance(par, cst.AssignTarget):
             stmt = self.parent(par)
-            if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
+            if isinstance(stmt, cst.Assign) and par.target is n:  # one target or a chain `a = b = 8`
                 value = stmt.value
         elif isinstance(par, cst.Element):
             tup = self.parent(par)

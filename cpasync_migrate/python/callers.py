@@ -47,7 +47,7 @@ def param_route(ctx, at: cst.CSTNode, name: str, macro_names: set) -> Optional[R
     fdef = ctx.parent(ctx.parent(param))  # Param -> Parameters -> FunctionDef
     if not isinstance(fdef, cst.FunctionDef) or not decorated(ctx, fdef, macro_names):
         return None
-    route = Route(fdef, param, [], isinstance(ctx.parent(fdef), cst.Module) and not fdef.name.value.startswith("_"))
+    route = Route(fdef, param, [], isinstance(ctx.parent(fdef), cst.Module) and exported(ctx, fdef.name.value) is not None)
     scope = ctx.scope_of(fdef)
     try:
         defs = [a for a in scope[fdef.name.value] if isinstance(a, Assignment)] if scope is not None else []
@@ -95,3 +95,43 @@ def decorated(ctx, fdef: cst.FunctionDef, names: set) -> bool:
             if last in names and (mod in mods or mod.split(".")[0] in ("tilelang", "tvm")):
                 return True
     return False
+
+
+def exported(ctx, name: str) -> Optional[bool]:
+    """Whether another module can import the module-level ``name``: None when it cannot (a private ``_name``
+    that a literal ``__all__`` does not list is the module's own); else whether a star import binds it
+    (a literal ``__all__`` lists it, or there is none and the name is public)."""
+    listed = _all_names(ctx)
+    if listed is None:  # no __all__
+        return None if name.startswith("_") else True
+    if listed is False:  # an __all__ the text does not spell out: it may list the name
+        return True
+    if name in listed:
+        return True
+    return None if name.startswith("_") else False
+
+
+def _all_names(ctx):
+    """The module's ``__all__`` as a set of names; None when it has none; False when it is not a literal."""
+    found = None
+    for stmt in ctx.module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for s in stmt.body:
+            targets = []
+            if isinstance(s, cst.Assign):
+                targets = [t.target for t in s.targets]
+            elif isinstance(s, (cst.AnnAssign, cst.AugAssign)):
+                targets = [s.target]
+            if not any(isinstance(t, cst.Name) and t.value == "__all__" for t in targets):
+                continue
+            v = getattr(s, "value", None)
+            if isinstance(s, cst.AugAssign) or not isinstance(v, (cst.List, cst.Tuple)) or found is not None:
+                return False
+            names = set()
+            for e in v.elements:
+                if not isinstance(e.value, cst.SimpleString):
+                    return False
+                names.add(e.value.evaluated_value)
+            found = names
+    return found

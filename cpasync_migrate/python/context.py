@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider, ScopeProvider
+from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedName, QualifiedNameSource, ScopeProvider
 
 from ..findings import Edit, Finding, FrontEndOptions, line_starts
 from .calls import INTRINSIC
+from .cst_util import dotted
 
 
 class NoFix(Exception):
@@ -70,6 +71,11 @@ class Context:
         self._emit_alias: Optional[str] = None
         self._smem = None  # smem.SharedMemory, made on the first call whose dtypes differ
         self._resolver = None  # reach.Resolver, made on the first call
+        # assumptions about importers of a module-level macro (importers.py answers them for the run):
+        # assumption -> (macro, whether a star import binds it)
+        self.importer_questions: dict = {}
+        self.migrated: set = set()  # functions holding TileLang access-pointer calls (Analysis.migrated)
+        self._star = None  # (the module of the file's one TileLang/TVM star import, or None,), once read
 
     def md(self, provider, node, default=None):
         if provider is ParentNodeProvider:
@@ -102,9 +108,38 @@ class Context:
         return self.text[s:e]
 
     def qualified_names(self, node) -> set:
-        """What QualifiedNameProvider gives ``node``: the names its scope resolves it to."""
+        """What QualifiedNameProvider gives ``node``: the names its scope resolves it to.
+
+        A bare name nothing in the file binds (not a builtin either), in a module whose one star import
+        is of TileLang's or TVM's namespace, is that module's own name (``prim_func``, ``alloc_shared``
+        under ``from tilelang.language import *``): only the star import can bind it."""
         scope = self.md(ScopeProvider, node)
-        return scope.get_qualified_names_for(node) if scope is not None else set()
+        names = scope.get_qualified_names_for(node) if scope is not None else set()
+        if not names and isinstance(node, cst.Name) and scope is not None:
+            mod = self.star_module()
+            if mod is not None:
+                try:
+                    bound = bool(scope[node.value])
+                except Exception:  # noqa: BLE001
+                    bound = True
+                if not bound:
+                    return {QualifiedName(f"{mod}.{node.value}", QualifiedNameSource.IMPORT)}
+        return names
+
+    def star_module(self) -> Optional[str]:
+        """The module of the file's one star import when it is TileLang's or TVM's (``from tilelang.language
+        import *``); None when there is none, it is another module's, or the file has several (then a bare
+        name may come from either)."""
+        if self._star is None:
+            stars = []
+            for stmt in self.module.body:
+                if isinstance(stmt, cst.SimpleStatementLine):
+                    for x in stmt.body:
+                        if isinstance(x, cst.ImportFrom) and isinstance(x.names, cst.ImportStar):
+                            stars.append(None if x.module is None or x.relative else dotted(x.module))
+            mod = stars[0] if len(stars) == 1 else None
+            self._star = (mod if mod in self.tl_modules or mod in self.tvm_modules else None,)
+        return self._star[0]
 
     def qnames(self, node) -> set[str]:
         try:

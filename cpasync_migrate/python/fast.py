@@ -157,7 +157,9 @@ def decide(text: str, path: str, options: FrontEndOptions):
                               any(k.arg is None for k in c.keywords),
                               len(c.args) + len(c.keywords), [k.arg for k in c.keywords if k.arg])
             if kind is None:
-                continue  # not this API's shape (a fork's own form): no finding
+                if mod in tl:
+                    return None, "legacy call"  # TileLang's op in neither form: libcst leaves it for a person
+                continue  # not this API's shape (a fork's own form through TVM's namespace): no finding
             if kind == "new":
                 if not DECIDE_NEW_FORM:
                     return None, "new form"

@@ -106,6 +106,10 @@ def scan(tree: ast.Module) -> Scan:
             values.append((names, node.value))
             if len(node.targets) == 1 and type(node.targets[0]) is Name:
                 kinds[id(node.targets[0])] = ("assign", node)
+            elif len(node.targets) > 1:
+                for x in node.targets:
+                    if type(x) is Name:
+                        kinds[id(x)] = ("chain", node)  # `a = b = v`: rewrite.declaration_of follows it
             elif len(node.targets) == 1 and type(node.targets[0]) is ast.Tuple:
                 for x in node.targets[0].elts:
                     if type(x) is Name:

@@ -143,6 +143,8 @@ class NewForm:
             raise _NoFix
         if type(expr) is ast.Name and depth < 4:
             bs = self.s.bindings.get(expr.id, [])
+            if any(k == "chain" for k, _, _ in bs):
+                raise Undecided  # `DT = ACC = "float16"`: rewrite.dtype_of_expr follows the chain
             if not any(k == "assign" for k, _, _ in bs):
                 return None, None  # a parameter, a loop variable, unbound: the type is not known from the text
             seen = self._visible(expr.id, at)
@@ -159,7 +161,7 @@ class NewForm:
         kind, node, extra = seen[0]
         if kind == "param":
             return (node, node.annotation) if node.annotation is not None else None
-        if kind == "tuple" or (kind == "assign" and type(extra.value) is ast.Name):
+        if kind in ("tuple", "chain") or (kind == "assign" and type(extra.value) is ast.Name):
             raise Undecided  # unpacking and aliases: rewrite.declaration_of follows them
         if kind in ("assign", "annassign"):
             return extra, extra.value

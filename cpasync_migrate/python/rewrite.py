@@ -101,6 +101,8 @@ class _Context(Context, Bindings, Imports, LegacyCall, AccessPtrCall):
                     + (f"; keywords {', '.join(kw)}" if kw else "") + "), neither the legacy nor the access-pointer "
                     "form; if it is a fork's own op, suppress it with a `cpasync-migrate: ignore` comment")
         if kind == "new":
+            if api == "tilelang":
+                self.migrated.add(finding.function or "")  # (half-migrated files: findings.half_migrated)
             if not self.check_access_ptr_call(node, finding):
                 return  # already migrated, or nothing to convert: not a finding
         elif api == "tvm" and not (self.opts.migrate_tvm and kind == "legacy"):
@@ -163,7 +165,7 @@ def analyze(text: str, path: str, options: FrontEndOptions) -> Analysis:
                         if not (f.code == CODE_TVM and any(a <= f.line and f.end_line <= b for a, b in inside))]
     ctx.findings.extend(defs)
     ctx.findings.sort(key=lambda f: (f.line, f.column))
-    return Analysis(ctx.findings)
+    return Analysis(ctx.findings, migrated=sorted(ctx.migrated))
 
 
 def reparse_problem(old_text: str, new_text: str) -> Optional[str]:

@@ -48,6 +48,14 @@ class Reading:
 
 
 @dataclass
+class _ScopedDecl:
+    """A declaration read as if it gave its buffer ``scope`` (one of the scopes the text leaves open)."""
+
+    decl: cst.BaseExpression
+    scope: str
+
+
+@dataclass
 class _Alloc:
     name: Optional[str]
     scope: Optional[str]  # None: not a literal
@@ -91,7 +99,7 @@ class SharedMemory:
         """How the legacy lowering addressed the destination declared by ``decl`` in ``call``."""
         scope, why = self.scope_of_declaration(decl)
         if scope is None:
-            return Reading(None, why)
+            return self._any_scope(call, decl, why)
         if scope not in (self.merged_scope, self.static_scope):
             return Reading(False, f"the destination's scope is {scope!r}, never merged")
         kernels, why = self.kernels_around(call)
@@ -114,6 +122,42 @@ class SharedMemory:
             f"every kernel that reaches this call ({', '.join(f'`{k.name.value}`' for k, _ in readings)}) "
             f"{'merges' if r0.merged else 'does not merge'}: {r0.why}")
         return Reading(bool(r0.merged), why, assumptions)
+
+    def _any_scope(self, call: cst.Call, decl: cst.BaseExpression, why: str) -> Reading:
+        """The reading when the destination's scope is one of several the text leaves open (an ``alloc_shared``
+        whose dtype is a factory parameter: ``shared.dyn``, or static ``shared`` if it is bool; a scope that
+        is a parameter): decided when no scope it may have merges it (too few allocations in each)."""
+        scopes = self.possible_scopes(decl)
+        if not scopes:
+            return Reading(None, why)
+        readings = []
+        for scope in scopes:
+            r = self.reading(call, _ScopedDecl(decl, scope))
+            if r.merged is None or r.merged:
+                return Reading(None, why if r.merged is None and not readings else f"{why}; as {scope!r}: {r.why}")
+            readings.append(r)
+        out = Reading(False, f"{why}, but in every scope it may have ({', '.join(map(repr, scopes))}) it is not merged: "
+                      + readings[0].why)
+        for r in readings:
+            out.assumptions.extend(a for a in r.assumptions if a not in out.assumptions)
+        return out
+
+    def possible_scopes(self, decl) -> list:
+        """The scopes an allocation may have where the text does not give one: its dtype is not a literal and
+        decides it (``alloc_shared`` of bool is static ``shared``), or its scope is not a literal (only
+        ``shared.dyn`` and ``shared`` can merge); [] when the declaration is no allocation the file shows."""
+        if not isinstance(decl, cst.Call):
+            return []
+        fname = self.ctx.decl_function(decl.func)
+        spec = self.allocations.get(fname)
+        if spec is None or any(a.star for a in decl.args):
+            return []
+        asked, _ = self._alloc_scope(decl, fname, spec, forced_check=False)
+        if asked is None:
+            # a scope that is not a literal: any other scope than these two is never merged
+            return [self.merged_scope, self.static_scope]
+        forced = self.forced.get(fname)
+        return list(dict.fromkeys([asked, forced["scope"]])) if forced else []
 
     def kernel_reading(self, kernel: cst.FunctionDef, scope: str) -> Reading:
         census = self.census(kernel)
@@ -139,6 +183,10 @@ class SharedMemory:
         doubts = [a.why_uncertain for a in unsure + unknown_scope] + census.maybe_more
         if not doubts:
             return Reading(False, f"the destination is the only used {scope} allocation of `{name}`, which is not merged")
+        most = len(sure) + len(unsure) + len(unknown_scope)
+        if not census.maybe_more and most < self.min_allocs:
+            # counting decides what the doubts leave open: however they fall, too few allocations to merge
+            return Reading(False, f"`{name}` has at most {most} {scope} allocation(s), which is never merged")
         return Reading(None, f"`{name}` has {len(sure)} used {scope} allocation(s) the text shows, and "
                              + "; ".join(dict.fromkeys(doubts)))
 
@@ -146,6 +194,8 @@ class SharedMemory:
 
     def scope_of_declaration(self, decl: cst.BaseExpression) -> tuple[Optional[str], str]:
         """The storage scope a declaration gives its buffer, or (None, why) when the text does not say."""
+        if isinstance(decl, _ScopedDecl):
+            return decl.scope, ""
         if not isinstance(decl, cst.Call):
             return None, "the destination is not allocated by a call the file shows"
         fname = self.ctx.decl_function(decl.func)
@@ -154,7 +204,8 @@ class SharedMemory:
             return None, f"the destination is declared by `{self.ctx.node_text(decl.func)}`, not an allocation"
         return self._alloc_scope(decl, fname, spec)
 
-    def _alloc_scope(self, decl: cst.Call, fname: str, spec: dict) -> tuple[Optional[str], str]:
+    def _alloc_scope(self, decl: cst.Call, fname: str, spec: dict,
+                     forced_check: bool = True) -> tuple[Optional[str], str]:
         positional = [a for a in decl.args if a.keyword is None]
         if any(a.star for a in decl.args):
             return None, "the allocation passes *args or **kwargs"
@@ -168,7 +219,7 @@ class SharedMemory:
             if scope is None:
                 return None, f"the allocation's scope `{self.ctx.node_text(arg.value)}` is not a string literal"
         forced = self.forced.get(fname)
-        if forced:
+        if forced and forced_check:
             dspec = self.ctx.rules.declarations.get(fname, {})
             dt = next((a.value for a in decl.args if a.keyword is not None and a.keyword.value == dspec.get("keyword")),
                       None)
@@ -246,9 +297,14 @@ class SharedMemory:
         seen = 0
         while fdef is not None and self.decorated(fdef, self.macro_names) and seen < _MAX_DEPTH:
             seen += 1
-            if isinstance(self.ctx.parent(fdef), cst.Module) and not fdef.name.value.startswith("_"):
-                out.append(f"only kernels of this file call the macro `{fdef.name.value}` (another file could "
-                           "import it into a kernel that merges shared memory differently)")
+            from .callers import exported
+
+            star = exported(self.ctx, fdef.name.value)
+            if isinstance(self.ctx.parent(fdef), cst.Module) and star is not None:
+                a = (f"only kernels of this file call the macro `{fdef.name.value}` (another file could "
+                     "import it into a kernel that merges shared memory differently)")
+                out.append(a)
+                self.ctx.importer_questions[a] = (fdef.name.value, star)
             callers, _ = self.macro_callers(fdef)
             fdef = self.enclosing_def(callers[0]) if callers else None
         return out
@@ -347,6 +403,7 @@ class SharedMemory:
         scope, why_scope = self._alloc_scope(node, fname, self.allocations[fname])
         line = self._line(node)
         name, target = self._bound_name(node)
+        chained = self._chained_names(node)
         a = _Alloc(name=name, scope=scope, line=line, certain=True, used=None)
         if scope is None:
             a.why_uncertain = f"the allocation at line {line}: {why_scope}"
@@ -358,15 +415,30 @@ class SharedMemory:
             a.used = False  # the result is not kept: nothing can use it
             return a
         a.used, why = self.used(target.value, target, 0)
+        for other in chained:  # `S = W = T.alloc_shared(...)`: a use of any name is a use of the buffer
+            if a.used:
+                break
+            u, w = self.used(other.value, other, 0)
+            if u or (u is None and a.used is False):
+                a.used, why = u, w
         if a.used is None and not a.why_uncertain:
             a.why_uncertain = f"whether `{name}` (line {line}) is used {why}"
         return a
+
+    def _chained_names(self, node: cst.Call) -> list:
+        """The targets after the first of a chained assignment ``S = W = T.alloc_shared(...)``."""
+        par = self.ctx.parent(node)
+        if isinstance(par, cst.Assign) and len(par.targets) > 1 and \
+                all(isinstance(t.target, cst.Name) for t in par.targets):
+            return [t.target for t in par.targets[1:]]
+        return []
 
     def _bound_name(self, node: cst.Call) -> tuple[Optional[str], Optional[cst.Name]]:
         par = self.ctx.parent(node)
         if isinstance(par, cst.AssignTarget):  # pragma: no cover - a call is never a target
             return None, None
-        if isinstance(par, cst.Assign) and len(par.targets) == 1 and isinstance(par.targets[0].target, cst.Name):
+        if isinstance(par, cst.Assign) and isinstance(par.targets[0].target, cst.Name) and (
+                len(par.targets) == 1 or self._chained_names(node)):
             t = par.targets[0].target
             return t.value, t
         if isinstance(par, cst.AnnAssign) and isinstance(par.target, cst.Name):

@@ -97,6 +97,8 @@ class LegacyCall:
                         raise NoFix(f"the dtype of `{buf}` (`{dt.text}`) is not visible at the call")
                     dt = DType(f'"{dt.name}"', dt.name, dt.size)
                 return Pointer(arg, buf, dt)
+        if buf is not None:
+            self.no_conflicting_declarations(call, buf)
         # no declaration visible: fall back to the call's dtype
         what = f"`{buf}`" if buf else f"`{self.node_text(v)}`"
         if call_dtype is None:
@@ -107,6 +109,25 @@ class LegacyCall:
             f"{self.node_text(call_dtype.value)}"
         ]
         return Pointer(arg, buf, dt)
+
+    def no_conflicting_declarations(self, call: cst.Call, buf: str) -> None:
+        """NoFix when several declarations of ``buf`` reach the call (branches of a factory's ``if``) and they
+        give different element types: no fix may pick one of them."""
+        decls = self.declarations_of(call, buf)
+        if not decls or len(decls) < 2:
+            return
+        kinds = set()
+        for ctx_node, decl in decls:
+            try:
+                dexpr, fname = self.decl_dtype_expr(decl)
+                dt = self.declared_default(fname, buf) if dexpr is None else self.dtype_of_expr(dexpr, ctx_node).name
+            except NoFix:
+                dt = None
+            kinds.add(dt)
+        if len(kinds) > 1 or None in kinds:
+            raise NoFix(f"{len(decls)} declarations of `{buf}` reach the call ({self.readings(decls, buf)}); "
+                        "each gives the access pointer its own type and the text does not decide which one "
+                        "holds: migrate each branch by hand")
 
     def through_callers(self, arg: cst.Arg, call: cst.Call) -> Optional[Pointer]:
         """A pointer that is a T.macro's parameter, typed by the buffers the macro's calls pass (callers.py).
@@ -122,31 +143,9 @@ class LegacyCall:
         if route is None or route.why_unknown or not route.bindings:
             return None
         macro = route.macro.name.value
-        seen = []
-        for b in route.bindings:
-            e = b.expr
-            line = self.pos(b.site).start.line
-            if data and isinstance(e, cst.Name):
-                bufname = e.value
-            elif not data and isinstance(e, cst.Attribute) and e.attr.value == "data" and isinstance(e.value, cst.Name):
-                bufname = e.value.value
-            else:
-                raise NoFix(f"the call of macro `{macro}` at line {line} passes `{self.node_text(e)}` for `{name}`, "
-                            "not a buffer whose declaration the tool can read")
-            found = self.declaration_of(b.site, bufname)
-            if found is None:
-                raise NoFix(f"the call of macro `{macro}` at line {line} passes `{bufname}` for `{name}`, and no "
-                            "single declaration of it is visible there")
-            dexpr, fname = self.decl_dtype_expr(found[1])
-            if dexpr is None:
-                dn = self.declared_default(fname, bufname)
-                dt = DType(f'"{dn}"', dn, self.rules.dtype_size(dn))
-            else:
-                dt = self.dtype_of_expr(dexpr, found[0])
-            if dt.name is None:
-                raise NoFix(f"the call of macro `{macro}` at line {line} passes `{bufname}`, whose dtype "
-                            f"`{dt.text}` is not known inside the macro")
-            seen.append((dt, bufname, line, found[1]))
+        seen = []  # (dtype, buffer, line, declaration) per kernel-side buffer the calls pass
+        public: list = []  # public module-level macros on the way (their other callers are not read)
+        self._routed(route, name, data, seen, public, 0)
         kinds = {dt.name for dt, _, _, _ in seen}
         sizes = {dt.size for dt, _, _, _ in seen}
         if len(sizes) > 1 or len(kinds) > 1:
@@ -155,9 +154,13 @@ class LegacyCall:
                         f"{listing}; one rewrite cannot serve them all")
         dt0 = seen[0][0]
         d = DType(f'"{dt0.name}"', dt0.name, dt0.size)
-        if route.public:
-            d.assumptions.append(f"only the calls of macro `{macro}` in this file pass `{name}` (another file could "
-                                 "import the macro and pass another buffer)")
+        from ..callers import exported
+
+        for m, pname in public:
+            a = (f"only the calls of macro `{m}` in this file pass `{pname}` (another file could import the macro "
+                 "and pass another buffer)")
+            d.assumptions.append(a)
+            self.importer_questions[a] = (m, bool(exported(self, m)))
         note = ""
         ann = route.param.annotation
         if data and ann is not None:
@@ -170,6 +173,54 @@ class LegacyCall:
                 note = (f"; the annotation of `{name}` says {adt.name}, but every call of `{macro}` passes "
                         f"{dt0.name}: the calls decide")
         return Pointer(arg, name if data else None, d, routed_decls=[x[3] for x in seen], note=note)
+
+    def _routed(self, route, name: str, data: bool, seen: list, public: list, depth: int) -> None:
+        """Add to ``seen`` the buffers the calls of ``route``'s macro pass for parameter ``name``, following a
+        macro called from another macro (its argument a parameter of the outer one) to the kernels that pass
+        declared buffers; ``data``: the parameter is a buffer (``name.data`` at the call), else a pointer."""
+        from ..callers import param_route
+
+        macro = route.macro.name.value
+        if route.public and (macro, name) not in public:
+            public.append((macro, name))
+        macros = set(self.rules.shared_memory.get("functions", {}).get("macro", []))
+        for b in route.bindings:
+            e = b.expr
+            line = self.pos(b.site).start.line
+            if data and isinstance(e, cst.Name):
+                bufname, buffer = e.value, True
+            elif not data and isinstance(e, cst.Attribute) and e.attr.value == "data" and isinstance(e.value, cst.Name):
+                bufname, buffer = e.value.value, True
+            elif not data and isinstance(e, cst.Name):
+                bufname, buffer = e.value, False  # a pointer parameter of an outer macro, passed on
+            else:
+                raise NoFix(f"the call of macro `{macro}` at line {line} passes `{self.node_text(e)}` for `{name}`, "
+                            "not a buffer whose declaration the tool can read")
+            outer = param_route(self, b.site, bufname, macros)
+            if outer is not None and not outer.why_unknown and outer.bindings:
+                # the argument is a parameter of the macro that holds this call: that macro's calls decide
+                # (where none is visible, its annotation, as for a macro no call reaches)
+                if depth >= 6:
+                    raise NoFix(f"macros call macros too deeply to follow from `{macro}`")
+                self._routed(outer, bufname, buffer, seen, public, depth + 1)
+                continue
+            if not buffer:
+                raise NoFix(f"the call of macro `{macro}` at line {line} passes `{bufname}` for `{name}`, "
+                            "not a buffer whose declaration the tool can read")
+            found = self.declaration_of(b.site, bufname)
+            if found is None:
+                raise NoFix(f"the call of macro `{macro}` at line {line} passes `{bufname}` for `{name}`, and "
+                            + self.no_declaration_why(b.site, bufname))
+            dexpr, fname = self.decl_dtype_expr(found[1])
+            if dexpr is None:
+                dn = self.declared_default(fname, bufname)
+                dt = DType(f'"{dn}"', dn, self.rules.dtype_size(dn))
+            else:
+                dt = self.dtype_of_expr(dexpr, found[0])
+            if dt.name is None:
+                raise NoFix(f"the call of macro `{macro}` at line {line} passes `{bufname}`, whose dtype "
+                            f"`{dt.text}` is not known inside the macro")
+            seen.append((dt, bufname, line, found[1]))
 
     def destination(self, ptr: Pointer, call: cst.Call, call_dtype: cst.Arg) -> Pointer:
         """The destination's pointer type under the legacy lowering's own addressing.
@@ -389,6 +440,7 @@ class LegacyCall:
             edits.append(self._import_edit)
         assumptions = list(dict.fromkeys(assumptions))
         applic = Applicability.UNSAFE if assumptions else Applicability.SAFE
+        importers = {a: self.importer_questions[a] for a in assumptions if a in self.importer_questions}
         note = ""
         if assumptions:
             note = f" (unsafe fix: rests on {len(assumptions)} assumption(s))"
@@ -397,7 +449,7 @@ class LegacyCall:
             note += (f"; the destination's offset counts elements of the call's dtype "
                      f"{self.node_text(call_dtype.value)} (merged shared memory: {dst.why})")
         note += note_extra
-        return Fix(edits, applic, assumptions, steps), note
+        return Fix(edits, applic, assumptions, steps, importers), note
 
     def layout_edits(self, node: cst.Call, bound: dict[str, cst.Arg], order: Sequence[str], drop: str,
                      before: dict, after: dict, replace: dict, merge: Optional[dict] = None) -> list[Edit]:

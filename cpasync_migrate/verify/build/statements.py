@@ -143,7 +143,13 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext):
             if st.value is None:
                 raise Unsupported("annotated name without value", line)
             if len(targets) != 1:
-                raise Unsupported("chained assignment", line)
+                # `a = b = v`: v evaluated once, bound to each target from left to right
+                if not all(isinstance(x, ast.Name) for x in targets):
+                    raise Unsupported("chained assignment", line)
+                out = self.assign(targets[0], st.value, scope, line)
+                for x in targets[1:]:
+                    out = out + self.assign(x, ast.Name(id=targets[0].id, ctx=ast.Load()), scope, line)
+                return out
             t, v = targets[0], st.value
             if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple):
                 return self.unpack(t, v, scope, line)  # (TileLang's parser rejects a list target)
