@@ -29,6 +29,7 @@ from typing import Optional
 
 import numpy as np
 
+from .index import INT_BITS, IndexOverflow, Ranges, check as check_index, children, wrap
 from .interp import Interpreter, KernelError, is_int
 from .poly import poly, scale
 from .ir import (
@@ -114,7 +115,9 @@ def has_load(e: Expr) -> bool:
 
 
 # ---------------------------------------------------------------- evaluation
-def sev(e: Expr, env: dict):
+def sev(e: Expr, env: dict, rg: Optional[Ranges] = None):
+    """The value of ``e`` at every point of ``env``; with ``rg``, integer nodes in their index type (a left
+    shift wraps, other overflow is :class:`NotStatic`: see :mod:`.index`)."""
     t = type(e)
     if t is Const:
         return e.value
@@ -124,24 +127,35 @@ def sev(e: Expr, env: dict):
         return env[e.name]
     if t is Bin:
         try:
-            return Interpreter.binop(e.op, sev(e.a, env), sev(e.b, env), None, 0)
+            v = Interpreter.binop(e.op, sev(e.a, env, rg), sev(e.b, env, rg), None, 0)
+            return v if rg is None or not is_int(v) else check_index(e, v, rg)
         except KernelError as err:
             raise NotStatic(str(err)) from None
+        except IndexOverflow as err:
+            raise NotStatic(str(err)) from None
     if t is Cmp:
-        a, b = sev(e.a, env), sev(e.b, env)
+        a, b = sev(e.a, env, rg), sev(e.b, env, rg)
         return {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
                 "ne": np.not_equal}[e.op](a, b)
     if t is Logic:
-        a, b = np.asarray(sev(e.a, env)).astype(bool), np.asarray(sev(e.b, env)).astype(bool)
+        a, b = np.asarray(sev(e.a, env, rg)).astype(bool), np.asarray(sev(e.b, env, rg)).astype(bool)
         return (a & b) if e.op == "and" else (a | b)
     if t is Unary:
-        a = sev(e.a, env)
-        return np.negative(a) if e.op == "neg" else (np.logical_not(a) if e.op == "not" else np.invert(a))
+        a = sev(e.a, env, rg)
+        if e.op == "neg":
+            v = np.negative(a)
+            try:
+                return v if rg is None or not is_int(v) else check_index(e, v, rg)
+            except IndexOverflow as err:
+                raise NotStatic(str(err)) from None
+        return np.logical_not(a) if e.op == "not" else np.invert(a)
     if t is Select:
-        return np.where(np.asarray(sev(e.cond, env)).astype(bool), sev(e.a, env), sev(e.b, env))
+        return np.where(np.asarray(sev(e.cond, env, rg)).astype(bool), sev(e.a, env, rg), sev(e.b, env, rg))
     if t is Cast:
-        v = sev(e.a, env)
+        v = sev(e.a, env, rg)
         if e.dtype.startswith(("int", "uint")) and is_int(v):
+            if rg is not None and e.dtype in INT_BITS:
+                return wrap(np.asarray(v, dtype=np.int64), e.dtype) if isinstance(v, np.ndarray) else wrap(v, e.dtype)
             return v
         raise NotStatic("cast")
     raise NotStatic(type(e).__name__)
@@ -233,12 +247,47 @@ class Decision:
     witness: Optional[dict] = None
 
 
-def decide_equal(a2: Expr, b2: Expr, k: Kernel, ctx: SiteCtx, cache: dict) -> Decision:
-    """Whether ``a2 == b2`` (both already in the old kernel's names, lets substituted) at every point."""
+def _unscaled(e: Expr):
+    """``(x, k)`` for ``e`` = ``x`` times the byte scale ``k`` (:func:`.poly.scale`), else ``(e, None)``."""
+    if type(e) is Bin and e.op == "mul" and type(e.b) is Const and e.b.dtype == "int64":
+        return e.a, e.b.value
+    return e, None
+
+
+def ring_equal(a2: Expr, b2: Expr, rg: Ranges) -> bool:
+    """Whether two expressions with the same polynomial are equal as the device computes them although they
+    may overflow: both, apart from the same byte scale, are int32 arithmetic throughout, and every node that
+    may overflow is under sums, differences, products and shifts only (Z / 2^32 is a ring; what divisions,
+    remainders, comparisons and the like make of a wrapped value is not known)."""
+    (x, kx), (y, ky) = _unscaled(a2), _unscaled(b2)
+    if kx != ky or not (rg.only_int32(x) and rg.only_int32(y)):
+        return False
+    return _ring_safe(x, rg, False) and _ring_safe(y, rg, False)
+
+
+def _ring_safe(e: Expr, rg: Ranges, under: bool) -> bool:
+    t = type(e)
+    if under and (rg.may_overflow(e) or rg.wraps(e)):
+        return False
+    ring = (t is Bin and e.op in ("add", "sub", "mul", "shl")) or (t is Unary and e.op == "neg")
+    return all(_ring_safe(c, rg, under or not ring) for c in children(e))
+
+
+def decide_equal(a2: Expr, b2: Expr, k: Kernel, ctx: SiteCtx, cache: dict, rg: Optional[Ranges] = None) -> Decision:
+    """Whether ``a2 == b2`` (both already in the old kernel's names, lets substituted) at every point, with
+    integer arithmetic in its index type (:mod:`.index`)."""
+    if rg is None:
+        rg = cache.get("ranges") or cache.setdefault("ranges", Ranges(k))
     if poly(a2) == poly(b2):
-        return Decision(True, "symbolic")
+        if not (rg.risky(a2) or rg.risky(b2)):
+            return Decision(True, "symbolic (no int32 overflow)")
+        if ring_equal(a2, b2, rg):
+            return Decision(True, "symbolic (the same int32 polynomial, equal with wrap-around too)")
     needed = free_vars(a2) | free_vars(b2)
     if has_load(a2) or has_load(b2):
+        if poly(a2) == poly(b2):
+            return Decision(None, "the same polynomial, but index arithmetic that reads memory may overflow int32 "
+                                  "where the lowered value is not known")
         return Decision(None, "the expressions read memory and differ in form")
     dk = frozenset(needed)
     if dk not in cache:
@@ -247,8 +296,8 @@ def decide_equal(a2: Expr, b2: Expr, k: Kernel, ctx: SiteCtx, cache: dict) -> De
     if dom.env is None:
         return Decision(None, f"not decided symbolically; {dom.reason}")
     try:
-        va = np.broadcast_to(np.asarray(sev(a2, dom.env)), (dom.size,))
-        vb = np.broadcast_to(np.asarray(sev(b2, dom.env)), (dom.size,))
+        va = np.broadcast_to(np.asarray(sev(a2, dom.env, rg)), (dom.size,))
+        vb = np.broadcast_to(np.asarray(sev(b2, dom.env, rg)), (dom.size,))
     except NotStatic as e:
         return Decision(None, f"not decided symbolically; cannot evaluate ({e})")
     diff = va != vb
@@ -270,7 +319,7 @@ def decide_at_most(a2: Expr, limit: int, k: Kernel, ctx: SiteCtx) -> Decision:
     if dom.env is None:
         return Decision(None, dom.reason)
     try:
-        va = np.broadcast_to(np.asarray(sev(a2, dom.env)), (max(dom.size, 1),))
+        va = np.broadcast_to(np.asarray(sev(a2, dom.env, Ranges(k))), (max(dom.size, 1),))
     except NotStatic as e:
         return Decision(None, f"cannot evaluate ({e})")
     bad = va > limit
