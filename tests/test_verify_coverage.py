@@ -147,3 +147,20 @@ def test_require_proof_refuses_sites_outside_prim_funcs(tmp_path):
     assert "in no prim_func" in r.stdout
     r = run_cli("--verify", "--device", "cpu", "--unsafe-fixes", "--target", "0.1.8", "m.py", cwd=tmp_path)
     assert r.returncode == 0 and f.read_text() != text, "without --require-proof an unproven file is written"
+
+
+def test_gpu_path_requires_the_same_coverage(monkeypatch):
+    """The GPU path checks the default binding only: an equivalent GPU verdict with a site that binding does
+    not build is made inconclusive (the runner is replaced by one that calls every kernel equivalent)."""
+    from cpasync_migrate.verify import gpu, verify_source_gpu
+
+    def all_equal(directory, seeds=1):  # one row per kernel (the rows are zipped with the bundle's items)
+        return {"device": {"name": "stub"}, "kernels": [
+            {"verdict": "equivalent", "reason": "stub", "gpu": {}, "crosscheck": None} for _ in range(100)]}
+
+    monkeypatch.setattr(gpu, "run_bundle", all_equal)
+    text = GUARDED.replace('mode="a"', "with_b=False").replace('if mode == "b":', "if with_b:")
+    v, = verify_source_gpu(text, _new(text), "k.py", rules=RULES, target="0.1.8", seeds=1)
+    assert v.verdict == "inconclusive" and "old text line 13" in v.reason
+    v, = verify_source_gpu(text, _new(text), "k.py", rules=RULES, target="0.1.8", seeds=1, binds={"with_b": True})
+    assert v.verdict == "equivalent", v.reason

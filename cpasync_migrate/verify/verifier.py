@@ -407,6 +407,7 @@ def verify_source_gpu(old_text: str, new_text: str, path: str, options: Optional
                     v, r = "inconclusive", f"GPU runner unavailable: {_one_line(str(e))[:300]}"
                 out.append(Verdict(it.get("kernel") or "<file>", it.get("line") or 0, v, r, it.get("sites", []),
                                    {"device": "gpu"}))
+            _gpu_coverage(out, old_text, new_text, opts)
             return out
     for it, row in zip(items, report["kernels"]):
         detail = {"device": "gpu", "gpu": row["gpu"], "crosscheck": row["crosscheck"], "target": it.get("target"),
@@ -418,4 +419,24 @@ def verify_source_gpu(old_text: str, new_text: str, path: str, options: Optional
         if it.get("unchanged"):
             detail["unchanged"] = True
         out.append(Verdict(it["kernel"], it["line"], row["verdict"], row["reason"], it.get("sites", []), detail))
+    _gpu_coverage(out, old_text, new_text, opts)
     return out
+
+
+def _gpu_coverage(out: list, old_text: str, new_text: str, opts: VerifyOptions):
+    """The GPU path checks each kernel at its default binding only: a site of either text that binding does
+    not build makes the verdict inconclusive, as on the CPU path (:func:`_require_coverage`)."""
+    if old_text == new_text:
+        return
+    try:
+        trees = (ast.parse(old_text), ast.parse(new_text))
+        old = build_kernels(old_text, opts.rules, meaning=opts.source.size_meaning, binds=opts.binds)
+        new = build_kernels(new_text, opts.rules, meaning=opts.target.size_meaning, binds=opts.binds)
+    except SyntaxError:
+        return
+    covered: tuple = (set(), set())
+    by_name = {v.kernel: v for v in out}
+    for bo, bn in pair_kernels(old, new):
+        v = by_name.get(bo.qualname)
+        _record(covered, bo, bn, v if v is not None else Verdict(bo.qualname, bo.line, "inconclusive", ""), trees)
+    _require_coverage(out, trees, covered)
