@@ -6,7 +6,7 @@ from typing import Optional
 
 import numpy as np
 
-from .index import IndexOverflow
+from .errors import IndexOverflow
 from .interp import Interpreter, KernelError, fmt_value, random_bytes
 from .ir import CopyRegion, Fill, Kernel, Store, walk_stmts
 
@@ -101,12 +101,16 @@ def _run_pair(old: Kernel, new: Kernel, rules, widths: dict, seeds: int = 3) -> 
                                          f"the old form is not deterministic: {d['buffer']}{d['index']} is "
                                          f"{d['old']} or {d['new']} depending on thread order (seed {seed})",
                                          {"nondeterministic": d}, runs, io.stats.bytes + inew.stats.bytes)
+            except IndexOverflow:
+                raise
             except KernelError as e:
                 return DynResult("inconclusive", f"the old form fails: {e}", {"old_error": str(e), **ctx}, runs,
                                  io.stats.bytes + inew.stats.bytes)
             try:
                 n1 = _form("new", inew.run, data, sentinel)
                 runs += 1
+            except IndexOverflow:
+                raise
             except KernelError as e:
                 return DynResult("mismatch", f"the new form fails where the old one runs: {e} (seed {seed})",
                                  {"new_error": str(e), "line": e.line, **ctx}, runs, io.stats.bytes + inew.stats.bytes)

@@ -26,6 +26,7 @@ from typing import Optional
 
 import numpy as np
 
+from .errors import IndexOverflow
 from .ir import Assign, Bin, Cast, Cmp, Const, Expr, For, If, Kernel, Load, Logic, Opaque, Parallel, Select, Unary, Var
 
 INT_BITS = {"int8": (8, True), "int16": (16, True), "int32": (32, True), "int64": (64, True),
@@ -35,18 +36,6 @@ INT_BITS = {"int8": (8, True), "int16": (16, True), "int32": (32, True), "int64"
 WRAPS = {"shl"}
 ARITH = {"add", "sub", "mul", "div", "fdiv", "fmod", "tdiv", "tmod", "min", "max", "shl", "shr", "band", "bor",
          "bxor"}
-
-
-class IndexOverflow(Exception):
-    """Integer index arithmetic that leaves its type where the lowered value is not known from the text."""
-
-    def __init__(self, message: str, line: int = 0):
-        super().__init__(message)
-        self.message = message
-        self.line = line
-
-    def __str__(self):
-        return f"line {self.line}: {self.message}" if self.line else self.message
 
 
 def bounds(dtype: str) -> tuple:

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .index import IndexOverflow, Ranges, check as check_index
+from .errors import KernelError
+from .index import Ranges, check as check_index
 from .ir import (
     Assign, Barrier, Bin, Buffer, Cast, Cmp, Commit, Const, CopyRegion, CpAsync, Evaluate, Fill, For, If, Kernel,
     Load, Logic, Math, Parallel, Select, Store, Unary, Var, Wait, resolve_extents,
@@ -43,16 +44,6 @@ NP_DTYPES = {
     "int32": np.int32, "uint32": np.uint32, "int64": np.int64, "uint64": np.uint64,
     "float16": np.float16, "float32": np.float32, "float64": np.float64,
 }
-
-
-class KernelError(Exception):
-    def __init__(self, message: str, line: int = 0):
-        super().__init__(message)
-        self.message = message
-        self.line = line
-
-    def __str__(self):
-        return f"line {self.line}: {self.message}" if self.line else self.message
 
 
 def storage_dtype(dtype: str):

@@ -29,7 +29,8 @@ from typing import Optional
 
 import numpy as np
 
-from .index import INT_BITS, IndexOverflow, Ranges, check as check_index, children, wrap
+from .errors import IndexOverflow
+from .index import INT_BITS, Ranges, check as check_index, children, wrap
 from .interp import Interpreter, KernelError, is_int
 from .poly import poly, scale
 from .ir import (
@@ -129,9 +130,7 @@ def sev(e: Expr, env: dict, rg: Optional[Ranges] = None):
         try:
             v = Interpreter.binop(e.op, sev(e.a, env, rg), sev(e.b, env, rg), None, 0)
             return v if rg is None or not is_int(v) else check_index(e, v, rg)
-        except KernelError as err:
-            raise NotStatic(str(err)) from None
-        except IndexOverflow as err:
+        except KernelError as err:  # IndexOverflow too
             raise NotStatic(str(err)) from None
     if t is Cmp:
         a, b = sev(e.a, env, rg), sev(e.b, env, rg)
