@@ -164,3 +164,29 @@ def test_gpu_path_requires_the_same_coverage(monkeypatch):
     assert v.verdict == "inconclusive" and "old text line 13" in v.reason
     v, = verify_source_gpu(text, _new(text), "k.py", rules=RULES, target="0.1.8", seeds=1, binds={"with_b": True})
     assert v.verdict == "equivalent", v.reason
+
+
+def test_bundle_writer_survives_an_overflowing_kernel():
+    """The bundle writer's interpreter cross-check stops on unknown overflow like on a kernel error."""
+    from cpasync_migrate.verify.bundle import kernel_items
+
+    old = '''import tilelang.language as T
+
+
+@T.prim_func
+def k(A: T.Tensor((64,), "float16"), B: T.Tensor((128,), "float16")):
+    with T.Kernel(1, threads=8) as bx:
+        tx = T.get_thread_binding()
+        S = T.alloc_shared((128,), "float16")
+        T.ptx_cp_async("float16", S.data, ((tx * 536870912) // 536870912 + 4) * 8, A.data, tx * 8, 16)
+        T.ptx_commit_group()
+        T.ptx_wait_group(0)
+        for i in T.serial(16):
+            B[tx * 16 + i] = S[tx * 16 + i]
+'''
+    new = old.replace('T.ptx_cp_async("float16", S.data, ((tx * 536870912) // 536870912 + 4) * 8, A.data, tx * 8, 16)',
+                      'T.ptx_cp_async(T.tvm_access_ptr(T.type_annotation("float16"), S.data, (tx + 4) * 8, 8, 2), '
+                      'T.tvm_access_ptr(T.type_annotation("float16"), A.data, tx * 8, 8, 1), 16)')
+    it, = kernel_items(old, new, "k.py", rules=RULES, target="0.1.8")
+    assert "overflows int32" in it["crosscheck"]["interpreter_error"]
+    assert any(s["verdict"] == "inconclusive" for s in it["sites"])
