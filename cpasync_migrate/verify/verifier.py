@@ -276,7 +276,7 @@ def _sweep(v: Verdict, bo: BuiltKernel, old_text, new_text, rules, target, sourc
         v.detail["bindings"] = shown
     if binds:
         v.detail["bound"] = dict(binds)
-    at = _fmt_binds(shown) + (f" (--bind {_fmt_binds(dict(binds))})" if binds else "")
+    at = (_fmt_binds(shown) + (f" (--bind {_fmt_binds(dict(binds))})" if binds else "")).strip()
     if v.verdict != "equivalent" or v.detail.get("unchanged"):
         if v.verdict != "equivalent" and at:
             v.reason = _one_line(f"{v.reason} (at {at})")
