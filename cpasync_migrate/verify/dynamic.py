@@ -6,6 +6,7 @@ from typing import Optional
 
 import numpy as np
 
+from .errors import IndexOverflow
 from .interp import Interpreter, KernelError, fmt_value, random_bytes
 from .ir import CopyRegion, Fill, Kernel, Store, walk_stmts
 
@@ -57,6 +58,21 @@ def first_difference(k: Kernel, a: dict, b: dict) -> Optional[dict]:
 
 
 def run_pair(old: Kernel, new: Kernel, rules, widths: dict, seeds: int = 3) -> DynResult:
+    """Both kernels on the same inputs: equivalent, mismatch or inconclusive (see docs/verify.md)."""
+    try:
+        return _run_pair(old, new, rules, widths, seeds)
+    except IndexOverflow as e:
+        return DynResult("inconclusive", f"cannot run the kernel: {e}", {"index_overflow": str(e)})
+
+
+def _form(form: str, run, *args, **kw):
+    try:
+        return run(*args, **kw)
+    except IndexOverflow as e:
+        raise IndexOverflow(f"{form} form, {e}") from None
+
+
+def _run_pair(old: Kernel, new: Kernel, rules, widths: dict, seeds: int = 3) -> DynResult:
     if signature(old) != signature(new):
         return DynResult("mismatch", f"parameters differ: {signature(old)} vs {signature(new)}")
     if old.grid != new.grid or old.block != new.block:
@@ -73,10 +89,10 @@ def run_pair(old: Kernel, new: Kernel, rules, widths: dict, seeds: int = 3) -> D
             data = {n: (np.full(v.size, sentinel, dtype=np.uint8) if n in outs else v) for n, v in inputs.items()}
             ctx = {"seed": seed, "sentinel": f"0x{sentinel:02x}"}
             try:
-                o1 = io.run(data, sentinel)
+                o1 = _form("old", io.run, data, sentinel)
                 runs += 1
                 if si == 0:
-                    o2 = io.run(data, sentinel, reverse=True)
+                    o2 = _form("old", io.run, data, sentinel, reverse=True)
                     runs += 1
                     d = first_difference(old, o1, o2)
                     if d:
@@ -85,12 +101,16 @@ def run_pair(old: Kernel, new: Kernel, rules, widths: dict, seeds: int = 3) -> D
                                          f"the old form is not deterministic: {d['buffer']}{d['index']} is "
                                          f"{d['old']} or {d['new']} depending on thread order (seed {seed})",
                                          {"nondeterministic": d}, runs, io.stats.bytes + inew.stats.bytes)
+            except IndexOverflow:
+                raise
             except KernelError as e:
                 return DynResult("inconclusive", f"the old form fails: {e}", {"old_error": str(e), **ctx}, runs,
                                  io.stats.bytes + inew.stats.bytes)
             try:
-                n1 = inew.run(data, sentinel)
+                n1 = _form("new", inew.run, data, sentinel)
                 runs += 1
+            except IndexOverflow:
+                raise
             except KernelError as e:
                 return DynResult("mismatch", f"the new form fails where the old one runs: {e} (seed {seed})",
                                  {"new_error": str(e), "line": e.line, **ctx}, runs, io.stats.bytes + inew.stats.bytes)

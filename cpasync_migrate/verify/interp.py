@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import KernelError
+from .index import Ranges, check as check_index
 from .ir import (
     Assign, Barrier, Bin, Buffer, Cast, Cmp, Commit, Const, CopyRegion, CpAsync, Evaluate, Fill, For, If, Kernel,
     Load, Logic, Math, Parallel, Select, Store, Unary, Var, Wait, resolve_extents,
@@ -42,16 +44,6 @@ NP_DTYPES = {
     "int32": np.int32, "uint32": np.uint32, "int64": np.int64, "uint64": np.uint64,
     "float16": np.float16, "float32": np.float32, "float64": np.float64,
 }
-
-
-class KernelError(Exception):
-    def __init__(self, message: str, line: int = 0):
-        super().__init__(message)
-        self.message = message
-        self.line = line
-
-    def __str__(self):
-        return f"line {self.line}: {self.message}" if self.line else self.message
 
 
 def storage_dtype(dtype: str):
@@ -144,6 +136,9 @@ class Interpreter:
         self.stats = Stats()
         self.inv = thread_invariant(kernel)
         self.cache: dict = {}
+        # index arithmetic is int32 unless the text makes it wider: the nodes that may leave their type
+        self.ranges = Ranges(kernel)
+        self.checked = overflow_nodes(kernel, self.ranges)
 
     # ------------------------------------------------------------------ run
     def run(self, globals_in: dict, fill_byte: int, reverse: bool = False) -> dict:
@@ -597,11 +592,15 @@ class Interpreter:
             if key in self.inv:
                 v = self.cache.get(key)
                 if v is None:
-                    v = self.cache[key] = self.binop(e.op, self.ev(e.a, env, None, line), self.ev(e.b, env, None, line),
-                                                     None, line)
+                    v = self.binop(e.op, self.ev(e.a, env, None, line), self.ev(e.b, env, None, line), None, line)
+                    if key in self.checked:
+                        v = check_index(e, v, self.ranges, line)
+                    self.cache[key] = v
                 return v
             a = self.ev(e.a, env, mask, line)
             b = self.ev(e.b, env, mask, line)
+            if key in self.checked:
+                return check_index(e, self.masked(self.binop(e.op, a, b, mask, line), mask), self.ranges, line)
             return self.binop(e.op, a, b, mask, line)
         if t is Load:
             return self.load(e, env, mask, line)
@@ -645,6 +644,8 @@ class Interpreter:
         if t is Unary:
             a = self.ev(e.a, env, mask, line)
             if e.op == "neg":
+                if id(e) in self.checked:
+                    return check_index(e, self.masked(np.negative(a), mask), self.ranges, line)
                 return np.negative(a)
             if e.op == "not":
                 return np.logical_not(a)
@@ -655,6 +656,12 @@ class Interpreter:
             args = [self.ev(a, env, mask, line) for a in e.args]
             return math_fn(e.fn, args)
         raise KernelError(f"cannot evaluate {t.__name__}", line)
+
+    def masked(self, v, mask):
+        """``v`` with inactive lanes zeroed (their values are never used; they must not count as overflow)."""
+        if mask is None or not isinstance(v, np.ndarray) or v.ndim == 0 or v.shape[0] != self.L:
+            return v
+        return np.where(mask, v, 0)
 
     @staticmethod
     def binop(op, a, b, mask, line):
@@ -763,6 +770,22 @@ def thread_invariant(k: Kernel) -> set:
 
     for e in stmt_exprs(k.body):
         visit(e)
+    return out
+
+
+def overflow_nodes(k: Kernel, ranges: Ranges) -> set:
+    """ids of the integer nodes of ``k`` that may leave their type (checked, or wrapped, as they run)."""
+    out: set = set()
+    seen: set = set()
+    stack = list(stmt_exprs(k.body))
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if type(e) in (Bin, Unary) and (ranges.may_overflow(e) or ranges.wraps(e)):
+            out.add(id(e))
+        stack.extend(_children(e))
     return out
 
 

@@ -69,4 +69,6 @@ def pmul(a: dict, b: dict) -> dict:
 
 
 def scale(e: Expr, k: int) -> Expr:
-    return Bin("mul", e, Const(k, "int32"))
+    """``e`` times ``k`` as pointer arithmetic does it: ``e`` in its own type, widened, then multiplied
+    (the int64 constant makes the product int64, as TVM types it)."""
+    return Bin("mul", e, Const(k, "int64"))

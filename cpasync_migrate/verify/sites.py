@@ -29,6 +29,8 @@ from typing import Optional
 
 import numpy as np
 
+from .errors import IndexOverflow
+from .index import INT_BITS, Ranges, check as check_index, children, wrap
 from .interp import Interpreter, KernelError, is_int
 from .poly import poly, scale
 from .ir import (
@@ -114,7 +116,9 @@ def has_load(e: Expr) -> bool:
 
 
 # ---------------------------------------------------------------- evaluation
-def sev(e: Expr, env: dict):
+def sev(e: Expr, env: dict, rg: Optional[Ranges] = None):
+    """The value of ``e`` at every point of ``env``; with ``rg``, integer nodes in their index type (a left
+    shift wraps, other overflow is :class:`NotStatic`: see :mod:`.index`)."""
     t = type(e)
     if t is Const:
         return e.value
@@ -124,24 +128,33 @@ def sev(e: Expr, env: dict):
         return env[e.name]
     if t is Bin:
         try:
-            return Interpreter.binop(e.op, sev(e.a, env), sev(e.b, env), None, 0)
-        except KernelError as err:
+            v = Interpreter.binop(e.op, sev(e.a, env, rg), sev(e.b, env, rg), None, 0)
+            return v if rg is None or not is_int(v) else check_index(e, v, rg)
+        except KernelError as err:  # IndexOverflow too
             raise NotStatic(str(err)) from None
     if t is Cmp:
-        a, b = sev(e.a, env), sev(e.b, env)
+        a, b = sev(e.a, env, rg), sev(e.b, env, rg)
         return {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
                 "ne": np.not_equal}[e.op](a, b)
     if t is Logic:
-        a, b = np.asarray(sev(e.a, env)).astype(bool), np.asarray(sev(e.b, env)).astype(bool)
+        a, b = np.asarray(sev(e.a, env, rg)).astype(bool), np.asarray(sev(e.b, env, rg)).astype(bool)
         return (a & b) if e.op == "and" else (a | b)
     if t is Unary:
-        a = sev(e.a, env)
-        return np.negative(a) if e.op == "neg" else (np.logical_not(a) if e.op == "not" else np.invert(a))
+        a = sev(e.a, env, rg)
+        if e.op == "neg":
+            v = np.negative(a)
+            try:
+                return v if rg is None or not is_int(v) else check_index(e, v, rg)
+            except IndexOverflow as err:
+                raise NotStatic(str(err)) from None
+        return np.logical_not(a) if e.op == "not" else np.invert(a)
     if t is Select:
-        return np.where(np.asarray(sev(e.cond, env)).astype(bool), sev(e.a, env), sev(e.b, env))
+        return np.where(np.asarray(sev(e.cond, env, rg)).astype(bool), sev(e.a, env, rg), sev(e.b, env, rg))
     if t is Cast:
-        v = sev(e.a, env)
+        v = sev(e.a, env, rg)
         if e.dtype.startswith(("int", "uint")) and is_int(v):
+            if rg is not None and e.dtype in INT_BITS:
+                return wrap(np.asarray(v, dtype=np.int64), e.dtype) if isinstance(v, np.ndarray) else wrap(v, e.dtype)
             return v
         raise NotStatic("cast")
     raise NotStatic(type(e).__name__)
@@ -233,12 +246,47 @@ class Decision:
     witness: Optional[dict] = None
 
 
-def decide_equal(a2: Expr, b2: Expr, k: Kernel, ctx: SiteCtx, cache: dict) -> Decision:
-    """Whether ``a2 == b2`` (both already in the old kernel's names, lets substituted) at every point."""
+def _unscaled(e: Expr):
+    """``(x, k)`` for ``e`` = ``x`` times the byte scale ``k`` (:func:`.poly.scale`), else ``(e, None)``."""
+    if type(e) is Bin and e.op == "mul" and type(e.b) is Const and e.b.dtype == "int64":
+        return e.a, e.b.value
+    return e, None
+
+
+def ring_equal(a2: Expr, b2: Expr, rg: Ranges) -> bool:
+    """Whether two expressions with the same polynomial are equal as the device computes them although they
+    may overflow: both, apart from the same byte scale, are int32 arithmetic throughout, and every node that
+    may overflow is under sums, differences, products and shifts only (Z / 2^32 is a ring; what divisions,
+    remainders, comparisons and the like make of a wrapped value is not known)."""
+    (x, kx), (y, ky) = _unscaled(a2), _unscaled(b2)
+    if kx != ky or not (rg.only_int32(x) and rg.only_int32(y)):
+        return False
+    return _ring_safe(x, rg, False) and _ring_safe(y, rg, False)
+
+
+def _ring_safe(e: Expr, rg: Ranges, under: bool) -> bool:
+    t = type(e)
+    if under and (rg.may_overflow(e) or rg.wraps(e)):
+        return False
+    ring = (t is Bin and e.op in ("add", "sub", "mul", "shl")) or (t is Unary and e.op == "neg")
+    return all(_ring_safe(c, rg, under or not ring) for c in children(e))
+
+
+def decide_equal(a2: Expr, b2: Expr, k: Kernel, ctx: SiteCtx, cache: dict, rg: Optional[Ranges] = None) -> Decision:
+    """Whether ``a2 == b2`` (both already in the old kernel's names, lets substituted) at every point, with
+    integer arithmetic in its index type (:mod:`.index`)."""
+    if rg is None:
+        rg = cache.get("ranges") or cache.setdefault("ranges", Ranges(k))
     if poly(a2) == poly(b2):
-        return Decision(True, "symbolic")
+        if not (rg.risky(a2) or rg.risky(b2)):
+            return Decision(True, "symbolic (no int32 overflow)")
+        if ring_equal(a2, b2, rg):
+            return Decision(True, "symbolic (the same int32 polynomial, equal with wrap-around too)")
     needed = free_vars(a2) | free_vars(b2)
     if has_load(a2) or has_load(b2):
+        if poly(a2) == poly(b2):
+            return Decision(None, "the same polynomial, but index arithmetic that reads memory may overflow int32 "
+                                  "where the lowered value is not known")
         return Decision(None, "the expressions read memory and differ in form")
     dk = frozenset(needed)
     if dk not in cache:
@@ -247,8 +295,8 @@ def decide_equal(a2: Expr, b2: Expr, k: Kernel, ctx: SiteCtx, cache: dict) -> De
     if dom.env is None:
         return Decision(None, f"not decided symbolically; {dom.reason}")
     try:
-        va = np.broadcast_to(np.asarray(sev(a2, dom.env)), (dom.size,))
-        vb = np.broadcast_to(np.asarray(sev(b2, dom.env)), (dom.size,))
+        va = np.broadcast_to(np.asarray(sev(a2, dom.env, rg)), (dom.size,))
+        vb = np.broadcast_to(np.asarray(sev(b2, dom.env, rg)), (dom.size,))
     except NotStatic as e:
         return Decision(None, f"not decided symbolically; cannot evaluate ({e})")
     diff = va != vb
@@ -266,11 +314,17 @@ def decide_at_most(a2: Expr, limit: int, k: Kernel, ctx: SiteCtx) -> Decision:
     """Whether ``a2 <= limit`` (normalised as in :func:`decide_equal`) at every reachable point."""
     if has_load(a2):
         return Decision(None, "the expression reads memory")
+    # a bound over the thread, block and loop ranges (enclosing conditions ignored: a superset of the
+    # points) decides most sites without enumerating them, however many points they have
+    rg = Ranges(k)
+    r = rg.range_of(a2)
+    if r is not None and r[1] <= limit and not rg.risky(a2):
+        return Decision(True, f"bounded by {r[1]} over the thread, block and loop ranges")
     dom = Domain(k, ctx, free_vars(a2))
     if dom.env is None:
         return Decision(None, dom.reason)
     try:
-        va = np.broadcast_to(np.asarray(sev(a2, dom.env)), (max(dom.size, 1),))
+        va = np.broadcast_to(np.asarray(sev(a2, dom.env, Ranges(k))), (max(dom.size, 1),))
     except NotStatic as e:
         return Decision(None, f"cannot evaluate ({e})")
     bad = va > limit
@@ -281,6 +335,20 @@ def decide_at_most(a2: Expr, limit: int, k: Kernel, ctx: SiteCtx) -> Decision:
     pts = ", ".join(f"{name}={val}" for name, val in w.items())
     w["_value"] = int(va[i])
     return Decision(False, f"reaches {int(va[i])} > {limit} at {pts or 'every point'}", w)
+
+
+def decide_at_least(a2: Expr, b2: Expr, k: Kernel, ctx: SiteCtx) -> Decision:
+    """Whether ``a2 >= b2`` at every reachable point (both normalised as in :func:`decide_equal`)."""
+    diff = poly(Bin("sub", a2, b2))
+    if not diff or set(diff) == {()}:
+        c = diff.get((), 0)
+        rg = Ranges(k)
+        if not (rg.risky(a2) or rg.risky(b2)):
+            return Decision(c >= 0, f"symbolic (differs by {c})" if c else "symbolic (equal)")
+    d = decide_at_most(Bin("sub", b2, a2), 0, k, ctx)
+    if d.ok is False:
+        return Decision(False, f"short of the copy: {d.how}", d.witness)
+    return d
 
 
 def fmt_point(w: dict) -> str:
@@ -297,9 +365,10 @@ def const_value(e2: Expr):
 
 
 # ---------------------------------------------------------------- the checks
-def check_pair(k_old: Kernel, co: SiteCtx, o, n, no, nn, rules, target, old_meaning: str) -> dict:
+def check_pair(k_old: Kernel, co: SiteCtx, o, n, no, nn, rules, target, old_meaning: str, guard=None) -> dict:
     """Check one pair of sites.  ``no``/``nn`` turn an old/new expression into the old kernel's names with
-    the side's own lets substituted (:class:`.structure.Side`); the domain is the old site's."""
+    the side's own lets substituted (:class:`.structure.Side`); the domain is the old site's.  ``guard``:
+    the condition of the old ``if`` around ``o`` that the new call carries as its predicate instead."""
     res = {"line": o.line, "new_line": n.line, "checks": []}
     checks = res["checks"]
 
@@ -374,9 +443,15 @@ def check_pair(k_old: Kernel, co: SiteCtx, o, n, no, nn, rules, target, old_mean
                 m = const_value(nn(p.rw_mask))
                 add(f"{side} rw mask", m == want, f"{m} (want {want})")
             if p.extent is not None:
-                d = eq_new(scale(p.extent, size(p.elem_type)), nb_new)
-                add(f"{side} extent", d.ok, f"{show(p.extent)} x sizeof({p.elem_type}) vs {show(nb_new)} bytes: {d.how}",
-                    d.witness)
+                # the extent is metadata that must cover the copy (DESIGN.md: extent x sizeof >= bytes); neither
+                # 0.1.8's nor 0.1.15's code generation reads it (seen: an extent of twice the copy, past the
+                # end of a global buffer, lowers to the same plain copy)
+                try:
+                    d = decide_at_least(nn(scale(p.extent, size(p.elem_type))), nn(nb_new), k_old, co)
+                except (NotStatic, RecursionError) as e:
+                    d = Decision(None, str(e) or "expression nested too deeply")
+                add(f"{side} extent", d.ok, f"{show(p.extent)} x sizeof({p.elem_type}) >= {show(nb_new)} bytes: "
+                                            f"{d.how}", d.witness)
             elif p.style != "legacy":
                 add(f"{side} extent", None, "access pointer without an extent")
             if p.extent is not None and p.elem_type != p.buf.dtype and p.buf.scope == "global":
@@ -393,7 +468,10 @@ def check_pair(k_old: Kernel, co: SiteCtx, o, n, no, nn, rules, target, old_mean
                     f"offset + extent in {p.elem_type} units vs {p.buf.numel} elements of {p.buf.name} "
                     f"({p.buf.dtype}): {d.how}", d.witness)
     po_, pn_ = o.predicate, n.predicate
-    if po_ is None and pn_ is None:
+    if guard is not None and po_ is None and pn_ is not None:
+        for name, ok, how, w in guarded_predicate(k_old, co, o, n, no, nn, guard, size, nb_new):
+            add(name, ok, how, w)
+    elif po_ is None and pn_ is None:
         add("predicate", True, "none on either side")
     elif (po_ is None) != (pn_ is None):
         add("predicate", False, "predicate " + ("lost" if pn_ is None else "added"))
@@ -401,6 +479,109 @@ def check_pair(k_old: Kernel, co: SiteCtx, o, n, no, nn, rules, target, old_mean
         d = eq(po_, pn_)
         add("predicate", d.ok, f"{show(po_)} vs {show(pn_)}: {d.how}", d.witness)
     return finish(res)
+
+
+def guarded_predicate(k: Kernel, co: SiteCtx, o, n, no, nn, guard, size, nb_new):
+    """The checks of ``if guard: cp(...)`` rewritten as ``cp(..., pred)``: ``pred`` is ``guard`` at every point
+    of the site without the guard, and the destination bytes the new call zero-fills where it is false are
+    read nowhere in the kernel (every load of the buffer, at every point of its ranges)."""
+    others = [c for c in co.conds if c is not guard]
+    whole = SiteCtx(co.site, co.loops, co.lets, others)
+    try:
+        d = decide_equal(no(guard), nn(n.predicate), k, whole, {})
+    except (NotStatic, RecursionError) as e:
+        d = Decision(None, str(e) or "expression nested too deeply")
+    yield ("predicate", d.ok, f"the old guard {show(guard)} vs the new predicate {show(n.predicate)}: {d.how}",
+           d.witness)
+    if not d.ok:
+        return
+    buf = o.dst.buf
+    width = const_value(nn(nb_new))
+    if width is None:
+        yield ("zero-filled bytes unread", None, "the copy's size is not a constant", None)
+        return
+    off = scale(n.dst.offset, size(n.dst.elem_type))
+    try:
+        zeros = _byte_set(k, SiteCtx(co.site, co.loops, co.lets, others + [Unary("not", guard)]), nn(off), width)
+        reads = _reads_of(k, buf, size)
+    except NotStatic as e:
+        yield ("zero-filled bytes unread", None, f"not decided: {e}", None)
+        return
+    hit = np.intersect1d(zeros, reads)
+    if hit.size:
+        yield ("zero-filled bytes unread", None,
+               f"where {show(guard)} is false the new call zero-fills byte {int(hit[0])} of {buf.name}, which the "
+               "kernel reads", None)
+        return
+    yield ("zero-filled bytes unread", True,
+           f"the {zeros.size} byte(s) of {buf.name} zero-filled where {show(guard)} is false are read nowhere "
+           f"({reads.size} byte(s) read)", None)
+
+
+def _byte_set(k: Kernel, ctx: SiteCtx, start: Expr, width: int) -> np.ndarray:
+    """Every byte ``start + [0, width)`` at every point of ``ctx``."""
+    start = subst(start, ctx.lets)
+    if has_load(start):
+        raise NotStatic(f"the address {show(start)} reads memory")
+    dom = Domain(k, ctx, free_vars(start))
+    if dom.env is None:
+        raise NotStatic(dom.reason)
+    v = np.broadcast_to(np.asarray(sev(start, dom.env, Ranges(k)), dtype=np.int64), (dom.size,))
+    return np.unique((v[:, None] + np.arange(width)).reshape(-1))
+
+
+def _reads_of(k: Kernel, buf, size) -> np.ndarray:
+    """Every byte of ``buf`` any statement of ``k`` may read, at every point of its ranges."""
+    from .ir import CopyRegion, Fill, Store, flat_index
+
+    out = [np.zeros(0, dtype=np.int64)]
+
+    def exprs_of(st):
+        t = type(st)
+        if t is Store:
+            return list(st.indices) + [st.value]
+        if t is If:
+            return [st.cond]
+        if t is For:
+            return [st.start, st.extent]
+        if t is Assign:
+            return [st.value]
+        if t is CpAsync:
+            if st.src.buf is buf:
+                raise NotStatic(f"{buf.name} is the source of the cp.async at line {st.line}")
+            return [st.dst.offset, st.src.offset, st.size] + ([st.predicate] if st.predicate is not None else [])
+        if t is CopyRegion:
+            if st.src.buf is buf:
+                raise NotStatic(f"T.copy reads {buf.name} (line {st.line})")
+            return list(st.src.starts) + list(st.dst.starts)
+        if t is Fill:
+            return [st.value]
+        if t is Opaque:
+            raise NotStatic(f"{st.construct} (line {st.line}) is not modelled")
+        return [getattr(st, "value")] if hasattr(st, "value") else []
+
+    def walk(body, loops, lets, conds):
+        for st in body:
+            ctx = SiteCtx(st, loops, lets, conds)
+            for e in exprs_of(st):
+                for x in walk_expr(e):
+                    if isinstance(x, Load) and x.buf is buf:
+                        out.append(_byte_set(k, ctx, scale(flat_index(buf, x.indices), buf.itemsize),
+                                             buf.itemsize))
+            if isinstance(st, Assign):
+                lets = dict(lets)
+                lets[st.var] = st.value
+            elif isinstance(st, For):
+                walk(st.body, loops + [(st.var, st.start, st.extent)], lets, conds)
+            elif isinstance(st, Parallel):
+                walk(st.body, loops + [(v, Const(0, "int32"), Const(e, "int32")) for v, e in
+                                       zip(st.vars, st.extents)], lets, conds)
+            elif isinstance(st, If):
+                walk(st.then, loops, lets, conds + [st.cond])
+                walk(st.orelse, loops, lets, conds + [Unary("not", st.cond)])
+
+    walk(k.body, [], {}, [])
+    return np.unique(np.concatenate(out))
 
 
 def finish(res: dict) -> dict:
@@ -458,8 +639,10 @@ def check_sites(k_old: Kernel, k_new: Kernel, rules, target, old_meaning: str, m
             for v in list(co.lets):
                 vo.setdefault(v, v)
             pairs.append((co, cn.site, Side(dict(co.lets), vo, {}), Side(dict(cn.lets), vn, bmap)))
+    guarded = match.guarded if match is not None and match.same else {}
     for co, nsite, so, sn in pairs:
-        r = check_pair(k_old, co, co.site, nsite, so_fn(so), so_fn(sn), rules, target, old_meaning)
+        r = check_pair(k_old, co, co.site, nsite, so_fn(so), so_fn(sn), rules, target, old_meaning,
+                       guarded.get(id(co.site)))
         key_ = (co.site.line, getattr(co.site, "col", 0))
         if key_ not in merged:
             merged[key_] = r

@@ -88,6 +88,9 @@ class Match:
     pairs: list = field(default_factory=list)  # [(old CpAsync, new CpAsync)]
     old: Optional[Side] = None
     new: Optional[Side] = None
+    # id(old CpAsync) -> the condition of the old ``if`` that guarded it, where the new call carries that
+    # condition as its predicate instead (the per-site checks prove the zero-filled bytes are never read)
+    guarded: dict = field(default_factory=dict)
 
 
 def _pure_lets(k: Kernel) -> dict:
@@ -114,7 +117,10 @@ def _reads(e, lets, seen) -> bool:
     return False
 
 
-def pair_buffers(ko: Kernel, kn: Kernel) -> tuple[dict, Optional[str]]:
+def pair_buffers(ko: Kernel, kn: Kernel, by_name: bool = False) -> tuple[dict, Optional[str]]:
+    """Parameters paired by position; allocations by scope and then by allocation order, or with
+    ``by_name`` by name within a scope (when the names of each scope's allocations are the same, once
+    each, on both sides: a tuple unpacking reordered, or statements moved)."""
     bmap = {}
     if len(ko.params) != len(kn.params):
         return bmap, f"{len(ko.params)} parameters vs {len(kn.params)}"
@@ -132,6 +138,12 @@ def pair_buffers(ko: Kernel, kn: Kernel) -> tuple[dict, Optional[str]]:
         ln = groups_n[sc]
         if len(lo) != len(ln):
             return bmap, f"{len(lo)} {sc} allocations vs {len(ln)}"
+        if by_name:
+            names = [b.name for b in ln]
+            if len(set(names)) != len(names) or sorted(names) != sorted(b.name for b in lo):
+                return bmap, f"the {sc} allocations are not named alike"
+            by = {b.name: b for b in ln}
+            ln = [by[a.name] for a in lo]
         for a, b in zip(lo, ln):
             if a.shape != b.shape or a.dtype != b.dtype:
                 return bmap, (f"allocation {a.name} {a.shape} {a.dtype} (line {a.line}) vs {b.name} {b.shape} "
@@ -141,10 +153,21 @@ def pair_buffers(ko: Kernel, kn: Kernel) -> tuple[dict, Optional[str]]:
 
 
 def compare(ko: Kernel, kn: Kernel, size_of) -> Match:
-    """``size_of``: element size of a dtype (the rules' ``dtype_size``)."""
+    """``size_of``: element size of a dtype (the rules' ``dtype_size``).  Allocations are paired by order
+    first; when that does not give the same program, by name (any bijection of allocations of one
+    scope, shape and dtype that makes every statement agree is a renaming: the pairing is checked, not
+    trusted)."""
+    m = _compare(ko, kn, size_of, False)
+    if m.same:
+        return m
+    m2 = _compare(ko, kn, size_of, True)
+    return m2 if m2.same else m
+
+
+def _compare(ko: Kernel, kn: Kernel, size_of, by_name: bool) -> Match:
     from .poly import key  # polynomial normal form of an expression
 
-    bmap, why = pair_buffers(ko, kn)
+    bmap, why = pair_buffers(ko, kn, by_name)
     tags = {}
     for name, tag in ko.thread_vars.items():
         tags.setdefault(tag, name)
@@ -204,6 +227,15 @@ def compare(ko: Kernel, kn: Kernel, size_of) -> Match:
 
     def stmt(a, b):
         la, lb = line(a), line(b)
+        if isinstance(a, If) and isinstance(b, list) and not a.orelse and a.then and len(a.then) == len(b) and \
+                all(isinstance(x, CpAsync) and x.predicate is None for x in a.then) and \
+                all(y.predicate is not None and k_(sn, y.predicate) == k_(so, a.cond) for y in b):
+            # ``if c: cp(...)`` rewritten as ``cp(..., c)``: the same copies where c holds; where it does not,
+            # the new calls zero-fill their destinations, which the per-site checks must show is never read
+            stmt(list(a.then), b)
+            for x in a.then:
+                m.guarded[id(x)] = a.cond
+            return
         if isinstance(a, list) or isinstance(b, list):
             if not (isinstance(a, list) and isinstance(b, list)):
                 raise Differ("a cp.async call stands where the other kernel has another statement", la, lb)
@@ -279,10 +311,12 @@ def compare(ko: Kernel, kn: Kernel, size_of) -> Match:
     except Differ as d:
         m.reason, m.old_line, m.new_line = d.what, d.old_line, d.new_line
         m.pairs = []
+        m.guarded = {}
         return m
     except RecursionError:
         m.reason = "expression nested too deeply"
         m.pairs = []
+        m.guarded = {}
         return m
     m.same = True
     return m

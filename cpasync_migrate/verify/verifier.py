@@ -4,6 +4,7 @@ docs/verify.md).
 """
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -11,8 +12,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Optional
 
 from .build import BuiltKernel, accepted_forms, build_kernels
+from . import coverage
 from .dynamic import run_pair
-from .ir import CpAsync
+from .ir import CpAsync, Opaque, walk_stmts
 from .options import VerifyOptions
 from .pairing import pair_kernels, unchanged_text
 from . import smem, structure
@@ -76,11 +78,15 @@ def verify_source(old_text: str, new_text: str, path: str, options: Optional[Ver
     new_lines = new_text.splitlines()
     out = []
     cache: dict = {}
+    trees = (ast.parse(old_text), ast.parse(new_text))
+    covered: tuple = (set(), set())
     for bo, bn in pair_kernels(old, new):
         v = _verify_kernel(bo, bn, rules, target, source, widths, seeds, old_lines, new_lines)
-        if bo.int_params:
-            v = _sweep(v, bo, old_text, new_text, rules, target, source, widths, binds or {}, cache)
+        _record(covered, bo, bn, v, trees)
+        v = _sweep(v, bo, old_text, new_text, rules, target, source, widths, binds or {}, cache, trees, covered)
         out.append(v)
+    if old_text != new_text:  # an unchanged text changes nothing: there is no site to prove
+        _require_coverage(out, trees, covered)
     if opts.emit_cuda_dir:
         emit_cuda(old_text, new_text, path, opts.emit_cuda_dir, opts)
     return out
@@ -207,21 +213,91 @@ def sweep_bindings(params: dict) -> list[dict]:
 
 
 def _fmt_binds(b: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in b.items())
+    return ", ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in b.items())
 
 
-def _sweep(v: Verdict, bo: BuiltKernel, old_text, new_text, rules, target, source, widths, binds, cache) -> Verdict:
-    """Check a factory kernel at other sizes of its integer parameters before calling it equivalent."""
-    v.detail["bindings"] = dict(bo.int_params)
+def _built_site_lines(bk: Optional[BuiltKernel]) -> set:
+    if bk is None or bk.kernel is None:
+        return set()
+    return {st.line for st in walk_stmts(bk.kernel.body)
+            if isinstance(st, CpAsync) or (isinstance(st, Opaque) and st.site)}
+
+
+def _record(covered: tuple, bo: BuiltKernel, bn: Optional[BuiltKernel], v: Verdict, trees: tuple):
+    """The site lines of both texts a checked kernel covers: those it built, and for a kernel proven by its
+    unchanged text, every site line inside its prim_func."""
+    for side, bk, tree in ((0, bo, trees[0]), (1, bn, trees[1])):
+        covered[side].update(_built_site_lines(bk))
+        if v.detail.get("unchanged") and bk is not None:
+            reach = coverage.reached_lines(tree, bo.qualname)
+            covered[side].update(ln for ln in coverage.site_lines(tree) if ln in reach)
+
+
+def _require_coverage(out: list, trees: tuple, covered: tuple):
+    """An equivalent verdict covers every cp.async site of both texts: a site no check built (under any
+    binding) makes the kernel that holds it, or every kernel when no prim_func holds it, inconclusive."""
+    missing = []
+    for side, tree in enumerate(trees):
+        for ln in coverage.site_lines(tree):
+            if ln not in covered[side]:
+                missing.append((("old", "new")[side], ln, coverage.covering_kernel(tree, ln)))
+    if not missing:
+        return
+    if not out:
+        names = ", ".join(f"{t} text line {ln}" for t, ln, _ in missing)
+        out.append(Verdict("<file>", missing[0][1], "inconclusive",
+                           f"cp.async site(s) at {names} are in no prim_func the verifier builds, so none is "
+                           "checked", [], {"uncovered_sites": [{"text": t, "line": ln} for t, ln, _ in missing]}))
+        return
+    for v in out:
+        mine = [(t, ln) for t, ln, owner in missing if owner in (None, v.kernel)]
+        if v.verdict != "equivalent" or not mine:
+            continue
+        names = ", ".join(f"{t} text line {ln}" for t, ln in mine)
+        bound = v.detail.get("bindings")
+        under = f" under {_fmt_binds(bound)}" if bound else ""
+        swept = v.detail.get("swept")
+        if swept:
+            under += " and " + "; ".join(_fmt_binds(x["bindings"]) for x in swept)
+        v.detail["uncovered_sites"] = [{"text": t, "line": ln} for t, ln in mine]
+        v.verdict = "inconclusive"
+        v.reason = _one_line(f"cp.async site(s) at {names} not built or checked{under} (no binding the text "
+                             f"gives reaches them; --bind can); the rest: {v.reason}")
+
+
+def _sweep(v: Verdict, bo: BuiltKernel, old_text, new_text, rules, target, source, widths, binds, cache,
+           trees: tuple = (), covered: tuple = (set(), set())) -> Verdict:
+    """Check a factory kernel under the other bindings its text gives its parameters (:mod:`.coverage`) and
+    at other sizes of its integer parameters before calling it equivalent."""
+    fixed = frozenset(binds)
+    defaults, given = coverage.factory_bindings(trees[0], bo.qualname, fixed) if trees else ({}, [])
+    shown = {**defaults, **bo.int_params}
+    if shown:
+        v.detail["bindings"] = shown
+    if binds:
+        v.detail["bound"] = dict(binds)
+    at = (_fmt_binds(shown) + (f" (--bind {_fmt_binds(dict(binds))})" if binds else "")).strip()
     if v.verdict != "equivalent" or v.detail.get("unchanged"):
-        if v.verdict != "equivalent":
-            v.reason = _one_line(f"{v.reason} (at {_fmt_binds(bo.int_params)})")
+        if v.verdict != "equivalent" and at:
+            v.reason = _one_line(f"{v.reason} (at {at})")
+        return v
+    sizes = sweep_bindings(bo.int_params) if bo.int_params else []
+    candidates, seen = [], set()
+    for b in given + sizes:
+        k_ = tuple(sorted((k, repr(x)) for k, x in b.items()))
+        if k_ not in seen:
+            seen.add(k_)
+            candidates.append(b)
+    if not candidates:
+        if at:
+            v.reason = _one_line(f"{v.reason}; at {at}")
         return v
     swept, skipped = [], []
-    for b in sweep_bindings(bo.int_params):
-        key_ = tuple(sorted(b.items()))
+    sized = False
+    for b in candidates:
+        key_ = tuple(sorted((k, repr(x)) for k, x in b.items()))
         if key_ not in cache:
-            allb = {**binds, **b}
+            allb = {**binds, **{k: coverage.bind_value(x) for k, x in b.items()}}
             try:
                 cache[key_] = (build_kernels(old_text, rules, meaning=source.size_meaning, binds=allb),
                                build_kernels(new_text, rules, meaning=target.size_meaning, binds=allb,
@@ -239,22 +315,24 @@ def _sweep(v: Verdict, bo: BuiltKernel, old_text, new_text, rules, target, sourc
                 "interpreter", {}).get("reason", "").startswith("the old form fails")):
             skipped.append(f"{_fmt_binds(b)} ({r.reason[:80]})")
             continue
+        _record(covered, bo2, bn2, r, trees) if trees else None
         swept.append({"bindings": b, "verdict": r.verdict, "reason": r.reason})
+        sized = sized or b in sizes
         if r.verdict != "equivalent":
             v.verdict = r.verdict
-            v.reason = _one_line(f"at {_fmt_binds(b)} (swept from {_fmt_binds(bo.int_params)}): {r.reason}")
+            v.reason = _one_line(f"at {_fmt_binds(b)} (swept from {at}): {r.reason}")
             v.detail["swept"] = swept
             return v
     v.detail["swept"] = swept
     if skipped:
         v.detail["sweep_skipped"] = skipped
-    if not swept:
+    if bo.int_params and not sized:
         v.verdict = "inconclusive"
-        v.reason = _one_line(f"equivalent at {_fmt_binds(bo.int_params)} only: no other size of the integer "
+        v.reason = _one_line(f"equivalent at {at} only: no other size of the integer "
                              f"parameters builds and runs in the old form ({'; '.join(skipped)[:200]})")
         return v
-    v.reason = _one_line(f"{v.reason}; at {_fmt_binds(bo.int_params)} and swept to "
-                         + "; ".join(_fmt_binds(x['bindings']) for x in swept))
+    v.reason = _one_line(f"{v.reason}; at {at}" + (" and swept to " + "; ".join(_fmt_binds(x['bindings'])
+                                                                                for x in swept) if swept else ""))
     return v
 
 
@@ -330,6 +408,7 @@ def verify_source_gpu(old_text: str, new_text: str, path: str, options: Optional
                     v, r = "inconclusive", f"GPU runner unavailable: {_one_line(str(e))[:300]}"
                 out.append(Verdict(it.get("kernel") or "<file>", it.get("line") or 0, v, r, it.get("sites", []),
                                    {"device": "gpu"}))
+            _gpu_coverage(out, old_text, new_text, opts)
             return out
     for it, row in zip(items, report["kernels"]):
         detail = {"device": "gpu", "gpu": row["gpu"], "crosscheck": row["crosscheck"], "target": it.get("target"),
@@ -341,4 +420,25 @@ def verify_source_gpu(old_text: str, new_text: str, path: str, options: Optional
         if it.get("unchanged"):
             detail["unchanged"] = True
         out.append(Verdict(it["kernel"], it["line"], row["verdict"], row["reason"], it.get("sites", []), detail))
+    _gpu_coverage(out, old_text, new_text, opts)
     return out
+
+
+def _gpu_coverage(out: list, old_text: str, new_text: str, opts: VerifyOptions):
+    """The GPU path checks each kernel at its default binding only: a site of either text that binding does
+    not build makes the verdict inconclusive, as on the CPU path (:func:`_require_coverage`)."""
+    if old_text == new_text:
+        return
+    try:
+        trees = (ast.parse(old_text), ast.parse(new_text))
+        old = build_kernels(old_text, opts.rules, meaning=opts.source.size_meaning, binds=opts.binds)
+        new = build_kernels(new_text, opts.rules, meaning=opts.target.size_meaning, binds=opts.binds,
+                           forms=accepted_forms(opts.target))
+    except SyntaxError:
+        return
+    covered: tuple = (set(), set())
+    by_name = {v.kernel: v for v in out}
+    for bo, bn in pair_kernels(old, new):
+        v = by_name.get(bo.qualname)
+        _record(covered, bo, bn, v if v is not None else Verdict(bo.qualname, bo.line, "inconclusive", ""), trees)
+    _require_coverage(out, trees, covered)
