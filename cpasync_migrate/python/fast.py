@@ -42,6 +42,7 @@ from typing import Optional
 
 from .. import codes
 from ..findings import Analysis, Finding, FrontEndOptions, Status
+from . import route_rules
 from .calls import DTYPE_KW_MESSAGE, INTRINSIC, SUPPRESS_RE, TVM_MESSAGE, call_shape
 from .fast_scan import (
     Undecided,
@@ -50,6 +51,7 @@ from .fast_scan import (
     reaches_by_binding,
     scan,
     used_as_value,
+    value_reads,
 )
 from .fast_sizes import NewForm
 
@@ -131,14 +133,23 @@ def decide(text: str, path: str, options: FrontEndOptions):
             return None, "binding"  # a name bound to the intrinsic is called: libcst follows it
     elif used_as_value(tree):
         return None, "value"
-    if not s.calls:
-        return Analysis(defined), "no call"
     rules = options.rules
     tl = set(rules.tilelang_modules)
     tvm = set(rules.tvm_modules)
-    if "*" in s.nested or any(m in tl or m in tvm for m in s.imports.get("*", [])):
-        return None, "star import"  # TileLang's or TVM's star import binds the bare names: libcst decides
+    star = "*" in s.nested or any(m in tl or m in tvm for m in s.imports.get("*", []))
     lines = text.splitlines(True)
+    reads = []
+    if _VALUE_TEXT.search(text) or len(s.alias_names) > 1:
+        if star:
+            return None, "star import"  # a bare name read under TileLang's or TVM's star import: libcst
+        try:
+            reads = [_read_finding(r, lines, path, s.defs) for r in value_reads(tree, s, tl, tvm)]
+        except Undecided:
+            return None, "value"  # a read whose value libcst follows (bound to a name, looked up by string)
+    if not s.calls:
+        return Analysis(sorted(defined + reads, key=lambda f: (f.line, f.column))), "no call"
+    if star:
+        return None, "star import"  # TileLang's or TVM's star import binds the bare names: libcst decides
     new_form = None
     dtype_kw = rules.legacy.python_params[0]
     converting = options.source.form == "access_ptr" and options.source.name != options.target.name
@@ -196,8 +207,19 @@ def decide(text: str, path: str, options: FrontEndOptions):
         inside = [(d.line, d.end_line) for d in defined if d.code == codes.LEGACY_API_DEFINITION]
         out = [f for f in out if not (f.code == codes.TVM_NAMESPACE_CALL and any(a <= f.line and f.end_line <= b for a, b in inside))]
         out.extend(defined)
+    out.extend(reads)
     out.sort(key=lambda f: (f.line, f.column))
     return Analysis(out), "decided"
+
+
+def _read_finding(read: tuple, lines: list[str], path: str, defs) -> Finding:
+    """CPA008 for one of ``fast_scan.value_reads``'s reads (the decision is ``route_rules``')."""
+    node, api, spelled, route, detail = read
+    f = _finding(node, lines, path, codes.INTRINSIC_READ_AS_VALUE,
+                 route_rules.message(route_rules.Read(api, spelled, route, detail)), defs)
+    if SUPPRESS_RE.search(lines[node.lineno - 1]):
+        f.status = Status.SUPPRESSED
+    return f
 
 
 def _finding(c: ast.Call, lines: list[str], path: str, code: str, message: str, defs) -> Finding:

@@ -290,3 +290,137 @@ def enclosing(defs: list, node) -> Optional[str]:
 # continuations may sit between), or a name imported "as" an alias.  Without either, no call
 # can resolve to it: the file has no findings, decided without parsing.  A name followed by
 # "(" right after the keyword "def" is a definition's header, never a call.
+
+
+# ---------------------------------------------------------------- reads of the intrinsic as a value (CPA008)
+
+_TESTS = (ast.If, ast.While, ast.Assert, ast.IfExp)
+
+
+def _dotted(node) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return ""
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def value_reads(tree: ast.Module, s: Scan, tl: set, tvm: set) -> list:
+    """(node, api, spelled, route, detail) of each read of the intrinsic as a value that this pass
+    decides, routes as ``route_rules`` names them (the libcst pass's ``checks/value_read.py`` finds the
+    same).  ``Undecided`` where libcst must decide: a string lookup (``getattr``, ``__dict__``), a read
+    that is the value of an assignment, a walrus or a default, or inside one whose name the file uses."""
+    from . import route_rules as rr
+
+    parents: dict = {}
+    cands = []
+    used: dict = {}  # name -> how many Name nodes spell it (any context), strings and global/nonlocal included
+    aliases = s.alias_names
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+        t = type(node)
+        if t is ast.Attribute:
+            if node.attr == INTRINSIC and type(node.ctx) is ast.Load:
+                cands.append(node)
+        elif t is ast.Name:
+            used[node.id] = used.get(node.id, 0) + 1
+            if node.id in aliases and type(node.ctx) is ast.Load:
+                cands.append(node)
+        elif t is ast.Constant:
+            if isinstance(node.value, str):
+                used[node.value] = used.get(node.value, 0) + 2
+                if node.value == INTRINSIC:
+                    cands.append(node)
+        elif t is ast.Global or t is ast.Nonlocal:
+            for n in node.names:
+                used[n] = used.get(n, 0) + 2
+    out = []
+    for node in cands:
+        par = parents.get(id(node))
+        if type(node) is ast.Constant:
+            if type(par) is ast.Subscript or type(par) is ast.Call and (
+                    type(par.func) is ast.Name and par.func.id == "getattr" or
+                    type(par.func) is ast.Attribute and par.func.attr == "get"):
+                raise Undecided  # a string lookup: libcst reads it (reach.string_route)
+            continue  # `__all__`, hasattr, a docstring: no read
+        q = qualify(node, s)
+        if q is None:
+            continue
+        mod, _, name = q.rpartition(".")
+        if name != INTRINSIC or (mod not in tl and mod not in tvm):
+            continue
+        api = "tilelang" if mod in tl else "tvm"
+        if type(par) is ast.Call and par.func is node:
+            continue  # the callee of a call the passes analyse
+        route = _route(node, par, parents)
+        if route is None:
+            continue
+        # the innermost binding whose value holds the read (libcst follows its uses)
+        prev, cur = node, par
+        while not isinstance(cur, ast.stmt):
+            if type(cur) is ast.NamedExpr or type(cur) is ast.arguments:
+                raise Undecided
+            prev, cur = cur, parents.get(id(cur))
+        if type(cur) is ast.Assign and cur.value is prev and len(cur.targets) == 1 and \
+                type(cur.targets[0]) is ast.Name or type(cur) is ast.AnnAssign and cur.value is prev and \
+                type(cur.target) is ast.Name:
+            target = (cur.targets[0] if type(cur) is ast.Assign else cur.target).id
+            if target == INTRINSIC or used.get(target, 0) > 1:
+                raise Undecided  # the API's own re-export, or a name the file uses: libcst
+        out.append((node, api, _dotted(node), route[0], route[1]))
+    return out
+
+
+def _route(node, par, parents) -> Optional[tuple]:
+    """(route, detail) of a read by its parent, as ``checks/value_read.py`` names it; None when it is only
+    tested; ``Undecided`` where the parent is a binding (libcst follows its uses) or the ast loses the
+    difference (a tuple subscript: ``x[a, b]`` or ``x[(a, b)]``)."""
+    from . import route_rules as rr
+
+    t = type(par)
+    if t is ast.Expr or t is ast.Compare or t is ast.UnaryOp and type(par.op) is ast.Not:
+        return None
+    if t in _TESTS and par.test is node:
+        return None
+    if t is ast.Assign or t is ast.AnnAssign or t is ast.NamedExpr or t is ast.arguments:
+        if getattr(par, "value", None) is node or t is ast.arguments:
+            raise Undecided
+        return rr.OTHER, ""  # an annotation, a target's index
+    if t is ast.Call:
+        if node in par.args:
+            return rr.ARGUMENT, _dotted(par.func)
+        return rr.OTHER, ""
+    if t is ast.keyword:
+        grand = parents.get(id(par))
+        if par.arg is not None and type(grand) is ast.Call:
+            return rr.ARGUMENT, _dotted(grand.func)
+        return rr.OTHER, ""
+    if t is ast.List or t is ast.Tuple or t is ast.Set:
+        grand = parents.get(id(par))
+        if t is ast.Tuple and type(grand) is ast.Subscript and grand.slice is par:
+            raise Undecided
+        kind = {ast.List: "list", ast.Tuple: "tuple", ast.Set: "set"}[t]
+        if t is not ast.Set and type(grand) is ast.Assign and grand.value is par and \
+                any(type(x) in (ast.Tuple, ast.List) for x in grand.targets):
+            return rr.UNPACKED, kind
+        return rr.ELEMENT, kind
+    if t is ast.Dict:
+        for k, v in zip(par.keys, par.values):
+            if v is node:
+                return (rr.DICT_VALUE, "") if k is not None else (rr.OTHER, "")  # `{**x}`: not a value
+        return rr.DICT_KEY, ""
+    if t is ast.Attribute and par.value is node:
+        return rr.ATTRIBUTE, par.attr
+    if t is ast.Subscript:
+        return (rr.SUBSCRIPTED, "") if par.value is node else (rr.OTHER, "")
+    if t is ast.Return:
+        return rr.RETURNED, ""
+    if t is ast.Yield or t is ast.YieldFrom:
+        return rr.YIELDED, ""
+    if t is ast.Lambda and par.body is node:
+        return rr.LAMBDA_BODY, ""
+    return rr.OTHER, ""

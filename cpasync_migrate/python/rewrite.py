@@ -17,6 +17,7 @@ from .bindings import Bindings
 from .calls import INTRINSIC, SUPPRESS_RE, TVM_MESSAGE, call_shape
 from .checks.access_ptr_call import AccessPtrCall
 from .checks.legacy_call import LegacyCall
+from .checks.value_read import ValueRead
 from .context import Context
 from .imports import Imports
 
@@ -62,17 +63,23 @@ class _Collector(cst.CSTVisitor):
 
 
 
-class _Context(Context, Bindings, Imports, LegacyCall, AccessPtrCall):
+class _Context(Context, Bindings, Imports, LegacyCall, AccessPtrCall, ValueRead):
     """The libcst pass over one file: each call of the intrinsic classified and, where it can be, fixed.
 
     ``visit_call`` decides a call's code from the API it reaches (reach.py) and its shape; the
     checks live in ``checks/`` (legacy_call: CPA001/CPA002; access_ptr_call: CPA004/CPA005,
-    ``--from``), the lookups in ``bindings.py``, the emitted alias in ``imports.py``.
+    ``--from``; value_read: CPA008, after every call), the lookups in ``bindings.py``, the emitted
+    alias in ``imports.py``.  ``analysed`` holds the calls the pass classified: those that reach the
+    intrinsic, and those that may reach it along a route it names.
     """
+
+    analysed: set
 
     def visit_call(self, node: cst.Call) -> None:
         reach = self.which_api(node.func)
         api = reach.api
+        if api is not None or reach.unresolved:
+            self.analysed.add(node)
         if api is None:
             if reach.unresolved and self.call_shape(node) != "new":
                 self._unresolved(node, reach.unresolved)
@@ -107,7 +114,9 @@ class _Context(Context, Bindings, Imports, LegacyCall, AccessPtrCall):
             finding.code = CODE_TVM
             finding.message = TVM_MESSAGE
         elif kind == "legacy":
+            self.route_assumptions = [reach.assumption] if reach.assumption else []
             self.check_legacy_call(node, finding, switch_callee=(api == "tvm"))
+            self.route_assumptions = []
         else:
             finding.code = CODE_MANUAL
             finding.message = f"ptx_cp_async call with an argument layout the tool cannot read: {kind}"
@@ -151,8 +160,10 @@ def analyze(text: str, path: str, options: FrontEndOptions) -> Analysis:
     seen = _Collector()
     module.visit(seen)
     ctx.parents = seen.parents
+    ctx.analysed = set()
     for call in seen.calls:
         ctx.visit_call(call)
+    ctx.check_value_reads(seen.calls)
     from .definitions import find as find_definitions
 
     defs = find_definitions(ctx, INTRINSIC)
