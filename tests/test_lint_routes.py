@@ -103,6 +103,15 @@ ROUTES = {
     "TVM's namespace in a table": (
         {"k.py": "from tvm.script import tir as T\nTABLE = (T.ptx_cp_async,)\n"},
         [("k.py", 2, 10, "CPA008", "TVM's ptx_cp_async")]),
+    "a module through a parameter's default": (
+        {"k.py": HEAD + f"def f(S, A, tx, L=T):\n    L.ptx_cp_async{CALL}\n    ops = [L.ptx_cp_async]\n"},
+        [("k.py", 3, 5, "CPA002", "whose module is a parameter's default"),
+         ("k.py", 4, 12, "CPA008", "an element of a list")]),
+    "a module imported by importlib or read from sys.modules": (
+        {"k.py": "import importlib\nimport sys\n\ndef f(S, A, tx):\n"
+                 f"    importlib.import_module('tilelang.language').ptx_cp_async{CALL}\n"
+                 "    return {'cp': sys.modules['tilelang.language'].ptx_cp_async}\n"},
+        [("k.py", 5, 5, "CPA001", "migrate"), ("k.py", 6, 19, "CPA008", "a dict value")]),
     "returned from a function": (
         {"k.py": HEAD + "def pick():\n    return T.ptx_cp_async\n"},
         [("k.py", 3, 12, "CPA008", "returned from a function")]),
@@ -288,3 +297,13 @@ def test_fast_pass_reads_cover_every_route_they_name():
                   "passed to `register`", "yielded", "passed to `functools.partial`", "an element of a tuple",
                   "TVM's"):
         assert any(words in m for m in msgs), words
+
+
+def test_migrate_tvm_keeps_a_walrus_callee(tmp_path):
+    """Switching a walrus callee to TileLang's op would drop the name it binds: left as CPA003, saying why."""
+    _tree(tmp_path, {"k.py": "import tvm\nimport tilelang.language as T\n\ndef f(S, A, tx):\n"
+                             f"    (cp := tvm.tir.ptx_cp_async){CALL}\n    cp{CALL}\n"})
+    r = run_cli("--check", "--format", "json", "--migrate-tvm", "-j", "1", "k.py", cwd=tmp_path)
+    got = [(f["line"], f["code"]) for f in json.loads(r.stdout)["findings"]]
+    assert got == [(5, "CPA003"), (6, "CPA001")]
+    assert "does not switch a walrus callee" in json.loads(r.stdout)["findings"][0]["message"]

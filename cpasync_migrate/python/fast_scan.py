@@ -42,7 +42,8 @@ def scan(tree: ast.Module) -> Scan:
     to by ``from ... import ptx_cp_async as NAME``; ``defs``: function and class definitions;
     ``imports``: module-level import bindings; ``other``: every name bound anywhere else;
     ``nested``: names bound by imports below module level; ``assigned``: names that are a direct
-    target of an assignment (libcst follows those); ``bindings``: name -> [(kind, node, extra)]
+    target of an assignment or a walrus, or a function's parameter with a default (libcst follows
+    those); ``bindings``: name -> [(kind, node, extra)]
     for every binding occurrence (extra: the def of a parameter, the statement or with item of
     the other ``_DECL_KINDS``); ``scopes``: (kind, node) of every function, class, lambda and
     comprehension; ``values``: (target names, value) of every assignment; ``callee_names``: names
@@ -153,6 +154,15 @@ def scan(tree: ast.Module) -> Scan:
             a = node.args
             for x in a.posonlyargs + a.args + a.kwonlyargs + [y for y in (a.vararg, a.kwarg) if y is not None]:
                 kinds[id(x)] = ("param", node)
+            positional = a.posonlyargs + a.args
+            for x in positional[len(positional) - len(a.defaults):]:
+                assigned.add(x.arg)  # reach.py follows a default to a module (a route it names)
+            for x, d in zip(a.kwonlyargs, a.kw_defaults):
+                if d is not None:
+                    assigned.add(x.arg)
+        elif t is ast.NamedExpr:
+            if type(node.target) is Name:
+                assigned.add(node.target.id)
         elif t is ast.ClassDef:
             bind(node.name, node)
             defs.append(node)

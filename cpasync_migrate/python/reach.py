@@ -77,6 +77,9 @@ class Resolver:
             mod = self.module_of(func.value, depth)
             if mod is not None:
                 return Reach(mod)
+            if self.module_of(func.value, depth, params=True) is not None:
+                return Reach(None, f"reached through `{self.ctx.node_text(func)}`, whose module is a parameter's "
+                                   f"default; spell the call `T.{self.intrinsic}(...)` so that it can be migrated")
             return Reach(None)
         if isinstance(func, (cst.Call, cst.Subscript)) and self.string_route(func) is not None:
             return Reach(None, f"reached through `{self.ctx.node_text(func)}`; spell the call "
@@ -145,8 +148,10 @@ class Resolver:
             return par.value
         return None
 
-    def module_of(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[str]:
-        """'tilelang' / 'tvm' when ``expr`` is the module that holds the intrinsic."""
+    def module_of(self, expr: cst.BaseExpression, depth: int = 0, params: bool = False) -> Optional[str]:
+        """'tilelang' / 'tvm' when ``expr`` is the module that holds the intrinsic: by its qualified name,
+        through a name bound once to it, ``importlib.import_module("tilelang.language")`` or
+        ``sys.modules["tilelang.language"]``; with ``params``, also a function parameter's default."""
         for q in self.ctx.qnames(expr):
             if q in self.ctx.tl_modules:
                 return "tilelang"
@@ -155,9 +160,25 @@ class Resolver:
         if depth < _DEPTH and isinstance(expr, cst.Name):
             asgs = self.ctx.assignments(expr, expr.value)
             if len(asgs) == 1:
-                v = self._assigned_value(next(iter(asgs)))
+                v = self._assigned_value(next(iter(asgs)), params=params)
                 if v is not None:
-                    return self.module_of(v, depth + 1)
+                    return self.module_of(v, depth + 1, params)
+        named = None
+        if isinstance(expr, cst.Call) and len(expr.args) == 1 and expr.args[0].keyword is None and \
+                "importlib.import_module" in self.ctx.qnames(expr.func):
+            named = expr.args[0].value
+        elif isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and \
+                isinstance(expr.slice[0].slice, cst.Index) and "sys.modules" in self.ctx.qnames(expr.value):
+            named = expr.slice[0].slice.value
+        if isinstance(named, cst.SimpleString):
+            try:
+                mod = named.evaluated_value
+            except Exception:  # noqa: BLE001
+                return None
+            if mod in self.ctx.tl_modules:
+                return "tilelang"
+            if mod in self.ctx.tvm_modules:
+                return "tvm"
         return None
 
     def string_route(self, node: cst.BaseExpression) -> Optional[str]:

@@ -110,9 +110,13 @@ class _Context(Context, Bindings, Imports, LegacyCall, AccessPtrCall, ValueRead)
         if kind == "new":
             if not self.check_access_ptr_call(node, finding):
                 return  # already migrated, or nothing to convert: not a finding
-        elif api == "tvm" and not (self.opts.migrate_tvm and kind == "legacy"):
+        elif api == "tvm" and not (self.opts.migrate_tvm and kind == "legacy" and
+                                   not isinstance(node.func, cst.NamedExpr)):
             finding.code = CODE_TVM
             finding.message = TVM_MESSAGE
+            if self.opts.migrate_tvm and kind == "legacy":
+                finding.message += ("; --migrate-tvm does not switch a walrus callee, whose binding the switch "
+                                    "would drop: bind the name first, then call it")
         elif kind == "legacy":
             self.route_assumptions = [reach.assumption] if reach.assumption else []
             self.check_legacy_call(node, finding, switch_callee=(api == "tvm"))

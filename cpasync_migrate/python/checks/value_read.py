@@ -91,7 +91,7 @@ class ValueRead:
         for node in attrs:
             if self._stored(node):
                 continue
-            api = res._by_name(node) or res.module_of(node.value)
+            api = res._by_name(node) or res.module_of(node.value) or res.module_of(node.value, params=True)
             if api is not None:
                 out.append((node, api, _dotted(node) or self.node_text(node)))
         for scope in {s for s in self.metadata[self._scope_provider()].values() if s is not None}:
