@@ -112,6 +112,9 @@ ROUTES = {
                  f"    importlib.import_module('tilelang.language').ptx_cp_async{CALL}\n"
                  "    return {'cp': sys.modules['tilelang.language'].ptx_cp_async}\n"},
         [("k.py", 5, 5, "CPA001", "migrate"), ("k.py", 6, 19, "CPA008", "a dict value")]),
+    "passed to a function that shadows callable": (
+        {"k.py": HEAD + f"def callable(f):\n    return f\n\ndef g(S, A, tx):\n    callable(T.ptx_cp_async){CALL}\n"},
+        [("k.py", 6, 14, "CPA008", "passed to `callable`")]),
     "returned from a function": (
         {"k.py": HEAD + "def pick():\n    return T.ptx_cp_async\n"},
         [("k.py", 3, 12, "CPA008", "returned from a function")]),
@@ -162,6 +165,13 @@ QUIET = {
             raise ImportError("no ptx_cp_async")
         assert T.ptx_cp_async, "needs ptx_cp_async"
         ok = T.ptx_cp_async is not None
+        '''),
+    "inspected by a version check": HEAD + textwrap.dedent('''\
+        import inspect
+        from inspect import getfullargspec
+        NEW_FORM = "dst_access_ptr" in inspect.signature(T.ptx_cp_async).parameters
+        OLD_FORM = "shared_offset" in getfullargspec(T.ptx_cp_async).args
+        assert callable(T.ptx_cp_async)
         '''),
     "an assignment to it": HEAD + "T.ptx_cp_async = print\ndel T.ptx_cp_async\n",
     "a migrated file calling through an alias": HEAD + textwrap.dedent('''\
@@ -258,6 +268,7 @@ FAST_DECIDES = [
     HEAD + "x = T.ptx_cp_async + 1\nfor f in T.ptx_cp_async, 2:\n    pass\nwith T.ptx_cp_async as w:\n    pass\n",
     HEAD + "x[T.ptx_cp_async]\nT.ptx_cp_async[0]\nclass K(T.ptx_cp_async, meta=T.ptx_cp_async):\n    pass\n",
     HEAD + "OPS = [T.ptx_cp_async]  # cpasync-migrate: ignore\n",
+    HEAD + "import inspect as i\ni.signature(T.ptx_cp_async)\nok = callable(T.ptx_cp_async)\nrun(T.ptx_cp_async)\n",
 ] + [t for n, t in QUIET.items() if n not in ("presence tested", "a migrated file calling through an alias")]
 
 TO_LIBCST = [
@@ -269,6 +280,7 @@ TO_LIBCST = [
     HEAD + "d = T.__dict__['ptx_cp_async']\n",
     HEAD + "x[T.ptx_cp_async, 1]\n",
     "from tilelang.language import *\nops = [ptx_cp_async]\n",
+    HEAD + "def callable(f):\n    return f\nx = callable(T.ptx_cp_async)\n",  # a builtin's name bound
     QUIET["presence tested"],  # a getattr naming the intrinsic
     QUIET["a migrated file calling through an alias"],
     "import tilelang.language.tir.op as _tir_op\nptx_cp_async = _dtype_forward(_tir_op.ptx_cp_async)\n",

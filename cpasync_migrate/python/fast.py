@@ -214,9 +214,8 @@ def decide(text: str, path: str, options: FrontEndOptions):
 
 def _read_finding(read: tuple, lines: list[str], path: str, defs) -> Finding:
     """CPA008 for one of ``fast_scan.value_reads``'s reads (the decision is ``route_rules``')."""
-    node, api, spelled, route, detail = read
-    f = _finding(node, lines, path, codes.INTRINSIC_READ_AS_VALUE,
-                 route_rules.message(route_rules.Read(api, spelled, route, detail)), defs)
+    node, r = read
+    f = _finding(node, lines, path, codes.INTRINSIC_READ_AS_VALUE, route_rules.message(r), defs)
     if SUPPRESS_RE.search(lines[node.lineno - 1]):
         f.status = Status.SUPPRESSED
     return f

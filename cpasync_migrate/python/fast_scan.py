@@ -319,8 +319,8 @@ def _dotted(node) -> str:
 
 
 def value_reads(tree: ast.Module, s: Scan, tl: set, tvm: set) -> list:
-    """(node, api, spelled, route, detail) of each read of the intrinsic as a value that this pass
-    decides, routes as ``route_rules`` names them (the libcst pass's ``checks/value_read.py`` finds the
+    """(node, route_rules.Read) of each read of the intrinsic as a value that this pass decides and that
+    is a finding, routes as ``route_rules`` names them (the libcst pass's ``checks/value_read.py`` finds the
     same).  ``Undecided`` where libcst must decide: a string lookup (``getattr``, ``__dict__``), a read
     that is the value of an assignment, a walrus or a default, or inside one whose name the file uses."""
     from . import route_rules as rr
@@ -369,6 +369,9 @@ def value_reads(tree: ast.Module, s: Scan, tl: set, tvm: set) -> list:
         route = _route(node, par, parents)
         if route is None:
             continue
+        callee = ""
+        if route[0] == rr.ARGUMENT:
+            callee = _callee_name((par if type(par) is ast.Call else parents[id(par)]).func, s)
         # the innermost binding whose value holds the read (libcst follows its uses)
         prev, cur = node, par
         while not isinstance(cur, ast.stmt):
@@ -381,8 +384,35 @@ def value_reads(tree: ast.Module, s: Scan, tl: set, tvm: set) -> list:
             target = (cur.targets[0] if type(cur) is ast.Assign else cur.target).id
             if target == INTRINSIC or used.get(target, 0) > 1:
                 raise Undecided  # the API's own re-export, or a name the file uses: libcst
-        out.append((node, api, _dotted(node), route[0], route[1]))
+        read = rr.Read(api, _dotted(node), route[0], route[1], callee=callee)
+        if rr.is_finding(read):
+            out.append((node, read))
     return out
+
+
+def _callee_name(func, s: Scan) -> str:
+    """The callee's qualified name where ``route_rules.INSPECTORS`` may hold it (a name bound nowhere is the
+    builtin); ``Undecided`` where libcst's scopes could answer otherwise (a builtin's name bound somewhere)."""
+    if type(func) is ast.Name and func.id not in s.imports and func.id not in s.nested:
+        if func.id in s.other:
+            from . import route_rules as rr
+
+            if f"builtins.{func.id}" in rr.INSPECTORS:
+                raise Undecided
+            return ""
+        return f"builtins.{func.id}"
+    try:
+        return qualify(func, s) or ""
+    except Undecided:
+        if type(func) is ast.Attribute and func.attr in {q.rpartition(".")[2] for q in _inspectors()}:
+            raise
+        return ""  # not an inspector's name: only membership in INSPECTORS matters
+
+
+def _inspectors():
+    from . import route_rules as rr
+
+    return rr.INSPECTORS
 
 
 def _route(node, par, parents) -> Optional[tuple]:

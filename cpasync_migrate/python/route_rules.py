@@ -13,6 +13,9 @@ Where a read's value goes decides it:
   test of ``if``/``while``/``assert`` or of a conditional expression): it reaches no call, so
   it is no finding (a version check such as ``try: T.ptx_cp_async`` or
   ``getattr(T, "ptx_cp_async", None) is None``);
+* it is only inspected: passed to ``callable``, ``inspect.signature`` or ``inspect.getfullargspec``
+  (by their qualified names, ``INSPECTORS``), which return facts about it and never call it (a version
+  check such as ``"dst_access_ptr" in inspect.signature(T.ptx_cp_async).parameters``): no finding;
 * it is bound to a name that the file reads only as the callee of calls the tool analyses
   (``cp = T.ptx_cp_async``, a walrus, a parameter's default): the passes account for it through
   those calls and never ask;
@@ -57,6 +60,9 @@ NOT_FOLLOWED = "not followed"  # a use the tool does not follow to the intrinsic
 LAMBDA_PARAM = "lambda parameter"  # a lambda's parameter: its calls are not followed
 EXPORTED = "exported"  # a module-level name that ``__all__`` lists: other modules call it
 
+# Functions that return facts about a callable and never call it (qualified names).
+INSPECTORS = frozenset({"builtins.callable", "inspect.signature", "inspect.getfullargspec"})
+
 # Root packages whose own files define the API (the first part of the rules' module names).
 _API_ROOTS_DEFAULT = ("tilelang", "tvm")
 
@@ -72,9 +78,12 @@ class Read:
     why: str = ""
     line: int = 0  # ALIAS / DEFAULT with NOT_FOLLOWED: the line of the first use not followed
     module_level: bool = False  # ALIAS: the name is bound at module level
+    callee: str = ""  # ARGUMENT: the qualified name of the function it is passed to ("builtins.callable"), if known
 
 
 def is_finding(read: Read) -> bool:
+    if read.route == ARGUMENT and read.callee in INSPECTORS:
+        return False
     return read.route != TESTED
 
 

@@ -182,7 +182,7 @@ class ValueRead:
         if isinstance(par, cst.Arg) and par.value is cur:
             call = self.parent(par)
             if isinstance(call, cst.Call) and par.star == "":
-                return r(rr.ARGUMENT, _dotted(call.func))
+                return rr.Read(api, spelled, rr.ARGUMENT, _dotted(call.func), callee=self._callee_name(call.func))
             return r(rr.OTHER)
         if isinstance(par, cst.Element) and par.value is cur:
             disp = self.parent(par)
@@ -208,6 +208,13 @@ class ValueRead:
         if isinstance(par, cst.Lambda) and par.body is cur:
             return r(rr.LAMBDA_BODY)
         return r(rr.OTHER)
+
+    def _callee_name(self, func) -> str:
+        """The qualified name of a callee that names one thing (a builtin not rebound: ``builtins.<name>``)."""
+        if isinstance(func, cst.Name) and self._resolver._builtin(func, func.value):
+            return f"builtins.{func.value}"
+        q = self.qnames(func)
+        return next(iter(q)) if len(q) == 1 else ""
 
     def _whole_value_binding(self, par, cur, api: str, spelled: str, work: list):
         """The read is the whole value of a binding: its route (None: the binding's uses account for it),
