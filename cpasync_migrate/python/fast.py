@@ -168,7 +168,9 @@ def decide(text: str, path: str, options: FrontEndOptions):
                               any(k.arg is None for k in c.keywords),
                               len(c.args) + len(c.keywords), [k.arg for k in c.keywords if k.arg])
             if kind is None:
-                continue  # not this API's shape (a fork's own form): no finding
+                if mod in tl:
+                    return None, "neither form"  # TileLang's op in neither layout: CPA002 (rewrite.visit_call)
+                continue  # not this API's shape through TVM's namespace (a fork's own op): no finding
             if kind == "new":
                 if not DECIDE_NEW_FORM:
                     return None, "new form"

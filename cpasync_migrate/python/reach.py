@@ -223,18 +223,30 @@ class Resolver:
             return False
 
     def _mentions(self, expr: cst.BaseExpression) -> bool:
-        """``expr`` holds a reference that resolves to the intrinsic (``partial(T.ptx_cp_async, ...)``)."""
+        """``expr`` holds a reference that resolves to the intrinsic (``partial(T.ptx_cp_async, ...)``, an import's
+        alias of it, a lookup by its name in a string)."""
         found = []
         intrinsic = self.intrinsic
         by_name = self._by_name
+        string_route = self.string_route
+        module_of = self.module_of
 
         class V(cst.CSTVisitor):
+            def visit_Call(self, node: cst.Call) -> None:
+                if string_route(node) is not None:  # getattr(T, "ptx_cp_async"), T.__dict__.get(...)
+                    found.append(node)
+
+            def visit_Subscript(self, node: cst.Subscript) -> None:
+                if string_route(node) is not None:  # T.__dict__["ptx_cp_async"]
+                    found.append(node)
+
             def visit_Attribute(self, node: cst.Attribute) -> None:
-                if node.attr.value == intrinsic and by_name(node) is not None:
+                if node.attr.value == intrinsic and (by_name(node) is not None or
+                                                     module_of(node.value, 0, True) is not None):
                     found.append(node)
 
             def visit_Name(self, node: cst.Name) -> None:
-                if node.value == intrinsic and by_name(node) is not None:
+                if by_name(node) is not None:  # the bare name, or an import's alias of it (`cp`)
                     found.append(node)
 
         expr.visit(V())

@@ -131,6 +131,9 @@ class ValueRead:
                 return True
             if isinstance(par, cst.AsName) and par.name is cur:
                 return True
+            if isinstance(par, (cst.MatchAs, cst.MatchStar)) and par.name is cur or \
+                    isinstance(par, cst.MatchMapping) and par.rest is cur:
+                return True  # a capture pattern binds the name
             if isinstance(par, cst.Del) and par.target is cur:
                 return True
             return False
@@ -141,6 +144,7 @@ class ValueRead:
         """The read's route (None: an analysed call accounts for it); the names it binds and the tool
         follows go on ``work``, each use a read of its own."""
         cur = node
+        walrus = None
         while True:
             par = self.parent(cur)
             if isinstance(par, cst.Call) and par.func is cur:
@@ -148,20 +152,18 @@ class ValueRead:
                     return None
                 return rr.Read(api, spelled, rr.OTHER)  # called along a route no check classifies
             if isinstance(par, cst.NamedExpr) and par.value is cur:
-                line = self._uses(par.target, work)
-                if line:
+                line = self._uses(par.target, work, need_one=True)
+                if line > 0:
                     return rr.Read(api, spelled, rr.ALIAS, par.target.value, rr.NOT_FOLLOWED, line)
+                if line < 0:
+                    walrus = par  # a name no use reads: the walrus accounts for the read only where it is called
                 cur = par  # the walrus's value goes on where the walrus stands
                 continue
             break
-        if isinstance(par, cst.Expr) and par.value is cur:
-            return rr.Read(api, spelled, rr.TESTED)
-        if isinstance(par, cst.Comparison) and par.left is cur or \
-                isinstance(par, cst.ComparisonTarget) and par.comparator is cur:
-            return rr.Read(api, spelled, rr.TESTED)
-        if isinstance(par, cst.UnaryOperation) and isinstance(par.operator, cst.Not) and par.expression is cur:
-            return rr.Read(api, spelled, rr.TESTED)
-        if isinstance(par, (cst.If, cst.While, cst.Assert, cst.IfExp)) and par.test is cur:
+        if walrus is not None and self._tested(par, cur):
+            return rr.Read(api, spelled, rr.ALIAS, walrus.target.value, rr.NEVER_USED, 0,
+                           isinstance(self.scope_of(walrus.target), GlobalScope))
+        if self._tested(par, cur):
             return rr.Read(api, spelled, rr.TESTED)
         whole = self._whole_value_binding(par, cur, api, spelled, work)
         if whole is not False:
@@ -176,6 +178,18 @@ class ValueRead:
             if self._carried(target):
                 return None
         return route
+
+    @staticmethod
+    def _tested(par, cur) -> bool:
+        """The value at ``cur`` is only tested: an expression statement, a comparison's operand, ``not``'s, a test."""
+        if isinstance(par, cst.Expr) and par.value is cur:
+            return True
+        if isinstance(par, cst.Comparison) and par.left is cur or \
+                isinstance(par, cst.ComparisonTarget) and par.comparator is cur:
+            return True
+        if isinstance(par, cst.UnaryOperation) and isinstance(par.operator, cst.Not) and par.expression is cur:
+            return True
+        return isinstance(par, (cst.If, cst.While, cst.Assert, cst.IfExp)) and par.test is cur
 
     def _innermost(self, par, cur, api: str, spelled: str) -> rr.Read:
         r = lambda route, detail="": rr.Read(api, spelled, route, detail)  # noqa: E731
@@ -307,11 +321,26 @@ class ValueRead:
                 if reach.api is not None:
                     work.append((n, reach.api, n.value))
                     continue
-                par = self.parent(n)
-                if isinstance(par, cst.Call) and par.func is n and par in self.analysed:
+                if self._accounted(n):
                     continue
             bad = bad or self.pos(n).start.line
         return bad
+
+    def _accounted(self, n, depth: int = 0) -> bool:
+        """A use that is the callee of a call the pass classified, or the whole value of a one-name binding
+        (outside a class body) whose every use is accounted for in turn, at least one (``cp2 = cp``)."""
+        par = self.parent(n)
+        if isinstance(par, cst.Call) and par.func is n:
+            return par in self.analysed
+        target = None
+        if isinstance(par, cst.Assign) and par.value is n and len(par.targets) == 1 and \
+                isinstance(par.targets[0].target, cst.Name):
+            target = par.targets[0].target
+        elif isinstance(par, cst.AnnAssign) and par.value is n and isinstance(par.target, cst.Name):
+            target = par.target
+        if target is None or depth >= 6 or isinstance(self.scope_of(target), ClassScope):
+            return False
+        return self._carried(target, depth + 1)
 
     def _carrier(self, node):
         """(target Name, module level) of the innermost binding whose value holds ``node`` inside a larger
@@ -332,21 +361,16 @@ class ValueRead:
             return cur.target, isinstance(self.scope_of(cur.target), GlobalScope)
         return None
 
-    def _carried(self, target) -> bool:
-        """Every use of the name bound at ``target`` is the callee of a call the pass classified (at least one),
-        and ``__all__`` does not export it."""
+    def _carried(self, target, depth: int = 0) -> bool:
+        """Every use of the name bound at ``target`` is accounted for (``_accounted``; at least one), and
+        ``__all__`` does not export it."""
         asg = self._assignment(target)
         if asg is None or not asg.references:
             return False
         if isinstance(target, cst.Name) and isinstance(self.scope_of(target), GlobalScope) and \
                 target.value in self._exported():
             return False
-        for ref in asg.references:
-            n = ref.node
-            par = self.parent(n)
-            if not (isinstance(par, cst.Call) and par.func is n and par in self.analysed):
-                return False
-        return True
+        return all(isinstance(ref.node, cst.Name) and self._accounted(ref.node, depth) for ref in asg.references)
 
     def _roots(self) -> tuple:
         return rr.api_roots(self.tl_modules, self.tvm_modules)
