@@ -12,7 +12,12 @@
   size warning, exactly as ``rewrite.py`` gives them; where the warning hangs
   on a pointer type the text does not show simply (a buffer bound more than
   once, a dtype spelled in a way this pass does not read), libcst decides;
-* anything else goes to the libcst pass in ``rewrite.py``: a legacy call of
+* a read of the intrinsic as a value in a plain position (an argument, a list or dict, returned,
+  ``.__call__``: ``fast_scan.value_reads``) is CPA008 here, exactly as ``checks/value_read.py``
+  gives it; a read only tested is none (``route_rules.py`` decides both);
+* anything else goes to the libcst pass in ``rewrite.py``: a read bound to a name, a walrus or a
+  default, or looked up by a string (libcst follows the uses), a call of TileLang's intrinsic in
+  neither layout (CPA002), a legacy call of
   TileLang's intrinsic (it needs a rewrite), a module-level definition of the
   intrinsic or a runtime helper (``_defines``) that ``definitions_ast.py`` does
   not decide (a decorated one, say), a name bound by assignment to
@@ -66,6 +71,16 @@ _DEF_BEFORE = re.compile(r"(?:^|[^\w.])def(?:\s|\\)+$")
 # The intrinsic used as a value (``cp = T.ptx_cp_async``, ``getattr(T, "ptx_cp_async")``, a bare name
 # bound by an import): a call through that binding can reach it.
 _VALUE_TEXT = re.compile(r"""(?<![\w'"])ptx_cp_async(?!\w|\s*\(|['"])|['"]ptx_cp_async['"]""")
+
+
+# A read of the intrinsic as a value needs its name not followed by "(" or an import's alias of it (a lookup by its
+# name in a string sends the file to libcst before: ``Scan.getattr_intrinsic``, ``Scan.lookup_intrinsic``).
+_NAME_READ = re.compile(r"""(?<![\w'"])ptx_cp_async(?!\w|\s*\(|['"])""")
+
+
+def _may_read(text: str, s) -> bool:
+    """Whether ``fast_scan.value_reads`` must walk the tree (it finds nothing in a file where this is False)."""
+    return len(s.alias_names) > 1 or _NAME_READ.search(text) is not None
 
 
 def may_call(text: str) -> bool:
@@ -138,8 +153,10 @@ def decide(text: str, path: str, options: FrontEndOptions):
     tvm = set(rules.tvm_modules)
     star = "*" in s.nested or any(m in tl or m in tvm for m in s.imports.get("*", []))
     lines = text.splitlines(True)
+    if s.lookup_intrinsic:
+        return None, "lookup"  # `T.__dict__["ptx_cp_async"]`: libcst reads it (reach.string_route)
     reads = []
-    if _VALUE_TEXT.search(text) or len(s.alias_names) > 1:
+    if _may_read(text, s):
         if star:
             return None, "star import"  # a bare name read under TileLang's or TVM's star import: libcst
         try:

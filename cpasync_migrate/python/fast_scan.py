@@ -24,7 +24,7 @@ class Scan:
     """What one walk over a module finds (``scan``)."""
 
     __slots__ = ("calls", "defs", "imports", "other", "nested", "assigned", "bindings", "scopes",
-                 "values", "callee_names", "getattr_intrinsic", "alias_names", "loops")
+                 "values", "callee_names", "getattr_intrinsic", "lookup_intrinsic", "alias_names", "loops")
 
 
 # Binding kinds a buffer or dtype lookup can use (rewrite.py's declaration_of / dtype_of_expr):
@@ -47,7 +47,8 @@ def scan(tree: ast.Module) -> Scan:
     for every binding occurrence (extra: the def of a parameter, the statement or with item of
     the other ``_DECL_KINDS``); ``scopes``: (kind, node) of every function, class, lambda and
     comprehension; ``values``: (target names, value) of every assignment; ``callee_names``: names
-    called; ``getattr_intrinsic``: a ``getattr(..., "ptx_cp_async")`` occurs; ``loops``: every ``for``.
+    called; ``getattr_intrinsic``: a ``getattr(..., "ptx_cp_async")`` occurs; ``lookup_intrinsic``: a
+    subscript or ``.get`` names it in a string (``T.__dict__["ptx_cp_async"]``); ``loops``: every ``for``.
     """
     imports: dict[str, list[str]] = {}
     other: set[str] = set()
@@ -58,6 +59,7 @@ def scan(tree: ast.Module) -> Scan:
     calls, defs, scopes, values, loops = [], [], [], [], []
     callee_names: set[str] = set()
     getattr_intrinsic = False
+    lookup_intrinsic = False
     kinds: dict[int, tuple] = {}  # id(node) -> (kind, its def (param) or statement / with item)
     top = set(id(s) for s in tree.body)
     AST, Call, Attribute, Name, Store, Del = ast.AST, ast.Call, ast.Attribute, ast.Name, ast.Store, ast.Del
@@ -90,6 +92,12 @@ def scan(tree: ast.Module) -> Scan:
                 if f.id == "getattr" and any(type(a) is ast.Constant and a.value == INTRINSIC
                                              for a in list(node.args) + [k.value for k in node.keywords]):
                     getattr_intrinsic = True
+            elif type(f) is Attribute and f.attr == "get" and any(type(a) is ast.Constant and a.value == INTRINSIC
+                                                                  for a in node.args):
+                lookup_intrinsic = True  # `T.__dict__.get("ptx_cp_async")`
+        elif t is ast.Subscript:
+            if type(node.slice) is ast.Constant and node.slice.value == INTRINSIC:
+                lookup_intrinsic = True  # `T.__dict__["ptx_cp_async"]`
         elif t is Name:
             if isinstance(node.ctx, (Store, Del)):
                 kind = kinds.get(id(node))
@@ -197,6 +205,7 @@ def scan(tree: ast.Module) -> Scan:
     s.defs, s.imports, s.other, s.nested, s.assigned = defs, imports, other, nested, assigned
     s.bindings, s.scopes, s.values, s.callee_names = bindings, scopes, values, callee_names
     s.getattr_intrinsic, s.alias_names, s.loops = getattr_intrinsic, alias_names, loops
+    s.lookup_intrinsic = lookup_intrinsic
     return s
 
 
@@ -329,9 +338,21 @@ def value_reads(tree: ast.Module, s: Scan, tl: set, tvm: set) -> list:
     cands = []
     used: dict = {}  # name -> how many Name nodes spell it (any context), strings and global/nonlocal included
     aliases = s.alias_names
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            parents[id(child)] = node
+    AST = ast.AST
+    stack = [tree]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node = pop()
+        for field in node._fields:
+            v = getattr(node, field, None)
+            if type(v) is list:
+                for x in v:
+                    if isinstance(x, AST):
+                        parents[id(x)] = node
+                        push(x)
+            elif isinstance(v, AST):
+                parents[id(v)] = node
+                push(v)
         t = type(node)
         if t is ast.Attribute:
             if node.attr == INTRINSIC and type(node.ctx) is ast.Load:
