@@ -379,3 +379,13 @@ def test_every_context_of_every_spelling_is_a_finding_or_decided_quiet():
             else:
                 assert got and set(got) <= {"CPA008", "CPA002"}, (text, got)
     assert seen > 300
+
+
+def test_switch_off_sends_reads_to_libcst(monkeypatch):
+    """CPASYNC_MIGRATE_FAST_READS=0: the fast pass decides no read; the findings stay the same."""
+    text = FAST_DECIDES[0]
+    on = fast.findings(text, "x.py", OPTS)
+    monkeypatch.setattr(fast, "DECIDE_READS", False)
+    assert fast.findings(text, "x.py", OPTS) is None
+    assert on is not None and key(pyfe.analyze(text, "x.py", OPTS)) == key(on)
+    assert {f.code for f in on.findings} == {"CPA008"}

@@ -33,6 +33,8 @@ switches the access-pointer decisions; off, such files go to libcst as before.
 definitions of ``definitions_ast.py`` (a fork's ``op.py``, a CuTeDSL runtime
 module): on, a file whose sites are those definitions and calls this pass
 decides never reaches libcst; off, it goes to libcst as before.
+``DECIDE_READS`` (``CPASYNC_MIGRATE_FAST_READS=0``) switches the CPA008 decisions: off, a file whose
+text may hold a read of the intrinsic as a value goes to libcst.
 
 Every finding of the libcst pass is a call whose callee is spelled
 ``<expr>.ptx_cp_async``, ``ptx_cp_async`` or a name imported as
@@ -62,6 +64,7 @@ from .fast_sizes import NewForm
 
 DECIDE_NEW_FORM = os.environ.get("CPASYNC_MIGRATE_FAST_NEW_FORM", "1") != "0"
 DECIDE_DEFINITIONS = os.environ.get("CPASYNC_MIGRATE_FAST_DEFINITIONS", "1") != "0"
+DECIDE_READS = os.environ.get("CPASYNC_MIGRATE_FAST_READS", "1") != "0"
 
 
 _CALL_TEXT = re.compile(r"ptx_cp_async(?:\s|\\|#[^\n]*)*\(|ptx_cp_async(?:\s|\\)+as(?:\s|\\)")
@@ -157,6 +160,8 @@ def decide(text: str, path: str, options: FrontEndOptions):
         return None, "lookup"  # `T.__dict__["ptx_cp_async"]`: libcst reads it (reach.string_route)
     reads = []
     if _may_read(text, s):
+        if not DECIDE_READS:
+            return None, "value"
         if star:
             return None, "star import"  # a bare name read under TileLang's or TVM's star import: libcst
         try:
