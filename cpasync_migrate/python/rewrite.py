@@ -36,20 +36,32 @@ _PROVIDERS = (PositionProvider, ScopeProvider)
 
 
 class _Collector(cst.CSTVisitor):
-    """One traversal of the module: every node's parent, and the calls in document order."""
+    """One traversal of the module: every node's parent, the calls in document order, and what
+    ``checks/value_read.py`` starts from (attributes named like the intrinsic, subscripts, imports)."""
 
     def __init__(self):
         super().__init__()
         self.parents: dict = {}
         self.calls: list = []
+        self.attributes: list = []
+        self.subscripts: list = []
+        self.import_froms: list = []
         self._stack: list = []
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if self._stack:
             self.parents[node] = self._stack[-1]
         self._stack.append(node)
-        if isinstance(node, cst.Call):
+        t = type(node)
+        if t is cst.Call:
             self.calls.append(node)
+        elif t is cst.Attribute:
+            if node.attr.value == INTRINSIC:
+                self.attributes.append(node)
+        elif t is cst.Subscript:
+            self.subscripts.append(node)
+        elif t is cst.ImportFrom:
+            self.import_froms.append(node)
         return True
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
@@ -167,7 +179,7 @@ def analyze(text: str, path: str, options: FrontEndOptions) -> Analysis:
     ctx.analysed = set()
     for call in seen.calls:
         ctx.visit_call(call)
-    ctx.check_value_reads(seen.calls)
+    ctx.check_value_reads(seen.calls, seen.attributes, seen.subscripts, seen.import_froms)
     from .definitions import find as find_definitions
 
     defs = find_definitions(ctx, INTRINSIC)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Optional
 
 import libcst as cst
-from libcst.metadata import ClassScope, GlobalScope
+from libcst.metadata import ClassScope, GlobalScope, ScopeProvider
 
 from ... import codes
 from ...findings import Finding, Status
@@ -43,10 +43,16 @@ def _dotted(node) -> str:
 class ValueRead:
     """CPA008 (mixed into the pass's context; ``analysed``: the calls ``visit_call`` classified)."""
 
-    def check_value_reads(self, calls: list) -> None:
-        self.which_api(self.module)  # makes the resolver (it knows the star imports)
+    def check_value_reads(self, calls: list, attrs: list, subscripts: list, import_froms: list) -> None:
+        """CPA008 for every read no analysed call accounts for; the lists come from the pass's one traversal
+        (``rewrite._Collector``): the calls, the attributes named like the intrinsic, the subscripts, the
+        ``from ... import`` statements."""
+        if self._resolver is None:
+            from ..reach import Resolver
+
+            self._resolver = Resolver(self, INTRINSIC)
         res = self._resolver
-        work = self._reads(calls, res)
+        work = self._reads(calls, attrs, subscripts, import_froms, res)
         seen: set = set()
         while work:
             node, api, spelled = work.pop()
@@ -66,39 +72,32 @@ class ValueRead:
 
     # ------------------------------------------------------------------ the reads
 
-    def _reads(self, calls: list, res) -> list:
+    def _reads(self, calls: list, attrs: list, subscripts: list, import_froms: list, res) -> list:
         """(node, api, spelled) of every reference to the intrinsic the text spells: attributes, names
         imported as it, string lookups."""
         out = []
         names = {INTRINSIC}
-        attrs = []
-        subscripts = []
-
-        class V(cst.CSTVisitor):
-            def visit_Attribute(self, node: cst.Attribute) -> None:
-                if node.attr.value == INTRINSIC:
-                    attrs.append(node)
-
-            def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
-                if node.asname is not None and isinstance(node.asname.name, cst.Name) and \
-                        _dotted(node.name).rpartition(".")[2] == INTRINSIC:
-                    names.add(node.asname.name.value)
-
-            def visit_Subscript(self, node: cst.Subscript) -> None:
-                subscripts.append(node)
-
-        self.module.visit(V())
+        for node in import_froms:
+            for a in node.names if not isinstance(node.names, cst.ImportStar) else ():
+                if a.asname is not None and isinstance(a.asname.name, cst.Name) and _dotted(a.name) == INTRINSIC:
+                    names.add(a.asname.name.value)  # `from tilelang.language import ptx_cp_async as cp`
         for node in attrs:
+            par = self.parent(node)
+            if isinstance(par, cst.Call) and par.func is node and par in self.analysed:
+                continue  # the callee of a call visit_call classified (most of them): no read
             if self._stored(node):
                 continue
             api = res._by_name(node) or res.module_of(node.value) or res.module_of(node.value, params=True)
             if api is not None:
                 out.append((node, api, _dotted(node) or self.node_text(node)))
-        for scope in {s for s in self.metadata[self._scope_provider()].values() if s is not None}:
+        for scope in {s for s in self.metadata[ScopeProvider].values() if s is not None}:
             for name in names:
                 for access in scope.accesses[name]:
                     n = access.node
                     if not isinstance(n, cst.Name) or self._stored(n):
+                        continue
+                    par = self.parent(n)
+                    if isinstance(par, cst.Call) and par.func is n and par in self.analysed:
                         continue
                     api = res._by_name(n)
                     if api is None and n.value == INTRINSIC and res.star and not self.assignments(n, n.value):
@@ -111,11 +110,6 @@ class ValueRead:
                 out.append((node, api, self.node_text(node)))
         out.sort(key=lambda t: (self.pos(t[0]).start.line, self.pos(t[0]).start.column), reverse=True)
         return out
-
-    def _scope_provider(self):
-        from libcst.metadata import ScopeProvider
-
-        return ScopeProvider
 
     def _stored(self, node) -> bool:
         """``node`` is (part of) an assignment's, a loop's, a ``with``'s or a ``del``'s target: no read."""
