@@ -29,6 +29,7 @@ DTYPE_KEYWORD_ON_NEW_CALL = "CPA004"
 SUSPICIOUS_SIZE = "CPA005"
 LEGACY_API_DEFINITION = "CPA006"
 LEGACY_RUNTIME_HELPER = "CPA007"
+INTRINSIC_READ_AS_VALUE = "CPA008"
 # Suppression comments
 UNUSED_SUPPRESSION = "CPA010"
 # C++ passes and code generators
@@ -70,6 +71,10 @@ CODES: dict[str, Code] = {
         "legacy-runtime-helper", "error", "none",
         "Python runtime helper that takes the legacy (dst, dst_offset, src, src_offset) shape from a code "
         "generator"),
+    INTRINSIC_READ_AS_VALUE: Code(
+        "intrinsic-read-as-value", "error", "none",
+        "ptx_cp_async read as a value along a route the tool does not follow to its calls (the message names "
+        "the route)"),
     UNUSED_SUPPRESSION: Code(
         "unused-suppression", "warning", "none",
         "Suppression comment that suppresses nothing (no such site on its line or in its file, or an "

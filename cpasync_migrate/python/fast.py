@@ -12,7 +12,12 @@
   size warning, exactly as ``rewrite.py`` gives them; where the warning hangs
   on a pointer type the text does not show simply (a buffer bound more than
   once, a dtype spelled in a way this pass does not read), libcst decides;
-* anything else goes to the libcst pass in ``rewrite.py``: a legacy call of
+* a read of the intrinsic as a value in a plain position (an argument, a list or dict, returned,
+  ``.__call__``: ``fast_scan.value_reads``) is CPA008 here, exactly as ``checks/value_read.py``
+  gives it; a read only tested is none (``route_rules.py`` decides both);
+* anything else goes to the libcst pass in ``rewrite.py``: a read bound to a name, a walrus or a
+  default, or looked up by a string (libcst follows the uses), a call of TileLang's intrinsic in
+  neither layout (CPA002), a legacy call of
   TileLang's intrinsic (it needs a rewrite), a module-level definition of the
   intrinsic or a runtime helper (``_defines``) that ``definitions_ast.py`` does
   not decide (a decorated one, say), a name bound by assignment to
@@ -28,6 +33,8 @@ switches the access-pointer decisions; off, such files go to libcst as before.
 definitions of ``definitions_ast.py`` (a fork's ``op.py``, a CuTeDSL runtime
 module): on, a file whose sites are those definitions and calls this pass
 decides never reaches libcst; off, it goes to libcst as before.
+``DECIDE_READS`` (``CPASYNC_MIGRATE_FAST_READS=0``) switches the CPA008 decisions: off, a file whose
+text may hold a read of the intrinsic as a value goes to libcst.
 
 Every finding of the libcst pass is a call whose callee is spelled
 ``<expr>.ptx_cp_async``, ``ptx_cp_async`` or a name imported as
@@ -42,6 +49,7 @@ from typing import Optional
 
 from .. import codes
 from ..findings import Analysis, Finding, FrontEndOptions, Status
+from . import route_rules
 from .calls import DTYPE_KW_MESSAGE, INTRINSIC, SUPPRESS_RE, TVM_MESSAGE, call_shape
 from .fast_scan import (
     Undecided,
@@ -50,11 +58,13 @@ from .fast_scan import (
     reaches_by_binding,
     scan,
     used_as_value,
+    value_reads,
 )
 from .fast_sizes import NewForm
 
 DECIDE_NEW_FORM = os.environ.get("CPASYNC_MIGRATE_FAST_NEW_FORM", "1") != "0"
 DECIDE_DEFINITIONS = os.environ.get("CPASYNC_MIGRATE_FAST_DEFINITIONS", "1") != "0"
+DECIDE_READS = os.environ.get("CPASYNC_MIGRATE_FAST_READS", "1") != "0"
 
 
 _CALL_TEXT = re.compile(r"ptx_cp_async(?:\s|\\|#[^\n]*)*\(|ptx_cp_async(?:\s|\\)+as(?:\s|\\)")
@@ -64,6 +74,16 @@ _DEF_BEFORE = re.compile(r"(?:^|[^\w.])def(?:\s|\\)+$")
 # The intrinsic used as a value (``cp = T.ptx_cp_async``, ``getattr(T, "ptx_cp_async")``, a bare name
 # bound by an import): a call through that binding can reach it.
 _VALUE_TEXT = re.compile(r"""(?<![\w'"])ptx_cp_async(?!\w|\s*\(|['"])|['"]ptx_cp_async['"]""")
+
+
+# A read of the intrinsic as a value needs its name not followed by "(" or an import's alias of it (a lookup by its
+# name in a string sends the file to libcst before: ``Scan.getattr_intrinsic``, ``Scan.lookup_intrinsic``).
+_NAME_READ = re.compile(r"""(?<![\w'"])ptx_cp_async(?!\w|\s*\(|['"])""")
+
+
+def _may_read(text: str, s) -> bool:
+    """Whether ``fast_scan.value_reads`` must walk the tree (it finds nothing in a file where this is False)."""
+    return len(s.alias_names) > 1 or _NAME_READ.search(text) is not None
 
 
 def may_call(text: str) -> bool:
@@ -131,14 +151,27 @@ def decide(text: str, path: str, options: FrontEndOptions):
             return None, "binding"  # a name bound to the intrinsic is called: libcst follows it
     elif used_as_value(tree):
         return None, "value"
-    if not s.calls:
-        return Analysis(defined), "no call"
     rules = options.rules
     tl = set(rules.tilelang_modules)
     tvm = set(rules.tvm_modules)
-    if "*" in s.nested or any(m in tl or m in tvm for m in s.imports.get("*", [])):
-        return None, "star import"  # TileLang's or TVM's star import binds the bare names: libcst decides
+    star = "*" in s.nested or any(m in tl or m in tvm for m in s.imports.get("*", []))
     lines = text.splitlines(True)
+    if s.lookup_intrinsic:
+        return None, "lookup"  # `T.__dict__["ptx_cp_async"]`: libcst reads it (reach.string_route)
+    reads = []
+    if _may_read(text, s):
+        if not DECIDE_READS:
+            return None, "value"
+        if star:
+            return None, "star import"  # a bare name read under TileLang's or TVM's star import: libcst
+        try:
+            reads = [_read_finding(r, lines, path, s.defs) for r in value_reads(tree, s, tl, tvm)]
+        except Undecided:
+            return None, "value"  # a read whose value libcst follows (bound to a name, looked up by string)
+    if not s.calls:
+        return Analysis(sorted(defined + reads, key=lambda f: (f.line, f.column))), "no call"
+    if star:
+        return None, "star import"  # TileLang's or TVM's star import binds the bare names: libcst decides
     new_form = None
     dtype_kw = rules.legacy.python_params[0]
     converting = options.source.form == "access_ptr" and options.source.name != options.target.name
@@ -158,8 +191,8 @@ def decide(text: str, path: str, options: FrontEndOptions):
                               len(c.args) + len(c.keywords), [k.arg for k in c.keywords if k.arg])
             if kind is None:
                 if mod in tl:
-                    return None, "legacy call"  # TileLang's op in neither form: libcst leaves it for a person
-                continue  # not this API's shape (a fork's own form through TVM's namespace): no finding
+                    return None, "neither form"  # TileLang's op in neither layout: CPA002 (rewrite.visit_call)
+                continue  # not this API's shape through TVM's namespace (a fork's own op): no finding
             if kind == "new":
                 if not DECIDE_NEW_FORM:
                     return None, "new form"
@@ -198,8 +231,18 @@ def decide(text: str, path: str, options: FrontEndOptions):
         inside = [(d.line, d.end_line) for d in defined if d.code == codes.LEGACY_API_DEFINITION]
         out = [f for f in out if not (f.code == codes.TVM_NAMESPACE_CALL and any(a <= f.line and f.end_line <= b for a, b in inside))]
         out.extend(defined)
+    out.extend(reads)
     out.sort(key=lambda f: (f.line, f.column))
     return Analysis(out), "decided"
+
+
+def _read_finding(read: tuple, lines: list[str], path: str, defs) -> Finding:
+    """CPA008 for one of ``fast_scan.value_reads``'s reads (the decision is ``route_rules``')."""
+    node, r = read
+    f = _finding(node, lines, path, codes.INTRINSIC_READ_AS_VALUE, route_rules.message(r), defs)
+    if SUPPRESS_RE.search(lines[node.lineno - 1]):
+        f.status = Status.SUPPRESSED
+    return f
 
 
 def _finding(c: ast.Call, lines: list[str], path: str, code: str, message: str, defs) -> Finding:

@@ -24,7 +24,7 @@ class Scan:
     """What one walk over a module finds (``scan``)."""
 
     __slots__ = ("calls", "defs", "imports", "other", "nested", "assigned", "bindings", "scopes",
-                 "values", "callee_names", "getattr_intrinsic", "alias_names", "loops")
+                 "values", "callee_names", "getattr_intrinsic", "lookup_intrinsic", "alias_names", "loops")
 
 
 # Binding kinds a buffer or dtype lookup can use (rewrite.py's declaration_of / dtype_of_expr):
@@ -42,11 +42,13 @@ def scan(tree: ast.Module) -> Scan:
     to by ``from ... import ptx_cp_async as NAME``; ``defs``: function and class definitions;
     ``imports``: module-level import bindings; ``other``: every name bound anywhere else;
     ``nested``: names bound by imports below module level; ``assigned``: names that are a direct
-    target of an assignment (libcst follows those); ``bindings``: name -> [(kind, node, extra)]
+    target of an assignment or a walrus, or a function's parameter with a default (libcst follows
+    those); ``bindings``: name -> [(kind, node, extra)]
     for every binding occurrence (extra: the def of a parameter, the statement or with item of
     the other ``_DECL_KINDS``); ``scopes``: (kind, node) of every function, class, lambda and
     comprehension; ``values``: (target names, value) of every assignment; ``callee_names``: names
-    called; ``getattr_intrinsic``: a ``getattr(..., "ptx_cp_async")`` occurs; ``loops``: every ``for``.
+    called; ``getattr_intrinsic``: a ``getattr(..., "ptx_cp_async")`` occurs; ``lookup_intrinsic``: a
+    subscript or ``.get`` names it in a string (``T.__dict__["ptx_cp_async"]``); ``loops``: every ``for``.
     """
     imports: dict[str, list[str]] = {}
     other: set[str] = set()
@@ -57,6 +59,7 @@ def scan(tree: ast.Module) -> Scan:
     calls, defs, scopes, values, loops = [], [], [], [], []
     callee_names: set[str] = set()
     getattr_intrinsic = False
+    lookup_intrinsic = False
     kinds: dict[int, tuple] = {}  # id(node) -> (kind, its def (param) or statement / with item)
     top = set(id(s) for s in tree.body)
     AST, Call, Attribute, Name, Store, Del = ast.AST, ast.Call, ast.Attribute, ast.Name, ast.Store, ast.Del
@@ -89,6 +92,12 @@ def scan(tree: ast.Module) -> Scan:
                 if f.id == "getattr" and any(type(a) is ast.Constant and a.value == INTRINSIC
                                              for a in list(node.args) + [k.value for k in node.keywords]):
                     getattr_intrinsic = True
+            elif type(f) is Attribute and f.attr == "get" and any(type(a) is ast.Constant and a.value == INTRINSIC
+                                                                  for a in node.args):
+                lookup_intrinsic = True  # `T.__dict__.get("ptx_cp_async")`
+        elif t is ast.Subscript:
+            if type(node.slice) is ast.Constant and node.slice.value == INTRINSIC:
+                lookup_intrinsic = True  # `T.__dict__["ptx_cp_async"]`
         elif t is Name:
             if isinstance(node.ctx, (Store, Del)):
                 kind = kinds.get(id(node))
@@ -157,6 +166,15 @@ def scan(tree: ast.Module) -> Scan:
             a = node.args
             for x in a.posonlyargs + a.args + a.kwonlyargs + [y for y in (a.vararg, a.kwarg) if y is not None]:
                 kinds[id(x)] = ("param", node)
+            positional = a.posonlyargs + a.args
+            for x in positional[len(positional) - len(a.defaults):]:
+                assigned.add(x.arg)  # reach.py follows a default to a module (a route it names)
+            for x, d in zip(a.kwonlyargs, a.kw_defaults):
+                if d is not None:
+                    assigned.add(x.arg)
+        elif t is ast.NamedExpr:
+            if type(node.target) is Name:
+                assigned.add(node.target.id)
         elif t is ast.ClassDef:
             bind(node.name, node)
             defs.append(node)
@@ -191,6 +209,7 @@ def scan(tree: ast.Module) -> Scan:
     s.defs, s.imports, s.other, s.nested, s.assigned = defs, imports, other, nested, assigned
     s.bindings, s.scopes, s.values, s.callee_names = bindings, scopes, values, callee_names
     s.getattr_intrinsic, s.alias_names, s.loops = getattr_intrinsic, alias_names, loops
+    s.lookup_intrinsic = lookup_intrinsic
     return s
 
 
@@ -294,3 +313,179 @@ def enclosing(defs: list, node) -> Optional[str]:
 # continuations may sit between), or a name imported "as" an alias.  Without either, no call
 # can resolve to it: the file has no findings, decided without parsing.  A name followed by
 # "(" right after the keyword "def" is a definition's header, never a call.
+
+
+# ---------------------------------------------------------------- reads of the intrinsic as a value (CPA008)
+
+_TESTS = (ast.If, ast.While, ast.Assert, ast.IfExp)
+
+
+def _dotted(node) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return ""
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def value_reads(tree: ast.Module, s: Scan, tl: set, tvm: set) -> list:
+    """(node, route_rules.Read) of each read of the intrinsic as a value that this pass decides and that
+    is a finding, routes as ``route_rules`` names them (the libcst pass's ``checks/value_read.py`` finds the
+    same).  ``Undecided`` where libcst must decide: a string lookup (``getattr``, ``__dict__``), a read
+    that is the value of an assignment, a walrus or a default, or inside one whose name the file uses."""
+    from . import route_rules as rr
+
+    parents: dict = {}
+    cands = []
+    used: dict = {}  # name -> how many Name nodes spell it (any context), strings and global/nonlocal included
+    aliases = s.alias_names
+    AST = ast.AST
+    stack = [tree]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node = pop()
+        for field in node._fields:
+            v = getattr(node, field, None)
+            if type(v) is list:
+                for x in v:
+                    if isinstance(x, AST):
+                        parents[id(x)] = node
+                        push(x)
+            elif isinstance(v, AST):
+                parents[id(v)] = node
+                push(v)
+        t = type(node)
+        if t is ast.Attribute:
+            if node.attr == INTRINSIC and type(node.ctx) is ast.Load:
+                cands.append(node)
+        elif t is ast.Name:
+            used[node.id] = used.get(node.id, 0) + 1
+            if node.id in aliases and type(node.ctx) is ast.Load:
+                cands.append(node)
+        elif t is ast.Constant:
+            if isinstance(node.value, str):
+                used[node.value] = used.get(node.value, 0) + 2
+                if node.value == INTRINSIC:
+                    cands.append(node)
+        elif t is ast.Global or t is ast.Nonlocal:
+            for n in node.names:
+                used[n] = used.get(n, 0) + 2
+    out = []
+    for node in cands:
+        par = parents.get(id(node))
+        if type(node) is ast.Constant:
+            if type(par) is ast.Subscript or type(par) is ast.Call and (
+                    type(par.func) is ast.Name and par.func.id == "getattr" or
+                    type(par.func) is ast.Attribute and par.func.attr == "get"):
+                raise Undecided  # a string lookup: libcst reads it (reach.string_route)
+            continue  # `__all__`, hasattr, a docstring: no read
+        q = qualify(node, s)
+        if q is None:
+            continue
+        mod, _, name = q.rpartition(".")
+        if name != INTRINSIC or (mod not in tl and mod not in tvm):
+            continue
+        api = "tilelang" if mod in tl else "tvm"
+        if type(par) is ast.Call and par.func is node:
+            continue  # the callee of a call the passes analyse
+        route = _route(node, par, parents)
+        if route is None:
+            continue
+        callee = ""
+        if route[0] == rr.ARGUMENT:
+            callee = _callee_name((par if type(par) is ast.Call else parents[id(par)]).func, s)
+        # the innermost binding whose value holds the read (libcst follows its uses)
+        prev, cur = node, par
+        while not isinstance(cur, ast.stmt):
+            if type(cur) is ast.NamedExpr or type(cur) is ast.arguments:
+                raise Undecided
+            prev, cur = cur, parents.get(id(cur))
+        if type(cur) is ast.Assign and cur.value is prev and len(cur.targets) == 1 and \
+                type(cur.targets[0]) is ast.Name or type(cur) is ast.AnnAssign and cur.value is prev and \
+                type(cur.target) is ast.Name:
+            target = (cur.targets[0] if type(cur) is ast.Assign else cur.target).id
+            if target == INTRINSIC or used.get(target, 0) > 1:
+                raise Undecided  # the API's own re-export, or a name the file uses: libcst
+        read = rr.Read(api, _dotted(node), route[0], route[1], callee=callee)
+        if rr.is_finding(read):
+            out.append((node, read))
+    return out
+
+
+def _callee_name(func, s: Scan) -> str:
+    """The callee's qualified name where ``route_rules.INSPECTORS`` may hold it (a name bound nowhere is the
+    builtin); ``Undecided`` where libcst's scopes could answer otherwise (a builtin's name bound somewhere)."""
+    if type(func) is ast.Name and func.id not in s.imports and func.id not in s.nested:
+        if func.id in s.other:
+            from . import route_rules as rr
+
+            if f"builtins.{func.id}" in rr.INSPECTORS:
+                raise Undecided
+            return ""
+        return f"builtins.{func.id}"
+    try:
+        return qualify(func, s) or ""
+    except Undecided:
+        if type(func) is ast.Attribute and func.attr in {q.rpartition(".")[2] for q in _inspectors()}:
+            raise
+        return ""  # not an inspector's name: only membership in INSPECTORS matters
+
+
+def _inspectors():
+    from . import route_rules as rr
+
+    return rr.INSPECTORS
+
+
+def _route(node, par, parents) -> Optional[tuple]:
+    """(route, detail) of a read by its parent, as ``checks/value_read.py`` names it; None when it is only
+    tested; ``Undecided`` where the parent is a binding (libcst follows its uses) or the ast loses the
+    difference (a tuple subscript: ``x[a, b]`` or ``x[(a, b)]``)."""
+    from . import route_rules as rr
+
+    t = type(par)
+    if t is ast.Expr or t is ast.Compare or t is ast.UnaryOp and type(par.op) is ast.Not:
+        return None
+    if t in _TESTS and par.test is node:
+        return None
+    if t is ast.Assign or t is ast.AnnAssign or t is ast.NamedExpr or t is ast.arguments:
+        if getattr(par, "value", None) is node or t is ast.arguments:
+            raise Undecided
+        return rr.OTHER, ""  # an annotation, a target's index
+    if t is ast.Call:
+        if node in par.args:
+            return rr.ARGUMENT, _dotted(par.func)
+        return rr.OTHER, ""
+    if t is ast.keyword:
+        grand = parents.get(id(par))
+        if par.arg is not None and type(grand) is ast.Call:
+            return rr.ARGUMENT, _dotted(grand.func)
+        return rr.OTHER, ""
+    if t is ast.List or t is ast.Tuple or t is ast.Set:
+        grand = parents.get(id(par))
+        if t is ast.Tuple and type(grand) is ast.Subscript and grand.slice is par:
+            raise Undecided
+        kind = {ast.List: "list", ast.Tuple: "tuple", ast.Set: "set"}[t]
+        if t is not ast.Set and type(grand) is ast.Assign and grand.value is par and \
+                any(type(x) in (ast.Tuple, ast.List) for x in grand.targets):
+            return rr.UNPACKED, kind
+        return rr.ELEMENT, kind
+    if t is ast.Dict:
+        for k, v in zip(par.keys, par.values):
+            if v is node:
+                return (rr.DICT_VALUE, "") if k is not None else (rr.OTHER, "")  # `{**x}`: not a value
+        return rr.DICT_KEY, ""
+    if t is ast.Attribute and par.value is node:
+        return rr.ATTRIBUTE, par.attr
+    if t is ast.Subscript:
+        return (rr.SUBSCRIPTED, "") if par.value is node else (rr.OTHER, "")
+    if t is ast.Return:
+        return rr.RETURNED, ""
+    if t is ast.Yield or t is ast.YieldFrom:
+        return rr.YIELDED, ""
+    if t is ast.Lambda and par.body is node:
+        return rr.LAMBDA_BODY, ""
+    return rr.OTHER, ""

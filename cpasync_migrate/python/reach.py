@@ -2,15 +2,20 @@
 
 What: a callee reaches TileLang's (or TVM's) ``ptx_cp_async`` when its qualified name says so
 (``T.ptx_cp_async`` with ``import tilelang.language as T``), and also when it is a name bound
-once, by a plain assignment, to something that does (``cp = T.ptx_cp_async``), an attribute of
-a name bound to the module (``lang = tilelang.language`` or ``L2 = T``, then
-``lang.ptx_cp_async``), or a bare ``ptx_cp_async`` that only ``from tilelang.language import *``
-can bind.  Such calls are migrated like the direct spelling.
+once, by a plain assignment or a walrus, to something that does (``cp = T.ptx_cp_async``,
+``(cp := T.ptx_cp_async)(...)``), a function's parameter never rebound whose default does
+(``def f(..., cp=T.ptx_cp_async)``: its calls rest on the assumption that every caller leaves
+the default, ``Reach.assumption``), an attribute of a name bound to the module
+(``lang = tilelang.language`` or ``L2 = T``, then ``lang.ptx_cp_async``), or a bare
+``ptx_cp_async`` that only ``from tilelang.language import *`` can bind.  Such calls are
+migrated like the direct spelling.
 
 Why: a CI lint that passes while a legacy call remains is worse than none.  Calls that may reach
-the intrinsic along a route the tool does not follow exactly (``getattr(T, "ptx_cp_async")``, a
-name bound more than once, or bound to an expression that merely mentions the intrinsic, such as
-``functools.partial(T.ptx_cp_async, ...)``) are reported as left for a person, with the route.
+the intrinsic along a route the tool does not follow exactly (``getattr(T, "ptx_cp_async")``,
+``T.__dict__["ptx_cp_async"]``, a name bound more than once, or bound to an expression that
+merely mentions the intrinsic, such as ``functools.partial(T.ptx_cp_async, ...)``) are reported
+as left for a person, with the route.  Every other read of the intrinsic as a value is CPA008
+(``checks/value_read.py``).
 
 Pure: reads names through the rewrite context (``qnames``, ``assignments``, ``parent``,
 ``node_text``, ``module``, ``tl_modules``, ``tvm_modules``).
@@ -33,6 +38,8 @@ class Reach:
     api: Optional[str]  # "tilelang" | "tvm" | None (not the intrinsic)
     # set when the call may reach the intrinsic along a route the tool does not follow exactly
     unresolved: Optional[str] = None
+    # set when the route rests on an assumption a person can check (a parameter's default)
+    assumption: Optional[str] = None
 
 
 class Resolver:
@@ -64,12 +71,17 @@ class Resolver:
             return Reach(None)
         if isinstance(func, cst.Name):
             return self._through_name(func, depth)
+        if isinstance(func, cst.NamedExpr):
+            return self.callee(func.value, depth + 1)  # `(cp := T.ptx_cp_async)(...)` calls the value
         if isinstance(func, cst.Attribute) and func.attr.value == self.intrinsic:
             mod = self.module_of(func.value, depth)
             if mod is not None:
                 return Reach(mod)
+            if self.module_of(func.value, depth, params=True) is not None:
+                return Reach(None, f"reached through `{self.ctx.node_text(func)}`, whose module is a parameter's "
+                                   f"default; spell the call `T.{self.intrinsic}(...)` so that it can be migrated")
             return Reach(None)
-        if isinstance(func, cst.Call) and self._is_getattr_of_intrinsic(func):
+        if isinstance(func, (cst.Call, cst.Subscript)) and self.string_route(func) is not None:
             return Reach(None, f"reached through `{self.ctx.node_text(func)}`; spell the call "
                                f"`T.{self.intrinsic}(...)` so that it can be migrated")
         return Reach(None)
@@ -91,11 +103,17 @@ class Resolver:
             if name.value == self.intrinsic and self.star:
                 return Reach(self.star)  # only the star import can bind it
             return Reach(None)
-        values = [self._assigned_value(a) for a in asgs]
+        values = [self._assigned_value(a, params=True) for a in asgs]
         reaches = [self.callee(v, depth + 1) if v is not None else Reach(None) for v in values]
         apis = {r.api for r in reaches}
         if len(asgs) == 1 and values[0] is not None:
             r = reaches[0]
+            param = next(iter(asgs)).node
+            if isinstance(param, cst.Param) and r.api is not None and r.assumption is None:
+                fn = self.ctx.parent(self.ctx.parent(param))
+                r = Reach(r.api, r.unresolved,
+                          f"every call of `{fn.name.value}` leaves its parameter `{name.value}` at its default "
+                          f"`{self.ctx.node_text(values[0])}`")
             if r.api is not None or r.unresolved:
                 return r
             if self._mentions(values[0]):
@@ -108,10 +126,17 @@ class Resolver:
                          f"reached through `{name.value}`, which is bound more than once")
         return Reach(None)
 
-    def _assigned_value(self, asg) -> Optional[cst.BaseExpression]:
+    def _assigned_value(self, asg, params: bool = False) -> Optional[cst.BaseExpression]:
+        """The value a binding gives its name: a one-target assignment's, an annotated assignment's, a
+        walrus's, or (``params``) the default of a function's parameter (not a lambda's)."""
         if not isinstance(asg, Assignment):
             return None
         n = asg.node
+        if isinstance(n, cst.Param):
+            if params and n.default is not None and \
+                    isinstance(self.ctx.parent(self.ctx.parent(n)), cst.FunctionDef):
+                return n.default
+            return None
         par = self.ctx.parent(n)
         if isinstance(par, cst.AssignTarget):
             stmt = self.ctx.parent(par)
@@ -119,10 +144,14 @@ class Resolver:
                 return stmt.value
         if isinstance(par, cst.AnnAssign) and par.target is n and par.value is not None:
             return par.value
+        if isinstance(par, cst.NamedExpr) and par.target is n:
+            return par.value
         return None
 
-    def module_of(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[str]:
-        """'tilelang' / 'tvm' when ``expr`` is the module that holds the intrinsic."""
+    def module_of(self, expr: cst.BaseExpression, depth: int = 0, params: bool = False) -> Optional[str]:
+        """'tilelang' / 'tvm' when ``expr`` is the module that holds the intrinsic: by its qualified name,
+        through a name bound once to it, ``importlib.import_module("tilelang.language")`` or
+        ``sys.modules["tilelang.language"]``; with ``params``, also a function parameter's default."""
         for q in self.ctx.qnames(expr):
             if q in self.ctx.tl_modules:
                 return "tilelang"
@@ -131,33 +160,93 @@ class Resolver:
         if depth < _DEPTH and isinstance(expr, cst.Name):
             asgs = self.ctx.assignments(expr, expr.value)
             if len(asgs) == 1:
-                v = self._assigned_value(next(iter(asgs)))
+                v = self._assigned_value(next(iter(asgs)), params=params)
                 if v is not None:
-                    return self.module_of(v, depth + 1)
+                    return self.module_of(v, depth + 1, params)
+        named = None
+        if isinstance(expr, cst.Call) and len(expr.args) == 1 and expr.args[0].keyword is None and \
+                "importlib.import_module" in self.ctx.qnames(expr.func):
+            named = expr.args[0].value
+        elif isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and \
+                isinstance(expr.slice[0].slice, cst.Index) and "sys.modules" in self.ctx.qnames(expr.value):
+            named = expr.slice[0].slice.value
+        if isinstance(named, cst.SimpleString):
+            try:
+                mod = named.evaluated_value
+            except Exception:  # noqa: BLE001
+                return None
+            if mod in self.ctx.tl_modules:
+                return "tilelang"
+            if mod in self.ctx.tvm_modules:
+                return "tvm"
         return None
 
-    def _is_getattr_of_intrinsic(self, call: cst.Call) -> bool:
-        if not (isinstance(call.func, cst.Name) and call.func.value == "getattr" and len(call.args) >= 2):
+    def string_route(self, node: cst.BaseExpression) -> Optional[str]:
+        """'tilelang' / 'tvm' when ``node`` looks the intrinsic up by its name in a string:
+        ``getattr(M, "ptx_cp_async"[, default])``, ``M.__dict__["ptx_cp_async"]``,
+        ``vars(M)["ptx_cp_async"]`` or ``.get("ptx_cp_async")`` of those two, ``M`` the module."""
+        if isinstance(node, cst.Call):
+            if self._builtin(node.func, "getattr") and len(node.args) in (2, 3) and \
+                    all(a.keyword is None and not a.star for a in node.args) and \
+                    self._names_intrinsic(node.args[1].value):
+                return self.module_of(node.args[0].value)
+            f = node.func
+            if isinstance(f, cst.Attribute) and f.attr.value == "get" and len(node.args) in (1, 2) and \
+                    all(a.keyword is None and not a.star for a in node.args) and \
+                    self._names_intrinsic(node.args[0].value):
+                return self._namespace_of(f.value)
+            return None
+        if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
+                and node.slice[0].slice.star is None and self._names_intrinsic(node.slice[0].slice.value):
+            return self._namespace_of(node.value)
+        return None
+
+    def _namespace_of(self, expr: cst.BaseExpression) -> Optional[str]:
+        """``M.__dict__`` or ``vars(M)`` of the module that holds the intrinsic."""
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "__dict__":
+            return self.module_of(expr.value)
+        if isinstance(expr, cst.Call) and self._builtin(expr.func, "vars") and len(expr.args) == 1 and \
+                expr.args[0].keyword is None and not expr.args[0].star:
+            return self.module_of(expr.args[0].value)
+        return None
+
+    def _builtin(self, func: cst.BaseExpression, name: str) -> bool:
+        return isinstance(func, cst.Name) and func.value == name and (
+            f"builtins.{name}" in self.ctx.qnames(func) or not self.ctx.assignments(func, name))
+
+    def _names_intrinsic(self, expr: cst.BaseExpression) -> bool:
+        if not isinstance(expr, cst.SimpleString):
             return False
-        if "builtins.getattr" not in self.ctx.qnames(call.func) and self.ctx.assignments(call.func, "getattr"):
+        try:
+            return expr.evaluated_value == self.intrinsic
+        except Exception:  # noqa: BLE001 - odd prefixes
             return False
-        name = call.args[1].value
-        return isinstance(name, cst.SimpleString) and name.evaluated_value == self.intrinsic and \
-            self.module_of(call.args[0].value) is not None
 
     def _mentions(self, expr: cst.BaseExpression) -> bool:
-        """``expr`` holds a reference that resolves to the intrinsic (``partial(T.ptx_cp_async, ...)``)."""
+        """``expr`` holds a reference that resolves to the intrinsic (``partial(T.ptx_cp_async, ...)``, an import's
+        alias of it, a lookup by its name in a string)."""
         found = []
         intrinsic = self.intrinsic
         by_name = self._by_name
+        string_route = self.string_route
+        module_of = self.module_of
 
         class V(cst.CSTVisitor):
+            def visit_Call(self, node: cst.Call) -> None:
+                if string_route(node) is not None:  # getattr(T, "ptx_cp_async"), T.__dict__.get(...)
+                    found.append(node)
+
+            def visit_Subscript(self, node: cst.Subscript) -> None:
+                if string_route(node) is not None:  # T.__dict__["ptx_cp_async"]
+                    found.append(node)
+
             def visit_Attribute(self, node: cst.Attribute) -> None:
-                if node.attr.value == intrinsic and by_name(node) is not None:
+                if node.attr.value == intrinsic and (by_name(node) is not None or
+                                                     module_of(node.value, 0, True) is not None):
                     found.append(node)
 
             def visit_Name(self, node: cst.Name) -> None:
-                if node.value == intrinsic and by_name(node) is not None:
+                if by_name(node) is not None:  # the bare name, or an import's alias of it (`cp`)
                     found.append(node)
 
         expr.visit(V())

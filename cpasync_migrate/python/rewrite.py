@@ -17,6 +17,7 @@ from .bindings import Bindings
 from .calls import INTRINSIC, SUPPRESS_RE, TVM_MESSAGE, call_shape
 from .checks.access_ptr_call import AccessPtrCall
 from .checks.legacy_call import LegacyCall
+from .checks.value_read import ValueRead
 from .context import Context
 from .imports import Imports
 
@@ -35,20 +36,32 @@ _PROVIDERS = (PositionProvider, ScopeProvider)
 
 
 class _Collector(cst.CSTVisitor):
-    """One traversal of the module: every node's parent, and the calls in document order."""
+    """One traversal of the module: every node's parent, the calls in document order, and what
+    ``checks/value_read.py`` starts from (attributes named like the intrinsic, subscripts, imports)."""
 
     def __init__(self):
         super().__init__()
         self.parents: dict = {}
         self.calls: list = []
+        self.attributes: list = []
+        self.subscripts: list = []
+        self.import_froms: list = []
         self._stack: list = []
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if self._stack:
             self.parents[node] = self._stack[-1]
         self._stack.append(node)
-        if isinstance(node, cst.Call):
+        t = type(node)
+        if t is cst.Call:
             self.calls.append(node)
+        elif t is cst.Attribute:
+            if node.attr.value == INTRINSIC:
+                self.attributes.append(node)
+        elif t is cst.Subscript:
+            self.subscripts.append(node)
+        elif t is cst.ImportFrom:
+            self.import_froms.append(node)
         return True
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
@@ -62,17 +75,23 @@ class _Collector(cst.CSTVisitor):
 
 
 
-class _Context(Context, Bindings, Imports, LegacyCall, AccessPtrCall):
+class _Context(Context, Bindings, Imports, LegacyCall, AccessPtrCall, ValueRead):
     """The libcst pass over one file: each call of the intrinsic classified and, where it can be, fixed.
 
     ``visit_call`` decides a call's code from the API it reaches (reach.py) and its shape; the
     checks live in ``checks/`` (legacy_call: CPA001/CPA002; access_ptr_call: CPA004/CPA005,
-    ``--from``), the lookups in ``bindings.py``, the emitted alias in ``imports.py``.
+    ``--from``; value_read: CPA008, after every call), the lookups in ``bindings.py``, the emitted
+    alias in ``imports.py``.  ``analysed`` holds the calls the pass classified: those that reach the
+    intrinsic, and those that may reach it along a route it names.
     """
+
+    analysed: set
 
     def visit_call(self, node: cst.Call) -> None:
         reach = self.which_api(node.func)
         api = reach.api
+        if api is not None or reach.unresolved:
+            self.analysed.add(node)
         if api is None:
             if reach.unresolved and self.call_shape(node) != "new":
                 self._unresolved(node, reach.unresolved)
@@ -105,11 +124,17 @@ class _Context(Context, Bindings, Imports, LegacyCall, AccessPtrCall):
                 self.migrated.add(finding.function or "")  # (half-migrated files: findings.half_migrated)
             if not self.check_access_ptr_call(node, finding):
                 return  # already migrated, or nothing to convert: not a finding
-        elif api == "tvm" and not (self.opts.migrate_tvm and kind == "legacy"):
+        elif api == "tvm" and not (self.opts.migrate_tvm and kind == "legacy" and
+                                   not isinstance(node.func, cst.NamedExpr)):
             finding.code = CODE_TVM
             finding.message = TVM_MESSAGE
+            if self.opts.migrate_tvm and kind == "legacy":
+                finding.message += ("; --migrate-tvm does not switch a walrus callee, whose binding the switch "
+                                    "would drop: bind the name first, then call it")
         elif kind == "legacy":
+            self.route_assumptions = [reach.assumption] if reach.assumption else []
             self.check_legacy_call(node, finding, switch_callee=(api == "tvm"))
+            self.route_assumptions = []
         else:
             finding.code = CODE_MANUAL
             finding.message = f"ptx_cp_async call with an argument layout the tool cannot read: {kind}"
@@ -153,8 +178,10 @@ def analyze(text: str, path: str, options: FrontEndOptions) -> Analysis:
     seen = _Collector()
     module.visit(seen)
     ctx.parents = seen.parents
+    ctx.analysed = set()
     for call in seen.calls:
         ctx.visit_call(call)
+    ctx.check_value_reads(seen.calls, seen.attributes, seen.subscripts, seen.import_froms)
     from .definitions import find as find_definitions
 
     defs = find_definitions(ctx, INTRINSIC)

@@ -310,7 +310,7 @@ class LegacyCall:
         src = self.pointer(bound[k_sptr], node, call_dtype)
         size_arg = bound[k_bytes]
         nbytes = int_value(size_arg.value)
-        assumptions: list[str] = []
+        assumptions: list[str] = list(getattr(self, "route_assumptions", ()))  # the route's own (reach.py)
         steps = self.rules.steps(self.legacy.name, self.target.name)
         to_elems = self.target.size_meaning == "num_elems"
 
