@@ -46,6 +46,9 @@ class Fix:
     assumptions: list[str] = field(default_factory=list)
     # Migration steps this fix applies, e.g. ["legacy->0.1.8"].
     steps: list[str] = field(default_factory=list)
+    # The assumptions are facts the fix's change set establishes when it is complete and every
+    # legacy member of it is migrated in the same run (sets.py applies such a fix by default then).
+    set_established: bool = False
 
     @property
     def safe(self) -> bool:

@@ -404,6 +404,7 @@ class ConstructionChecks:
             f"Every builder and reader of `{op}` in the program moves to the access-pointer layout in the same change "
             f"(the registration then accepts {'/'.join(map(str, self.target.cpp_arity))} arguments, not the legacy ones).",
         ]
+        site.set_established = True
         site.fix_note = f"{self.cpp.arity_method}({new})"
         self.sites.append(site)
 

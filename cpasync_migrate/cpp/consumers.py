@@ -31,7 +31,7 @@ CPA104 (cpp-consumer-manual)
 
 CPA106 (cpp-dead-duplicate-branch)
     What: an ``else if`` that repeats an earlier condition of the same chain word for word;
-    it never runs.  Fix (unsafe): delete it.
+    it never runs.  Fix (safe): delete it (no behaviour changes).
 
 CPA107 (cpp-dual-layout-branch)
     What: a branch that accepts both layouts on purpose (it compares ``args.size()`` with a
@@ -385,6 +385,7 @@ class ConsumerChecks:
             f"Every producer of this call in the program now builds the access-pointer layout "
             f"({'/'.join(map(str, tgt.cpp_arity))} arguments), so the branch no longer needs to accept the legacy one.",
         ]
+        site.set_established = True  # a complete change set migrated whole makes it a fact (sets.py)
         return None
 
     def _printed_helpers(self, body, off_name: str) -> list[str]:
@@ -452,8 +453,8 @@ class ConsumerChecks:
             span = (start, s.end_byte, "")
         site.edits = [span]
         site.fixable = True
-        site.applicability = Applicability.UNSAFE
-        site.assumptions = ["Nobody means to keep the unreachable branch's code (it never runs: the same test is made earlier)."]
+        # the same test is made earlier in the chain, so this branch never runs: deleting it changes no behaviour
+        site.applicability = Applicability.SAFE
         site.fix_note = "delete it"
         self.sites.append(site)
 

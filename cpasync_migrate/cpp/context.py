@@ -66,6 +66,7 @@ class PendingSite:
     edits: list = field(default_factory=list)  # (start_byte, end_byte, replacement)
     applicability: Applicability = Applicability.SAFE
     assumptions: list = field(default_factory=list)
+    set_established: bool = False  # the assumptions are facts a complete change set establishes (sets.py)
     info: bool = False
     fixable: bool = False
     op: Optional[str] = None  # the IR op ("tir.ptx_cp_async" | "tl.ptx_cp_async")
