@@ -86,6 +86,10 @@ class ConstructionChecks:
             elems = named(arr)
             if len(elems) not in legacy_arity:
                 return
+            if via_var and not self._reaches_op(call, args[1], fn):
+                return  # on this path the Op variable holds another op
+            if self._access_pointer_list(elems, fn):
+                return  # access pointers already: the new layout, with more arguments than ours
             code = codes.CONSTRUCTION_INDIRECT if via_var else codes.CONSTRUCTION_LIST
             how = f"through the Op variable `{self.text_of(args[1])}` " if via_var else ""
             site = PendingSite(call, code, (
@@ -154,6 +158,14 @@ class ConstructionChecks:
                         appends.append(p.parent)
                         continue
                     other.append(n)
+        seen = bool(lists)
+        if via_var:  # a list built where the Op variable holds another op builds that op's call
+            lists = [lst for lst in lists if self._reaches_op(lst, args[1], fn)]
+        # a list of access pointers is the new layout, whatever its length (a fork's variant may add more)
+        new_lists = [lst for lst in lists if self._access_pointer_list(named(lst), fn)]
+        lists = [lst for lst in lists if lst not in new_lists]
+        if seen and not lists:
+            return  # every list builds another op, or is already the new layout
         sizes = [len(named(lst)) for lst in lists]
         legacy_sizes = [s for s in sizes if s in self.legacy.cpp_arity]
         if lists and not legacy_sizes and all(s in self.target.cpp_arity for s in sizes):
@@ -190,6 +202,65 @@ class ConstructionChecks:
             return
         self._rewrite_lists(site, call, lists, op)
         self.sites.append(site)
+
+    def _reaches_op(self, node, var, fn) -> bool:
+        """Whether the Op variable ``var`` holds the intrinsic's op where ``node`` is: the value of the
+        last assignment ``var = <value>;`` before ``node`` in a block that also holds ``node`` (an
+        assignment in another branch does not reach it), else its declaration's."""
+        if var is None or var.type != "identifier" or fn is None:
+            return True
+        name = self.text_of(var)
+        body = fn.child_by_field_name("body")
+        last = None
+        for n in walk(body) if body is not None else ():
+            if n.type != "assignment_expression" or n.start_byte >= node.start_byte:
+                continue
+            left = n.child_by_field_name("left")
+            if left is None or left.type != "identifier" or self.text_of(left) != name:
+                continue
+            st = n.parent
+            if st is None or st.type != "expression_statement" or st.parent is None:
+                continue
+            block = st.parent
+            if block.start_byte <= node.start_byte and node.end_byte <= block.end_byte:
+                if last is None or n.start_byte > last.start_byte:
+                    last = n
+        if last is None:
+            return True  # the declaration's value: op_vars found it to be the intrinsic's op
+        return self.is_op_call(last.child_by_field_name("right"))
+
+    def _access_pointer_list(self, elems, fn) -> bool:
+        """The list's first or second element is visibly an access pointer (``[op] access_pointer_*`` in
+        rules/cpp.toml): in the legacy layout those are the destination's data and offset."""
+        return any(self._is_access_pointer(e, fn, 0) for e in elems[:2])
+
+    def _is_access_pointer(self, e, fn, depth: int) -> bool:
+        calls = self.cpp.access_pointer_calls
+        if e.type == "call_expression":
+            callee = e.child_by_field_name("function")
+            if callee is None:
+                return False
+            last = re.split(r"::|\.|->", squash(self.text_of(callee)))[-1]
+            if last in calls:
+                return True
+            a = named(e.child_by_field_name("arguments")) if squash(self.text_of(callee)) in self.cpp.call_constructors \
+                else []
+            if len(a) >= 2 and a[1].type == "call_expression" and not named(a[1].child_by_field_name("arguments")):
+                inner = a[1].child_by_field_name("function")
+                return inner is not None and re.split(r"::|\.|->", squash(self.text_of(inner)))[-1] in calls
+            return False
+        if e.type != "identifier":
+            return False
+        name = self.text_of(e)
+        if self.cpp.access_pointer_name is not None and self.cpp.access_pointer_name.search(name):
+            return True
+        body = fn.child_by_field_name("body") if fn is not None and depth == 0 else None
+        for n in walk(body) if body is not None else ():
+            if n.type == "init_declarator" and n.start_byte < e.start_byte:
+                d, v = n.child_by_field_name("declarator"), n.child_by_field_name("value")
+                if d is not None and d.type == "identifier" and self.text_of(d) == name and v is not None:
+                    return self._is_access_pointer(v, fn, depth + 1)
+        return False
 
     def _rewrite_lists(self, site: PendingSite, call, lists, op) -> None:
         """Give ``site`` a fix that rewrites each legacy list in ``lists``."""
