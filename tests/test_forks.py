@@ -84,3 +84,69 @@ Stmt Lower(const BufferStoreNode* store, const BufferLoadNode* load, PrimExpr a,
                           "Var d = store->buffer->data;").replace(
         "PrimExpr s = load->buffer.access_ptr(1, DataType::Handle(), 1, b);", "Var s = load->buffer->data;")
     assert [c for _, c in _codes(legacy)] == ["CPA102"]
+
+
+_APPENDS = """\
+Stmt Lower(const BufferStoreNode* st, const BufferLoadNode* ld, PrimExpr p, PrimExpr q, int n) {
+  Array<PrimExpr> args = {st->buffer->data, st->indices[0], ld->buffer->data, ld->indices[0], PrimExpr(4)};
+BODY
+  return Evaluate(Call(st->buffer->dtype, builtin::ptx_cp_async(), args));
+}
+"""
+
+
+@pytest.mark.parametrize("body, fixed", [
+    ("  if (n) { args.push_back(p); } else { args.push_back(q); }", True),  # one per path
+    ("  if (n == 1) args.push_back(p);\n  else if (n == 2) args.push_back(q);\n  else args.push_back(p || q);", True),
+    ("  if (n) { args.push_back(p); args.push_back(q); }", False),  # two on one path
+    ("  if (n) args.push_back(p);\n  if (!n) args.push_back(q);", False),  # two ifs: the text does not exclude both
+    ("  for (int i = 0; i < n; ++i) { args.push_back(p); }", False),  # may run more than once
+])
+def test_appended_predicate_one_per_path(body, fixed):
+    [f] = analyze(_APPENDS.replace("BODY", body), "p.cc", OPTS).findings
+    assert f.code == "CPA102"
+    assert (f.fix is not None) is fixed, f.message
+    if fixed:
+        assert len(f.fix.edits) == 1 and "tvm_access_ptr" in f.fix.edits[0].replacement
+    else:
+        assert "left for a person" in f.message
+
+
+_HELPER = """\
+Array<PrimExpr> MakeArgs(const Buffer& dst, PrimExpr a, const Buffer& src, PrimExpr b) {
+  RET
+}
+Stmt One(const BufferStoreNode* st, const BufferLoadNode* ld) {
+  return Evaluate(Call(st->buffer->dtype, builtin::ptx_cp_async(), MakeArgs(st->buffer, st->indices[0], ld->buffer, ld->indices[0])));
+}
+"""
+
+
+def test_a_helper_returning_the_list_is_rewritten_once_for_all_its_calls():
+    text = _HELPER.replace("RET", "return {dst->data, a, src->data, b, PrimExpr(16)};") + """\
+Stmt Two(const BufferStoreNode* st, const BufferLoadNode* ld) {
+  return Evaluate(Call(st->buffer->dtype, builtin::ptx_cp_async(), this->MakeArgs(st->buffer, 0, ld->buffer, 0)));
+}
+"""
+    fs = analyze(text, "p.cc", OPTS).findings
+    assert [(f.line, f.code) for f in fs] == [(5, "CPA102")]
+    assert fs[0].fix is not None and fs[0].fix.safe and "MakeArgs" in fs[0].message
+    [e] = fs[0].fix.edits
+    assert text[e.start:e.end] == "dst->data, a, src->data, b, PrimExpr(16)"
+
+
+@pytest.mark.parametrize("ret, extra, why", [
+    ("return {dst->data, a, src->data, b, PrimExpr(16)};",
+     "PrimExpr Other(const Buffer& d) { return Call(DataType::Handle(), builtin::ptx_wait_group(), MakeArgs(d, 0, d, 0)); }\n",
+     "other than as the arguments"),
+    ("if (a.defined()) return {dst->data, a, src->data, b, PrimExpr(16)};\n  return Cached();", "", "also returns"),
+])
+def test_a_helper_with_other_users_or_returns_is_left(ret, extra, why):
+    fs = analyze(_HELPER.replace("RET", ret) + extra, "p.cc", OPTS).findings
+    [f] = [f for f in fs if f.code == "CPA102"]
+    assert f.fix is None and why in f.message, f.message
+
+
+def test_a_helper_returning_access_pointers_is_not_legacy():
+    text = _HELPER.replace("RET", "return {dst.access_ptr(2), src.access_ptr(1), PrimExpr(16), a, b};")
+    assert _codes(text) == []

@@ -102,6 +102,10 @@ class ConstructionChecks:
         if arr.type == "identifier":
             self._array_construction(call, args, arr, op, fn, via_var)
             return
+        helper = self._array_helper(arr)
+        if helper is not None:
+            self._helper_construction(call, arr, helper, op, via_var)
+            return
         # An argument array made by an expression the tool cannot follow.
         site = PendingSite(call, codes.CONSTRUCTION_INDIRECT, (
             f"`{self.cpp.op_name}` call built from the argument expression `{short(self.text_of(arr))}`, whose layout the "
@@ -194,14 +198,143 @@ class ConstructionChecks:
             reason = f"`{name}` is also used at line {ln} in a way the tool does not follow"
         elif any(s != lmin for s in sizes) and appends:
             reason = f"`{name}` gets both a {max(sizes)}-element list and an appended element"
-        elif len(appends) > 1:
+        elif any(self._in_loop(a, body) for a in appends):
+            reason = f"`{name}` gets an element appended in a loop; only the optional predicate is expected"
+        elif len(appends) > 1 and not self._one_per_path(appends):
             reason = f"`{name}` gets {len(appends)} appended elements; only the optional predicate is expected"
+        elif appends and any(a.start_byte < lst.end_byte for a in appends for lst in lists):
+            reason = f"`{name}` gets an element appended before its list is assigned"
         if reason:
             site.leave(reason)
             self.sites.append(site)
             return
         self._rewrite_lists(site, call, lists, op)
         self.sites.append(site)
+
+    @staticmethod
+    def _in_loop(node, body) -> bool:
+        """``node`` is inside a loop of ``body`` (it may run more than once)."""
+        for a in ancestors(node):
+            if a == body:
+                return False
+            if a.type in ("for_statement", "for_range_loop", "while_statement", "do_statement"):
+                return True
+        return False
+
+    @staticmethod
+    def _one_per_path(appends) -> bool:
+        """Every two of ``appends`` lie in different branches of one if/else (no path runs two of them):
+        the optional predicate appended in one of several branches."""
+        for i, a in enumerate(appends):
+            for b in appends[i + 1:]:
+                split = False
+                for anc in ancestors(a):
+                    if not (anc.start_byte <= b.start_byte and b.end_byte <= anc.end_byte):
+                        continue
+                    if anc.type == "if_statement":
+                        cons = anc.child_by_field_name("consequence")
+                        alt = anc.child_by_field_name("alternative")
+                        inside = lambda n, x: x is not None and x.start_byte <= n.start_byte and n.end_byte <= x.end_byte
+                        split = (inside(a, cons) and inside(b, alt)) or (inside(a, alt) and inside(b, cons))
+                    break  # the innermost node holding both decides
+                if not split:
+                    return False
+        return True
+
+    def _array_helper(self, arr):
+        """The function of this file that ``arr`` (``Helper(...)``, ``this->Helper(...)``) calls, when it
+        returns an argument array; else None."""
+        if arr.type != "call_expression":
+            return None
+        callee = arr.child_by_field_name("function")
+        if callee is None:
+            return None
+        text = squash(self.text_of(callee))
+        if text.startswith("this->"):
+            text = text[len("this->"):]
+        if not re.fullmatch(rf"{_NAME}(?:::{_NAME})*", text):
+            return None
+        short_name = text.split("::")[-1]
+        found = []
+        for f in self._fns:
+            decl = self.fn_declarator(f)
+            inner = decl.child_by_field_name("declarator") if decl is not None else None
+            ty = f.child_by_field_name("type")
+            if inner is None or ty is None or squash(self.text_of(inner)).split("::")[-1] != short_name:
+                continue
+            if self.cpp.is_array_type(self.text_of(ty)) and f.child_by_field_name("body") is not None:
+                found.append(f)
+        return found[0] if len(found) == 1 else None
+
+    def _helper_construction(self, call, arr, helper, op, via_var) -> None:
+        """``Call(dtype, <op>, Helper(...))`` with ``Helper`` a function of this file that returns the array:
+        its returned lists are the builder's lists."""
+        hname = self.qualname(helper) or "?"
+        if id(helper) in self._array_helpers_seen:
+            return  # its lists were judged at its first call
+        self._array_helpers_seen.add(id(helper))
+        body = helper.child_by_field_name("body")
+        returns = [n for n in walk(body) if n.type == "return_statement"]
+        lists, other = [], []
+        for r in returns:
+            v = named(r)[0] if named(r) else None
+            if v is not None and v.type == "compound_literal_expression":
+                v = v.child_by_field_name("value")
+            (lists if v is not None and v.type == "initializer_list" else other).append(r if v is None else v)
+        sizes = [len(named(lst)) for lst in lists]
+        if not lists or not any(s in self.legacy.cpp_arity for s in sizes):
+            return  # not the legacy layout, or nothing the text shows
+        if all(self._access_pointer_list(named(lst), helper) for lst in lists):
+            return
+        how = f" through the Op variable `{self.text_of(call.child_by_field_name('arguments').named_children[1])}`" \
+            if via_var else ""
+        site = PendingSite(call, codes.CONSTRUCTION_INDIRECT, (
+            f"`{self.cpp.op_name}` call built{how} from the array that `{hname}` returns, with the legacy layout "
+            f"({self._layout(self.legacy, max(s for s in sizes if s in self.legacy.cpp_arity))})"
+        ))
+        users = self._helper_users(helper)
+        reason = None
+        if other:
+            ln = self.src.linecol(self.src.char_offset(other[0].start_byte))[0]
+            reason = f"`{hname}` also returns at line {ln} a value the tool does not follow"
+        elif any(s not in self.legacy.cpp_arity for s in sizes):
+            reason = f"`{hname}` returns lists of {sorted(set(sizes))} elements"
+        elif users is not None:
+            reason = users
+        if reason:
+            site.leave(reason)
+            self.sites.append(site)
+            return
+        self._rewrite_lists(site, call, lists, op)
+        self.sites.append(site)
+
+    def _helper_users(self, helper) -> Optional[str]:
+        """None when every use of ``helper``'s name in the file is a call passed as the arguments of a call
+        of the intrinsic's op; else why not (rewriting its lists would change its other users)."""
+        decl = self.fn_declarator(helper)
+        name = squash(self.text_of(decl.child_by_field_name("declarator"))).split("::")[-1]
+        for n in walk(self.src.root):
+            if n.type not in ("identifier", "field_identifier") or self.text_of(n) != name:
+                continue
+            if helper.start_byte <= n.start_byte < (helper.child_by_field_name("body") or helper).start_byte:
+                continue  # its own declarator
+            call = n
+            while call.parent is not None and call.parent.type in ("field_expression", "qualified_identifier"):
+                call = call.parent
+            call = call.parent
+            ok = False
+            if call is not None and call.type == "call_expression" and call.parent is not None \
+                    and call.parent.type == "argument_list":
+                outer = call.parent.parent
+                a = named(call.parent)
+                fn_node = outer.child_by_field_name("function") if outer is not None else None
+                if fn_node is not None and squash(self.text_of(fn_node)) in self.cpp.call_constructors \
+                        and len(a) >= 3 and a[2] == call:
+                    ok = self.op_node(a[1], self.func_of(outer)) is not None
+            if not ok:
+                ln = self.src.linecol(self.src.char_offset(n.start_byte))[0]
+                return f"`{name}` is also used at line {ln} other than as the arguments of a `{self.cpp.op_name}` call"
+        return None
 
     def _reaches_op(self, node, var, fn) -> bool:
         """Whether the Op variable ``var`` holds the intrinsic's op where ``node`` is: the value of the
@@ -280,7 +413,7 @@ class ConstructionChecks:
             if any(c.type == "comment" for c in lst.named_children):
                 site.leave("the argument list holds comments the rewrite would drop")
                 return
-            new, assumptions, problem = self._new_elements(elems, ctx, call)
+            new, assumptions, problem = self._new_elements(elems, ctx, lst)
             if problem:
                 site.leave(problem)
                 return
@@ -381,7 +514,8 @@ class ConstructionChecks:
         return re.fullmatch(rf"(?:{_NAME}::)*(?:{wrappers})\({inner}\)", s) is not None
 
     def _new_elements(self, elems, ctx, call):
-        """New argument texts for a legacy list; (texts, assumptions, problem)."""
+        """New argument texts for a legacy list; (texts, assumptions, problem).  ``call`` is the node whose
+        function and class the data arguments' declarations are looked up in (the list itself)."""
         emit = self.cpp.emit
         d, d_off, s, s_off, size = elems[:5]
         pred = elems[5] if len(elems) > 5 else None

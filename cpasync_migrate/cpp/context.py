@@ -119,6 +119,7 @@ class CppContext:
         self._op_vars: dict = {}
         self._dead_ranges: list[tuple[int, int]] = []
         self._fns: list = []  # function definitions in document order (filled by run)
+        self._array_helpers_seen: set = set()  # functions returning an argument array, already judged
         self._usings: Optional[list] = None  # `using namespace X;` directives (filled on demand)
         self._tag: tuple = (None, None)  # (IR op, role) of the sites being built
         self._tested_ops: list = []  # IR ops the consumer branch being read tests, in order
