@@ -49,6 +49,9 @@ class Fix:
     # The assumptions are facts the fix's change set establishes when it is complete and every
     # legacy member of it is migrated in the same run (sets.py applies such a fix by default then).
     set_established: bool = False
+    # ... and only when the set also rewrites another member in this function (a helper's definition,
+    # for the overload its declaration gets); "" when no other member is needed.
+    needs_function: str = ""
 
     @property
     def safe(self) -> bool:

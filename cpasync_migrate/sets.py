@@ -158,7 +158,7 @@ def decide(sets: list[ChangeSet], unsafe_fixes: bool, accept_partial: bool, path
                 cs.why = f"{len(cs.checklist)} member(s) must be changed by hand in the same change (checklist)"
             continue
         complete = has_builder and has_reader
-        exact = [m for m in legacy if complete and _established(m.finding)]
+        exact = [m for m in legacy if complete and _established(m.finding, legacy)]
         for m in legacy:
             st = m.finding.status
             if st is Status.REWRITTEN or m in exact:
@@ -188,8 +188,14 @@ def granted(sets: list[ChangeSet]) -> list[Finding]:
     return [m.finding for cs in sets for m in cs.granted]
 
 
-def _established(f: Finding) -> bool:
-    return f.status is Status.UNSAFE and f.fix is not None and f.fix.set_established
+def _established(f: Finding, legacy: list) -> bool:
+    """``f``'s fix rests only on facts the set establishes, and the member it needs (``needs_function``)
+    is rewritten in the same set."""
+    if not (f.status is Status.UNSAFE and f.fix is not None and f.fix.set_established):
+        return False
+    need = f.fix.needs_function
+    return not need or any(m.finding is not f and m.finding.function == need and m.finding.code == f.code
+                           and m.finding.status is Status.REWRITTEN for m in legacy)
 
 
 _KEPT = {

@@ -217,7 +217,8 @@ class CppAnalyzer(ConstructionChecks, ConsumerChecks, MergeRebase, DeclarationCh
             elif together_ok or error_summary(apply_edits(self.text, edits))[0] <= base:
                 fixes[id(site)] = Fix(edits=edits, applicability=site.applicability,
                                       assumptions=list(site.assumptions), steps=list(steps),
-                                      set_established=site.set_established and bool(site.assumptions))
+                                      set_established=site.set_established and bool(site.assumptions),
+                                      needs_function=site.needs_function)
                 taken.extend((e.start, e.end) for e in edits)
             else:
                 site.park("the rewritten text would not parse")

@@ -360,7 +360,7 @@ class ConsumerChecks:
             if not uses:
                 return f"`{off_name}` is read but never printed"
             for u in uses:
-                span = self._joined_offset(u, ptr_name)
+                span = self._joined_offset(u, ptr_name) or self._helper_offset(u, ptr_name)
                 if span is None:
                     ln = self.src.linecol(self.src.char_offset(u.start_byte))[0]
                     helpers = self._printed_helpers(body, off_name)
@@ -410,6 +410,22 @@ class ConsumerChecks:
                 if m and m.group(1) not in out:
                     out.append(m.group(1))
         return out
+
+    def _helper_offset(self, use, ptr_name):
+        """For ``Helper(..., ptr, use, ...)`` with ``Helper`` a printer helper of ``[helpers] names``: the byte
+        span of ``, use`` (the call becomes the helper's pointer-only form, upstream's shape; CPA105 gives
+        the helper that form in the same change)."""
+        args = use.parent
+        if args is None or args.type != "argument_list" or args.parent is None or args.parent.type != "call_expression":
+            return None
+        callee = args.parent.child_by_field_name("function")
+        if callee is None or squash(self.text_of(callee)).split("::")[-1] not in self.cpp.helper_names:
+            return None
+        a = named(args)
+        k = next((i for i, x in enumerate(a) if x == use), None)
+        if k not in (1, 3) or a[k - 1].type != "identifier" or self.text_of(a[k - 1]) != ptr_name:
+            return None
+        return (a[k - 1].end_byte, use.end_byte, "")
 
     def _joined_offset(self, use, ptr_name):
         """For ``... << ptr << "+" << use``: the byte span from after ``ptr`` to after ``use``."""

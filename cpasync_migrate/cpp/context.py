@@ -67,6 +67,7 @@ class PendingSite:
     applicability: Applicability = Applicability.SAFE
     assumptions: list = field(default_factory=list)
     set_established: bool = False  # the assumptions are facts a complete change set establishes (sets.py)
+    needs_function: str = ""  # ... when it also rewrites this function's other member (a helper's definition)
     info: bool = False
     fixable: bool = False
     op: Optional[str] = None  # the IR op ("tir.ptx_cp_async" | "tl.ptx_cp_async")
