@@ -189,13 +189,21 @@ def granted(sets: list[ChangeSet]) -> list[Finding]:
 
 
 def _established(f: Finding, legacy: list) -> bool:
-    """``f``'s fix rests only on facts the set establishes, and the member it needs (``needs_function``)
-    is rewritten in the same set."""
+    """``f``'s fix rests only on facts the set establishes, and the member it needs is rewritten in the
+    same set: with ``needs_function`` (a helper's declaration, whose new overload is right once the helper's
+    definition takes empty offsets), the other member of that code in that function (its definition) when
+    the set has one, else some member of that code (the helper it hands its offsets on to; a definition
+    that is no member already takes what that one takes)."""
     if not (f.status is Status.UNSAFE and f.fix is not None and f.fix.set_established):
         return False
     need = f.fix.needs_function
-    return not need or any(m.finding is not f and m.finding.function == need and m.finding.code == f.code
-                           and m.finding.status is Status.REWRITTEN for m in legacy)
+    if not need:
+        return True
+    same = [m.finding for m in legacy if m.finding is not f and m.finding.code == f.code]
+    own = [g for g in same if g.function == need]
+    return any(g.status is Status.REWRITTEN for g in (own or same)) and all(
+        g.status is Status.REWRITTEN or (g.fix is not None and g.fix.set_established and not g.fix.needs_function)
+        for g in own)
 
 
 _KEPT = {

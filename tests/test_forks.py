@@ -150,3 +150,98 @@ def test_a_helper_with_other_users_or_returns_is_left(ret, extra, why):
 def test_a_helper_returning_access_pointers_is_not_legacy():
     text = _HELPER.replace("RET", "return {dst.access_ptr(2), src.access_ptr(1), PrimExpr(16), a, b};")
     assert _codes(text) == []
+
+
+# ----------------------------------------------------------------- a whole legacy tree of the project's own
+import json  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+from conftest import FIXTURES  # noqa: E402
+
+# path in the tree -> fixture (its .in. form goes in, its hand-written .out. form must come out)
+FORK = {
+    "tilelang/language/tir/op.py": "sets/own/op",  # the Python API's definition
+    "testing/python/test_copy.py": "python/alias_t_positional",  # a test calling the intrinsic
+    "src/transform/inject_ptx_async_copy.cc": "cpp/fork_inject",  # builders: brace lists, array + predicate
+    "src/transform/fork_copy.cc": "cpp/fork_builder_shapes",  # builders: predicate in one of 3 branches, helper
+    "src/target/codegen_demo.cc": "cpp/codegen_branches",  # printer branches (CPA103) and a dead duplicate (CPA106)
+    "src/target/codegen_fork.cc": "cpp/fork_codegen_helpers",  # a printer branch calling the printer helpers
+    "src/target/ptx.h": "cpp/fork_ptx_helpers",  # the helpers' declarations (CPA105: pointer-only overloads)
+    "src/target/ptx.cc": "cpp/fork_ptx_helpers_impl",  # their definitions (CPA105: empty offsets)
+    "src/transform/merge_shared_memory_allocations.cc": "cpp/merge_rebase",  # the merge pass (CPA111)
+    "src/tir/op/builtin.cc": "cpp/fork_builtin",  # the registration's arity (CPA110)
+}
+
+
+def _fixture(ref: str, kind: str):
+    folder, _, stem = ref.rpartition("/")
+    (hit,) = (FIXTURES / folder).glob(f"{stem}.{kind}.*")
+    return hit
+
+
+def _cli(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "cpasync_migrate", "--no-cache", "--target", "0.1.8", "--format",
+                           "json", *args, "."], cwd=cwd, capture_output=True, text=True,
+                          env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"})
+
+
+def test_a_whole_legacy_fork_migrates_in_one_default_run(tmp_path):
+    for rel, ref in FORK.items():
+        dest = tmp_path / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(_fixture(ref, "in"), dest)
+
+    before = _cli("--check", cwd=tmp_path)
+    assert before.returncode == 1, before.stderr
+    rep = json.loads(before.stdout)
+    [cs] = rep["sets"]
+    assert (cs["id"], cs["state"], cs["blockers"], cs["checklist"]) == ("tir.ptx_cp_async", "applied", [], [])
+    roles = cs["roles"]
+    assert roles["builder"] >= 5 and roles["reader"] >= 8 and roles["definition"] == 2 and roles["caller"] >= 1
+    statuses = {f["status"] for f in rep["findings"] if f["code"] != "CPA900"}
+    assert statuses == {"rewritten"}, [(f["path"], f["line"], f["code"], f["status"]) for f in rep["findings"]]
+    # the members whose fixes are unsafe on their own are applied because the set establishes what they assume
+    unsafe_alone = {f["code"] for f in rep["findings"] if f["fix"] and f["fix"]["applicability"] == "unsafe"}
+    assert unsafe_alone == {"CPA103", "CPA105", "CPA110", "CPA111"}
+
+    write = _cli(cwd=tmp_path)  # default settings: no --unsafe-fixes, no --accept-partial-sets
+    assert write.returncode == 0, write.stdout + write.stderr
+    for rel, ref in FORK.items():
+        assert (tmp_path / rel).read_bytes() == _fixture(ref, "out").read_bytes(), rel
+
+    after = _cli("--check", cwd=tmp_path)
+    assert after.returncode == 0, after.stdout
+    assert [f for f in json.loads(after.stdout)["findings"] if f["code"] != "CPA900"] == []
+
+
+def test_the_fork_with_its_merge_pass_left_for_a_person_migrates_nothing(tmp_path):
+    fork = dict(FORK)
+    fork["src/transform/merge_shared_memory_allocations.cc"] = "cpp/merge_consumer"  # a shape left for a person
+    for rel, ref in fork.items():
+        dest = tmp_path / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(_fixture(ref, "in"), dest)
+    write = _cli(cwd=tmp_path)
+    assert write.returncode == 1
+    [cs] = json.loads(write.stdout)["sets"]
+    assert cs["state"] == "held" and [b["path"] for b in cs["blockers"]] == [
+        "src/transform/merge_shared_memory_allocations.cc"]
+    for rel, ref in fork.items():
+        assert (tmp_path / rel).read_bytes() == _fixture(ref, "in").read_bytes(), rel
+
+
+def test_helper_declarations_without_their_definitions_hold_the_fork(tmp_path):
+    # the overloads forward "" to definitions the run does not see: nothing shows they take empty offsets
+    fork = {k: v for k, v in FORK.items() if k != "src/target/ptx.cc"}
+    for rel, ref in fork.items():
+        dest = tmp_path / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(_fixture(ref, "in"), dest)
+    write = _cli(cwd=tmp_path)
+    assert write.returncode == 1
+    [cs] = json.loads(write.stdout)["sets"]
+    assert cs["state"] == "held"
+    assert sorted((b["path"], b["code"]) for b in cs["blockers"]) == [("src/target/ptx.h", "CPA105")] * 2
+    assert all((tmp_path / rel).read_bytes() == _fixture(ref, "in").read_bytes() for rel, ref in fork.items())
