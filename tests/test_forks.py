@@ -3,6 +3,9 @@ in the access-pointer layout, builder shapes of real forks, printer helpers in u
 and a whole legacy tree of the project's own that migrates in one default run."""
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from cpasync_migrate.cpp import analyze
@@ -245,3 +248,65 @@ def test_helper_declarations_without_their_definitions_hold_the_fork(tmp_path):
     assert cs["state"] == "held"
     assert sorted((b["path"], b["code"]) for b in cs["blockers"]) == [("src/target/ptx.h", "CPA105")] * 2
     assert all((tmp_path / rel).read_bytes() == _fixture(ref, "in").read_bytes() for rel, ref in fork.items())
+
+
+# ----------------------------------------------------------------- upstream's last legacy revision
+MIRROR = Path(os.environ.get("CPASYNC_TILELANG_MIRROR", "/work/.mirror/tile-ai+tilelang/repo"))
+LEGACY_REV = "6fd0bd31f^"  # the parent of PR #1590's merge commit
+CUTEDSL = ["src/target/codegen_cutedsl.cc", "tilelang/contrib/cutedsl"]
+
+
+def _git(*args, **kw):
+    return subprocess.run(["git", "-C", str(MIRROR), *args], capture_output=True, check=True, **kw)
+
+
+@pytest.fixture(scope="module")
+def upstream_legacy(tmp_path_factory):
+    if not (MIRROR / "HEAD").is_file():
+        pytest.skip(f"no bare mirror of tile-ai/tilelang at {MIRROR} (CPASYNC_TILELANG_MIRROR)")
+    root = tmp_path_factory.mktemp("tl-legacy")
+    tar = _git("archive", LEGACY_REV, "src", "tilelang", "testing").stdout
+    subprocess.run(["tar", "-x", "-C", str(root)], input=tar, check=True)
+    return root
+
+
+def test_upstream_legacy_revision_is_held_only_by_its_cutedsl_backend(upstream_legacy, tmp_path):
+    tree = tmp_path / "t"
+    shutil.copytree(upstream_legacy, tree)
+    rep = json.loads(_cli("--check", cwd=tree).stdout)
+    [cs] = rep["sets"]
+    assert cs["state"] == "held"
+    # what the tree does not decide: the CuTeDSL printer and its Python runtime change together (PR #1746)
+    assert sorted((b["path"], b["code"]) for b in cs["blockers"]) == [
+        ("src/target/codegen_cutedsl.cc", "CPA104"),
+        ("tilelang/contrib/cutedsl/cpasync.py", "CPA007"), ("tilelang/contrib/cutedsl/cpasync.py", "CPA007")]
+
+
+def test_upstream_legacy_revision_without_cutedsl_migrates_in_one_default_run(upstream_legacy, tmp_path):
+    tree = tmp_path / "t"
+    shutil.copytree(upstream_legacy, tree)
+    for rel in CUTEDSL:
+        p = tree / rel
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
+    write = _cli(cwd=tree)
+    assert write.returncode == 0, write.stdout[-3000:]
+    rep = json.loads(write.stdout)
+    [cs] = rep["sets"]
+    assert cs["state"] == "applied" and cs["blockers"] == [] and cs["checklist"] == []
+    written = sorted({f["path"] for f in rep["findings"] if f["status"] == "rewritten"})
+    assert written == [
+        "src/target/codegen_cuda.cc", "src/target/codegen_hip.cc", "src/target/ptx.cc", "src/target/ptx.h",
+        "src/transform/inject_ptx_async_copy.cc", "src/transform/merge_shared_memory_allocations.cc",
+        "testing/python/transform/test_tilelang_transform_inject_fence_proxy.py", "tilelang/language/tir/op.py"]
+    after = _cli("--check", cwd=tree)
+    assert after.returncode == 0 and json.loads(after.stdout)["findings"] == []
+    # upstream's PR #1590 made its printer helpers take empty offsets: the tool writes the same bytes
+    ours = (tree / "src/target/ptx.cc").read_bytes()
+    assert ours == _git("show", "6fd0bd31f:src/target/ptx.cc").stdout
+    # and declared the same pointer-only overloads (upstream's header also reworded the doc comments)
+    theirs = _git("show", "6fd0bd31f:src/target/ptx.h").stdout.decode()
+    header = (tree / "src/target/ptx.h").read_text()
+    for name in ("PrintCpAsyncAssembly", "PrintPredicatedCpAsyncAssembly"):
+        start = theirs.index(f"inline std::string {name}(")
+        overload = theirs[start:theirs.index("\n}\n", start) + 2]
+        assert overload in header, name
