@@ -24,7 +24,10 @@ CPA102 (cpp-construction-args-array)
     {...}; args.push_back(pred);``) and/or a local ``Op`` variable, or through an expression
     the source does not show.
     Why: as CPA101.  Fix: as CPA101 when every list the array gets is visible in the function
-    and nothing else touches the array; else left for a person with the reason.
+    and nothing else touches the array but appends of the predicate (at most one on any path),
+    or when the lists are those a function of the same file returns and that function is used
+    only as the arguments of the op's calls; else left for a person with the reason.  A list
+    built where the Op variable holds another op, or holding access pointers, is no legacy list.
 
 CPA110 (cpp-registration-legacy-arity)
     What: ``MACRO(ptx_cp_async).set_num_inputs(5)`` (or 6), a registration that declares a

@@ -14,8 +14,12 @@ CPA105 (cpp-legacy-helper-signature)
                                          const std::string& global_elem_offset,
                                          const std::string& bytes);
 
-    Fix: none (a person gives it a ``(dst_ptr, src_ptr, bytes[, predicate])`` form and updates
-    its callers); a declaration and a definition are each reported.
+    Fix (upstream PR #1590's shape): a definition whose offsets are used only as
+    ``ptr + " + " + offset`` prints the pointer alone for an empty offset (safe); a declaration
+    gets a pointer-only overload forwarding ``""`` (unsafe alone, exact given a change set that
+    rewrites the definition: ``Fix.needs_function``).  Other shapes: none (a person gives it a
+    ``(dst_ptr, src_ptr, bytes[, predicate])`` form); a declaration and a definition are each
+    reported.
     Not reported: the helper as upstream's migration left it (tile-ai/tilelang PR #1590), which
     kept the shape and made it take empty offsets: a definition whose body tests both offset
     parameters for emptiness (``shared_elem_offset.empty()``, or ``== ""``), and a declaration
