@@ -429,7 +429,8 @@ def test_every_fixture_finding_has_an_op_and_a_role():
         opts, _ = _options(meta.get("args", []))
         for f in analyze(src, fname, opts).findings:
             assert f.op in ("tir.ptx_cp_async", "tl.ptx_cp_async"), (name, f)
-            assert f.role in ("builder", "reader", "definition"), (name, f)
+            # an unreachable duplicate branch has no part in the change: its deletion is right on its own
+            assert f.role in ("builder", "reader", "definition") or (f.code == "CPA106" and f.role is None), (name, f)
 
 
 def test_op_and_role_by_spelling():

@@ -31,7 +31,8 @@ CPA104 (cpp-consumer-manual)
 
 CPA106 (cpp-dead-duplicate-branch)
     What: an ``else if`` that repeats an earlier condition of the same chain word for word;
-    it never runs.  Fix (safe): delete it (no behaviour changes).
+    it never runs.  Fix (safe): delete it (no behaviour changes).  No member of a change set
+    (no role): its deletion does not depend on the rest of the program.
 
 CPA107 (cpp-dual-layout-branch)
     What: a branch that accepts both layouts on purpose (it compares ``args.size()`` with a
@@ -453,6 +454,9 @@ class ConsumerChecks:
 
 
     def _dead(self, s, cond, body) -> None:
+        # no part in the op's change set: the branch never runs, so deleting it is right whatever the rest of
+        # the program does, and a set that is held or incomplete does not hold it back
+        self._tag = (self._tag[0], None)
         self._dead_ranges.append((s.start_byte, s.end_byte))
         site = PendingSite(s, codes.DEAD_BRANCH, (
             f"unreachable branch: an earlier branch of this if/else chain already tests `{short(self.text_of(cond), 80)}`"
