@@ -332,3 +332,34 @@ def test_upstream_legacy_revision_without_cutedsl_migrates_in_one_default_run(up
         start = theirs.index(f"inline std::string {name}(")
         overload = theirs[start:theirs.index("\n}\n", start) + 2]
         assert overload in header, name
+
+
+def test_a_branch_an_earlier_disjunction_already_takes_is_dead():
+    # a MUSA-style printer: the first branch takes both ops (and both layouts); a later legacy branch for
+    # TVM's op never runs
+    text = """\
+void P::VisitExpr_(const CallNode* op, std::ostream& os) {
+  if (op->op.same_as(tl::other())) {
+    os << "x";
+  } else if (op->op.same_as(builtin::ptx_cp_async()) ||
+             op->op.same_as(tl::ptx_cp_async())) {
+    if (op->args.size() == 3U || op->args.size() == 4U) {
+      os << PrintExpr(op->args[0]) << PrintExpr(op->args[1]);
+    } else {
+      os << PrintExpr(op->args[0]) << PrintExpr(op->args[4]);
+    }
+  } else if (op->op.same_as(builtin::ptx_wait_group())) {
+    os << "w";
+  } else if ((op->op.same_as(builtin::ptx_cp_async()))) {
+    std::string dst_offset = PrintExpr(op->args[1]);
+    os << dst_offset;
+  }
+}
+"""
+    fs = analyze(text, "p.cc", OPTS).findings
+    assert [(f.line, f.code) for f in fs] == [(4, "CPA107"), (13, "CPA106")]
+    dead = fs[1]
+    assert dead.fix is not None and dead.fix.safe and dead.role is None
+    # `A && B` does not take every case A does: not dead
+    text2 = text.replace("op->op.same_as(builtin::ptx_cp_async()) ||\n", "op->op.same_as(builtin::ptx_cp_async()) &&\n")
+    assert "CPA106" not in [f.code for f in analyze(text2, "p.cc", OPTS).findings]

@@ -30,8 +30,8 @@ CPA104 (cpp-consumer-manual)
     runtime helper, says what a person changes.  No fix.
 
 CPA106 (cpp-dead-duplicate-branch)
-    What: an ``else if`` that repeats an earlier condition of the same chain word for word;
-    it never runs.  Fix (safe): delete it (no behaviour changes).  No member of a change set
+    What: an ``else if`` that repeats an earlier condition of the same chain word for word, or
+    one ``||`` operand of one; it never runs.  Fix (safe): delete it (no behaviour changes).  No member of a change set
     (no role): its deletion does not depend on the rest of the program.
 
 CPA107 (cpp-dual-layout-branch)
@@ -82,7 +82,8 @@ class ConsumerChecks:
         return objs
 
     def _chain_conditions(self, s) -> list[str]:
-        """Conditions of the earlier branches of the if/else-if chain ``s`` is in."""
+        """Conditions of the earlier branches of the if/else-if chain ``s`` is in, each also as its
+        ``||`` operands (``A || B`` takes every case ``A`` does), without enclosing parentheses."""
         out = []
         cur = s
         while cur.parent is not None and cur.parent.type == "else_clause":
@@ -91,9 +92,23 @@ class ConsumerChecks:
                 break
             c = owner.child_by_field_name("condition")
             if c is not None:
-                out.append(squash(self.text_of(c)))
+                out.append(self._bare(c))
+                out.extend(self._disjuncts(c))
             cur = owner
         return out
+
+    def _bare(self, node) -> str:
+        """``node``'s text without spaces and enclosing parentheses (an if's condition clause is one)."""
+        while node.type in ("parenthesized_expression", "condition_clause") and len(named(node)) == 1:
+            node = named(node)[0]
+        return squash(self.text_of(node))
+
+    def _disjuncts(self, node) -> list[str]:
+        while node.type in ("parenthesized_expression", "condition_clause") and len(named(node)) == 1:
+            node = named(node)[0]
+        if node.type == "binary_expression" and self.text_of(node.child_by_field_name("operator")) == "||":
+            return self._disjuncts(node.child_by_field_name("left")) + self._disjuncts(node.child_by_field_name("right"))
+        return [squash(self.text_of(node))]
 
     def _consumer(self, s) -> None:
         cond = s.child_by_field_name("condition")
@@ -110,7 +125,7 @@ class ConsumerChecks:
         # A branch testing both ops reads both; its op is the first one tested, and a rewrite
         # must suit every op it tests.
         self._tag = (self._tested_ops[0], "reader")
-        if squash(self.text_of(cond)) in self._chain_conditions(s):
+        if self._bare(cond) in self._chain_conditions(s):
             self._dead(s, cond, body)
             return
         obj = objs[0]
