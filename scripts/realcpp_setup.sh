@@ -9,7 +9,10 @@
 #   - where a bare git mirror of tile-ai/tilelang is at $CPASYNC_TILELANG_MIRROR (default
 #     /work/.mirror/tile-ai+tilelang/repo): upstream's last legacy revision (6fd0bd31f^, the parent of
 #     PR #1590) and PR #1590's own result (6fd0bd31f), their src/ and tilelang/ folders (the TVM
-#     submodule is not in a mirror: they compile against the 0.1.7.post1 wheel's TVM headers).
+#     submodule is not in a mirror: they compile against the 0.1.7.post1 wheel's TVM headers),
+#   - where a mirror of the fork xwhzz/tilelang is at $CPASYNC_FORK_MIRROR (default
+#     /work/.mirror/xwhzz+tilelang/repo): two of its branches still on the legacy layout, `cost`
+#     (95fc5a0f) and `minference` (31a9676f), their src/ and tilelang/ folders.
 # Wheels are downloaded, never installed, and unpacked under
 # $CPASYNC_REALCPP_CACHE (default ~/.cache/cpasync-migrate/realcpp).
 set -euo pipefail
@@ -52,18 +55,21 @@ fetch "tilelang==0.1.15" "tilelang-0.1.15-*.whl" tl015 \
 fetch "apache-tvm-ffi==0.1.11" "apache_tvm_ffi-0.1.11-*.whl" tvmffi011 tvm_ffi/include/
 
 MIRROR="${CPASYNC_TILELANG_MIRROR:-/work/.mirror/tile-ai+tilelang/repo}"
-export_rev() {  # export_rev REV DIR: the revision's src/ and tilelang/ from the mirror, once
-  local rev="$1" dir="$2"
-  if [ -f "$CACHE/$dir/.unpacked" ] || [ ! -f "$MIRROR/HEAD" ]; then
+export_rev() {  # export_rev MIRROR REV DIR: the revision's src/ and tilelang/ from a bare mirror, once
+  local mirror="$1" rev="$2" dir="$3"
+  if [ -f "$CACHE/$dir/.unpacked" ] || [ ! -f "$mirror/HEAD" ]; then
     return 0
   fi
   rm -rf "${CACHE:?}/$dir"
   mkdir -p "$CACHE/$dir"
-  git -C "$MIRROR" archive "$rev" src tilelang | tar -x -C "$CACHE/$dir"
+  git -C "$mirror" archive "$rev" src tilelang | tar -x -C "$CACHE/$dir"
   touch "$CACHE/$dir/.unpacked"
 }
-export_rev "6fd0bd31f^" tl-legacy-6fd0bd31f
-export_rev "6fd0bd31f" tl-pr1590
+export_rev "$MIRROR" "6fd0bd31f^" tl-legacy-6fd0bd31f
+export_rev "$MIRROR" "6fd0bd31f" tl-pr1590
+FORK_MIRROR="${CPASYNC_FORK_MIRROR:-/work/.mirror/xwhzz+tilelang/repo}"
+export_rev "$FORK_MIRROR" 95fc5a0f fork-xwhzz-cost
+export_rev "$FORK_MIRROR" 31a9676f fork-xwhzz-minference
 
 if [ ! -f /usr/include/dmlc/logging.h ]; then
   if [ "$(id -u)" = 0 ]; then

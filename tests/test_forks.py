@@ -363,3 +363,24 @@ void P::VisitExpr_(const CallNode* op, std::ostream& os) {
     # `A && B` does not take every case A does: not dead
     text2 = text.replace("op->op.same_as(builtin::ptx_cp_async()) ||\n", "op->op.same_as(builtin::ptx_cp_async()) &&\n")
     assert "CPA106" not in [f.code for f in analyze(text2, "p.cc", OPTS).findings]
+
+
+# ----------------------------------------------------------------- an already-migrated fork (MUSA)
+MUSA = Path(os.environ.get("CPASYNC_MUSA_MIRROR", "/work/.mirror/tile-ai+tilelang-musa/repo"))
+
+
+@pytest.mark.parametrize("rev", ["HEAD", "3207817c"])  # its newest revision; the one that adds its robust op
+def test_an_already_migrated_musa_fork_gets_no_legacy_builder(tmp_path, rev):
+    if not (MUSA / "HEAD").is_file():
+        pytest.skip(f"no bare mirror of tile-ai/tilelang-musa at {MUSA} (CPASYNC_MUSA_MIRROR)")
+    tar = subprocess.run(["git", "-C", str(MUSA), "archive", rev, "src", "tilelang", "testing"],
+                         capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tmp_path)], input=tar, check=True)
+    rep = json.loads(_cli("--check", cwd=tmp_path).stdout)
+    legacy = [(f["path"], f["code"]) for f in rep["findings"] if f["code"] != "CPA107"]
+    # its robust op's 5-element list of access pointers is no legacy ptx_cp_async builder; the one legacy
+    # leftover is an unreachable duplicate printer branch, which one default run deletes
+    assert [c for _, c in legacy] == ["CPA106"], legacy
+    assert _cli(cwd=tmp_path).returncode == 0
+    after = _cli("--check", cwd=tmp_path)
+    assert after.returncode == 0, after.stdout[-2000:]

@@ -390,18 +390,33 @@ LEGACY_TREE = "tl-legacy-6fd0bd31f"  # 6fd0bd31f^, exported from the mirror by r
 CUTEDSL = ("src/target/codegen_cutedsl.cc", "tilelang/contrib/cutedsl")  # its printer and runtime: PR #1746
 
 
-def test_upstream_legacy_revision_default_run_compiles(cache, tmp_path):
-    """Upstream's last legacy revision without its CuTeDSL backend: one default run applies the whole set, and
-    every rewritten C++ file compiles against the 0.1.7.post1 wheel's TVM headers and the tree's own sources
-    (with the rewritten ptx.h) exactly as its original does."""
+@pytest.mark.parametrize("name, drop, expected, headers_fit", [
+    # upstream's last legacy revision without its CuTeDSL backend (printer and runtime change together: PR #1746)
+    (LEGACY_TREE, CUTEDSL, ["src/target/codegen_cuda.cc", "src/target/codegen_hip.cc", "src/target/ptx.cc",
+                            "src/target/ptx.h", "src/transform/inject_ptx_async_copy.cc",
+                            "src/transform/merge_shared_memory_allocations.cc"], True),
+    # two branches of the fork xwhzz/tilelang still on the legacy layout (their own commits on older upstreams)
+    ("fork-xwhzz-cost", (), ["src/target/codegen_cuda.cc", "src/target/codegen_hip.cc", "src/target/ptx.cc",
+                             "src/target/ptx.h", "src/transform/inject_ptx_async_copy.cc",
+                             "src/transform/merge_shared_memory_allocations.cc"], True),
+    # (an August 2025 tree: its sources predate the 0.1.7.post1 TVM headers (tvm-ffi), original and rewrite
+    # alike fail on the same TVM names, so only "the same errors as the original" is checked there)
+    ("fork-xwhzz-minference", (), ["src/target/codegen_cuda.cc", "src/target/codegen_hip.cc",
+                                   "src/transform/inject_ptx_async_copy.cc",
+                                   "src/transform/merge_shared_memory_allocations.cc"], False),
+])
+def test_legacy_tree_default_run_compiles(cache, tmp_path, name, drop, expected, headers_fit):
+    """A legacy tree: one default run applies the whole set, and every rewritten C++ file compiles against
+    the 0.1.7.post1 wheel's TVM headers and the tree's own sources (with its rewritten headers) exactly as
+    its original does (and without error, where those headers fit the tree)."""
     import shutil
 
-    legacy = cache / LEGACY_TREE
+    legacy = cache / name
     if not legacy.is_dir():
-        pytest.skip("no mirror of tile-ai/tilelang was found by realcpp_setup.sh")
+        pytest.skip(f"{name}: no mirror was found by realcpp_setup.sh")
     tree = tmp_path / "t"
     shutil.copytree(legacy, tree)
-    for rel in CUTEDSL:
+    for rel in drop:
         p = tree / rel
         shutil.rmtree(p) if p.is_dir() else p.unlink()
     run = subprocess.run([sys.executable, "-m", "cpasync_migrate", "--no-cache", "--target", "0.1.8", "--format",
@@ -409,11 +424,12 @@ def test_upstream_legacy_revision_default_run_compiles(cache, tmp_path):
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr
     [cs] = json.loads(run.stdout)["sets"]
     assert cs["state"] == "applied"
+    again = subprocess.run([sys.executable, "-m", "cpasync_migrate", "--no-cache", "--target", "0.1.8", "--check",
+                            "."], cwd=tree, capture_output=True, text=True)
+    assert again.returncode == 0, again.stdout[-2000:]
     changed = sorted(str(p.relative_to(tree)) for p in tree.rglob("*")
                      if p.is_file() and p.suffix in (".cc", ".h") and p.read_bytes() != (legacy / p.relative_to(tree)).read_bytes())
-    assert changed == ["src/target/codegen_cuda.cc", "src/target/codegen_hip.cc", "src/target/ptx.cc",
-                       "src/target/ptx.h", "src/transform/inject_ptx_async_copy.cc",
-                       "src/transform/merge_shared_memory_allocations.cc"]
+    assert changed == expected
     tl = cache / "tl017" / "tilelang"
     includes = [f"-I{d}" for d in (tl / "3rdparty/tvm/include", tl / "3rdparty/tvm/src",
                                    tl / "3rdparty/tvm/3rdparty/dlpack/include", legacy / "src",
@@ -428,4 +444,5 @@ def test_upstream_legacy_revision_default_run_compiles(cache, tmp_path):
     by = {(rel, kind): res for rel, kind, res in results}
     for rel in changed:
         assert by[(rel, "rewritten")] == by[(rel, "original")], (rel, by[(rel, "rewritten")], by[(rel, "original")])
-        assert by[(rel, "rewritten")][0] == 0, (rel, by[(rel, "rewritten")][1][:5])
+        if headers_fit:
+            assert by[(rel, "rewritten")][0] == 0, (rel, by[(rel, "rewritten")][1][:5])
