@@ -239,7 +239,8 @@ def _finding_dict(f: Finding) -> dict:
     if f.fix is not None:
         fix = {"edits": [[e.start, e.end, e.replacement] for e in f.fix.edits],
                "applicability": f.fix.applicability.value, "assumptions": list(f.fix.assumptions),
-               "steps": list(f.fix.steps), "importers": {a: list(q) for a, q in f.fix.importers.items()}}
+               "steps": list(f.fix.steps), "importers": {a: list(q) for a, q in f.fix.importers.items()},
+               "set_established": f.fix.set_established, "needs_function": f.fix.needs_function}
     return {"line": f.line, "column": f.column, "end_line": f.end_line, "end_column": f.end_column,
             "code": f.code, "message": f.message, "function": f.function,
             "status": f.status.value if f.status is not None else None, "legacy_site": f.legacy_site,
@@ -253,7 +254,9 @@ def _finding(d: dict, path: str) -> Finding:
         fix = Fix(edits=[Edit(int(a), int(b), str(r)) for a, b, r in fx["edits"]],
                   applicability=Applicability(fx["applicability"]),
                   assumptions=[str(a) for a in fx["assumptions"]], steps=[str(s) for s in fx["steps"]],
-                  importers={str(a): (str(q[0]), bool(q[1])) for a, q in fx.get("importers", {}).items()})
+                  importers={str(a): (str(q[0]), bool(q[1])) for a, q in fx.get("importers", {}).items()},
+                  set_established=bool(fx.get("set_established", False)),
+                  needs_function=str(fx.get("needs_function", "")))
     return Finding(path=path, line=int(d["line"]), column=int(d["column"]), end_line=int(d["end_line"]),
                    end_column=int(d["end_column"]), code=str(d["code"]), message=str(d["message"]), fix=fix,
                    function=d["function"], status=Status(d["status"]) if d["status"] is not None else None,

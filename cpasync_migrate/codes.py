@@ -95,7 +95,7 @@ CODES: dict[str, Code] = {
         "cpp-legacy-helper-signature", "error", "none",
         "C++ helper whose signature carries the legacy argument shape"),
     CPP_DEAD_DUPLICATE_BRANCH: Code(
-        "cpp-dead-duplicate-branch", "error", "unsafe (deletes the branch)",
+        "cpp-dead-duplicate-branch", "error", "safe (deletes the branch, which never runs)",
         "Unreachable second ptx_cp_async branch in the same if/else chain"),
     CPP_DUAL_LAYOUT_BRANCH: Code(
         "cpp-dual-layout-branch", "note", "none",

@@ -49,6 +49,12 @@ class Fix:
     # Assumptions another file of the repository decides (importers.py): assumption -> (the module-level
     # macro it is about, whether a star import of the module binds that name).
     importers: dict = field(default_factory=dict)
+    # The assumptions are facts the fix's change set establishes when it is complete and every
+    # legacy member of it is migrated in the same run (sets.py applies such a fix by default then).
+    set_established: bool = False
+    # ... and only when the set also rewrites another member in this function (a helper's definition,
+    # for the overload its declaration gets); "" when no other member is needed.
+    needs_function: str = ""
 
     @property
     def safe(self) -> bool:

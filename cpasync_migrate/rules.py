@@ -307,7 +307,7 @@ _LAYOUTS = {
         **_HEAD,
         "op": _Table({
             "qualifiers": _REQ, "call_constructors": _REQ, "array_types": _REQ, "append_methods": _REQ,
-            "op_types": _REQ, "ops": _Data(),
+            "op_types": _REQ, "ops": _Data(), "access_pointer_calls": _REQ, "access_pointer_name": _REQ,
             "context": _Table({"default": _REQ, "namespaces": _Data(), "using": _Data()}),
         }),
         "consumer": _Table({"same_as": _REQ, "op_field": _REQ, "args_field": _REQ, "check_macros": _REQ,

@@ -19,11 +19,18 @@ Rules (``decide``):
 * Default mode applies a set only when every legacy member is rewritten by a safe fix; any
   member left for a person, not fixed without ``--unsafe-fixes``, suppressed, or in a file
   that cannot be parsed **blocks** it, and its other members are **held** (status ``held``).
+* A member whose fix rests only on facts the set establishes (``Fix.set_established``: "every
+  producer of this call now builds the access-pointer layout" for a reader, a registration's
+  new arity) is **exact given the set**: in a complete set (builders and readers in view, not
+  merely accepted with ``accept_partial``) in which every other legacy member is rewritten or
+  exact given the set, it is applied by default (``ChangeSet.granted``), since the same run
+  migrates every producer it depends on.  Elsewhere it is an unsafe fix like any other.
 * With ``--unsafe-fixes`` every automatic member is applied and the members left for a person
   make the set's checklist, unless a member stays in the legacy form whatever is applied (a
   suppression comment keeps it, or its file cannot be parsed): then the set is held too.
 
-Pure: takes findings with their engine status, returns the sets and which findings to hold.
+Pure: takes findings with their engine status, returns the sets and which findings to hold (and,
+in each set's ``granted``, which unsafe ones to apply).
 """
 from __future__ import annotations
 
@@ -56,6 +63,7 @@ class ChangeSet:
     blockers: list = field(default_factory=list)  # (Member, reason)
     checklist: list = field(default_factory=list)  # (Member, what to change, upstream commit or "")
     command: str = ""  # what would apply the rest
+    granted: list = field(default_factory=list)  # Member: unsafe only by a fact the set establishes, applied
 
     def roles(self) -> dict:
         out: dict = {}
@@ -149,9 +157,11 @@ def decide(sets: list[ChangeSet], unsafe_fixes: bool, accept_partial: bool, path
             if cs.checklist:
                 cs.why = f"{len(cs.checklist)} member(s) must be changed by hand in the same change (checklist)"
             continue
+        complete = has_builder and has_reader
+        exact = [m for m in legacy if complete and _established(m.finding, legacy)]
         for m in legacy:
             st = m.finding.status
-            if st is Status.REWRITTEN:
+            if st is Status.REWRITTEN or m in exact:
                 continue
             reason = {
                 Status.UNSAFE: "its fix rests on an assumption (--unsafe-fixes applies it)",
@@ -168,7 +178,32 @@ def decide(sets: list[ChangeSet], unsafe_fixes: bool, accept_partial: bool, path
                           f"change the members left for a person by hand, then `cpasync-migrate --unsafe-fixes "
                           f"{where}` applies every automatic member")
             held.extend(m.finding for m in applying)
+        else:
+            cs.granted = exact
     return held
+
+
+def granted(sets: list[ChangeSet]) -> list[Finding]:
+    """The findings ``decide`` applies by default because their set establishes what they assume."""
+    return [m.finding for cs in sets for m in cs.granted]
+
+
+def _established(f: Finding, legacy: list) -> bool:
+    """``f``'s fix rests only on facts the set establishes, and the member it needs is rewritten in the
+    same set: with ``needs_function`` (a helper's declaration, whose new overload is right once the helper's
+    definition takes empty offsets), the other member of that code in that function (its definition) when
+    the set has one, else some member of that code (the helper it hands its offsets on to; a definition
+    that is no member already takes what that one takes)."""
+    if not (f.status is Status.UNSAFE and f.fix is not None and f.fix.set_established):
+        return False
+    need = f.fix.needs_function
+    if not need:
+        return True
+    same = [m.finding for m in legacy if m.finding is not f and m.finding.code == f.code]
+    own = [g for g in same if g.function == need]
+    return any(g.status is Status.REWRITTEN for g in (own or same)) and all(
+        g.status is Status.REWRITTEN or (g.fix is not None and g.fix.set_established and not g.fix.needs_function)
+        for g in own)
 
 
 _KEPT = {

@@ -12,7 +12,7 @@ import dataclasses
 
 from . import engine
 from .findings import FileOutcome, Status
-from .sets import decide, group
+from .sets import decide, granted, group
 
 
 def settle(outcomes: list[FileOutcome], settings: engine.RunSettings, paths: list[str],
@@ -27,16 +27,21 @@ def settle(outcomes: list[FileOutcome], settings: engine.RunSettings, paths: lis
     hold: dict = {}
     for f in held:
         hold.setdefault(f.path, set()).add((f.line, f.column, f.code))
+    grant: dict = {}
+    for f in granted(sets):
+        grant.setdefault(f.path, set()).add((f.line, f.column, f.code))
     out = []
     for o in outcomes:
-        if o.path in hold and settings.mode == "check":
+        if (o.path in hold or o.path in grant) and settings.mode == "check":
             for f in o.findings:  # nothing is written or shown: the statuses say it all
-                if (f.line, f.column, f.code) in hold[o.path]:
+                k = (f.line, f.column, f.code)
+                if k in hold.get(o.path, ()):
                     f.status = Status.HELD
-        elif o.path in hold:
-            keep = frozenset(hold[o.path]) | frozenset(settings.hold.get(o.path, ()))  # and the run's own holds
-            again = dataclasses.replace(settings, hold={o.path: keep}, defer_coupled=False)
-            o = engine.process_file(o.path, again, no_write=o.no_write) or o
+                elif k in grant.get(o.path, ()):
+                    f.status = Status.REWRITTEN
+                    o.changed_flag = True
+        elif o.path in hold or o.path in grant:
+            o = _again(o, settings, hold.get(o.path, set()), grant.get(o.path, set()))
         elif o.deferred_digest is not None:
             o = engine.finish_deferred(o, settings)
         for f in o.findings:
@@ -52,3 +57,20 @@ def settle(outcomes: list[FileOutcome], settings: engine.RunSettings, paths: lis
                 f.message += f" [held: change set {cs.id} is {cs.state}]"
         out.append(o)
     return out, sets
+
+
+def _again(o: FileOutcome, settings: engine.RunSettings, hold: set, grant: set) -> FileOutcome:
+    """Process a file again with ``hold`` held and the unsafe fixes in ``grant`` applied: the run applies
+    unsafe fixes and holds every other unsafe one, which then reads as unsafe again."""
+    keep = set(hold) | set(settings.hold.get(o.path, ()))  # and the run's own holds
+    unsafe = set()
+    if grant:
+        unsafe = {(f.line, f.column, f.code) for f in o.findings
+                  if f.status is Status.UNSAFE and (f.line, f.column, f.code) not in grant} - keep
+    again = dataclasses.replace(settings, hold={o.path: frozenset(keep | unsafe)}, defer_coupled=False,
+                                unsafe_fixes=settings.unsafe_fixes or bool(grant))
+    new = engine.process_file(o.path, again, no_write=o.no_write) or o
+    for f in new.findings:
+        if f.status is Status.HELD and (f.line, f.column, f.code) in unsafe:
+            f.status = Status.UNSAFE
+    return new

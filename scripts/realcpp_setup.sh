@@ -5,7 +5,14 @@
 #   - the apache-tvm-ffi 0.1.7 wheel (tvm/ffi headers),
 #   - the tilelang 0.1.15 wheel (a tirx-era TVM: headers and the legacy passes it still carries),
 #   - the apache-tvm-ffi 0.1.11 wheel (tvm/ffi headers that 0.1.15's TVM compiles with; 0.1.12 does not),
-#   - Debian's libdmlc-dev (dmlc headers TVM includes).
+#   - Debian's libdmlc-dev (dmlc headers TVM includes),
+#   - where a bare git mirror of tile-ai/tilelang is at $CPASYNC_TILELANG_MIRROR (default
+#     /work/.mirror/tile-ai+tilelang/repo): upstream's last legacy revision (6fd0bd31f^, the parent of
+#     PR #1590) and PR #1590's own result (6fd0bd31f), their src/ and tilelang/ folders (the TVM
+#     submodule is not in a mirror: they compile against the 0.1.7.post1 wheel's TVM headers),
+#   - where a mirror of the fork xwhzz/tilelang is at $CPASYNC_FORK_MIRROR (default
+#     /work/.mirror/xwhzz+tilelang/repo): two of its branches still on the legacy layout, `cost`
+#     (95fc5a0f) and `minference` (31a9676f), their src/ and tilelang/ folders.
 # Wheels are downloaded, never installed, and unpacked under
 # $CPASYNC_REALCPP_CACHE (default ~/.cache/cpasync-migrate/realcpp).
 set -euo pipefail
@@ -46,6 +53,23 @@ fetch "apache-tvm-ffi==0.1.7" "apache_tvm_ffi-0.1.7-*.whl" tvmffi tvm_ffi/includ
 fetch "tilelang==0.1.15" "tilelang-0.1.15-*.whl" tl015 \
   tilelang/src/ $TVM/include/ $TVM/src/ tilelang/3rdparty/cutlass/include/
 fetch "apache-tvm-ffi==0.1.11" "apache_tvm_ffi-0.1.11-*.whl" tvmffi011 tvm_ffi/include/
+
+MIRROR="${CPASYNC_TILELANG_MIRROR:-/work/.mirror/tile-ai+tilelang/repo}"
+export_rev() {  # export_rev MIRROR REV DIR: the revision's src/ and tilelang/ from a bare mirror, once
+  local mirror="$1" rev="$2" dir="$3"
+  if [ -f "$CACHE/$dir/.unpacked" ] || [ ! -f "$mirror/HEAD" ]; then
+    return 0
+  fi
+  rm -rf "${CACHE:?}/$dir"
+  mkdir -p "$CACHE/$dir"
+  git -C "$mirror" archive "$rev" src tilelang | tar -x -C "$CACHE/$dir"
+  touch "$CACHE/$dir/.unpacked"
+}
+export_rev "$MIRROR" "6fd0bd31f^" tl-legacy-6fd0bd31f
+export_rev "$MIRROR" "6fd0bd31f" tl-pr1590
+FORK_MIRROR="${CPASYNC_FORK_MIRROR:-/work/.mirror/xwhzz+tilelang/repo}"
+export_rev "$FORK_MIRROR" 95fc5a0f fork-xwhzz-cost
+export_rev "$FORK_MIRROR" 31a9676f fork-xwhzz-minference
 
 if [ ! -f /usr/include/dmlc/logging.h ]; then
   if [ "$(id -u)" = 0 ]; then

@@ -216,7 +216,9 @@ class CppAnalyzer(ConstructionChecks, ConsumerChecks, MergeRebase, DeclarationCh
                 site.leave("its edits would overlap another site's")
             elif together_ok or error_summary(apply_edits(self.text, edits))[0] <= base:
                 fixes[id(site)] = Fix(edits=edits, applicability=site.applicability,
-                                      assumptions=list(site.assumptions), steps=list(steps))
+                                      assumptions=list(site.assumptions), steps=list(steps),
+                                      set_established=site.set_established and bool(site.assumptions),
+                                      needs_function=site.needs_function)
                 taken.extend((e.start, e.end) for e in edits)
             else:
                 site.park("the rewritten text would not parse")

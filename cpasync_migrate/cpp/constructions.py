@@ -24,7 +24,10 @@ CPA102 (cpp-construction-args-array)
     {...}; args.push_back(pred);``) and/or a local ``Op`` variable, or through an expression
     the source does not show.
     Why: as CPA101.  Fix: as CPA101 when every list the array gets is visible in the function
-    and nothing else touches the array; else left for a person with the reason.
+    and nothing else touches the array but appends of the predicate (at most one on any path),
+    or when the lists are those a function of the same file returns and that function is used
+    only as the arguments of the op's calls; else left for a person with the reason.  A list
+    built where the Op variable holds another op, or holding access pointers, is no legacy list.
 
 CPA110 (cpp-registration-legacy-arity)
     What: ``MACRO(ptx_cp_async).set_num_inputs(5)`` (or 6), a registration that declares a
@@ -86,6 +89,10 @@ class ConstructionChecks:
             elems = named(arr)
             if len(elems) not in legacy_arity:
                 return
+            if via_var and not self._reaches_op(call, args[1], fn):
+                return  # on this path the Op variable holds another op
+            if self._access_pointer_list(elems, fn):
+                return  # access pointers already: the new layout, with more arguments than ours
             code = codes.CONSTRUCTION_INDIRECT if via_var else codes.CONSTRUCTION_LIST
             how = f"through the Op variable `{self.text_of(args[1])}` " if via_var else ""
             site = PendingSite(call, code, (
@@ -97,6 +104,10 @@ class ConstructionChecks:
             return
         if arr.type == "identifier":
             self._array_construction(call, args, arr, op, fn, via_var)
+            return
+        helper = self._array_helper(arr)
+        if helper is not None:
+            self._helper_construction(call, arr, helper, op, via_var)
             return
         # An argument array made by an expression the tool cannot follow.
         site = PendingSite(call, codes.CONSTRUCTION_INDIRECT, (
@@ -154,6 +165,14 @@ class ConstructionChecks:
                         appends.append(p.parent)
                         continue
                     other.append(n)
+        seen = bool(lists)
+        if via_var:  # a list built where the Op variable holds another op builds that op's call
+            lists = [lst for lst in lists if self._reaches_op(lst, args[1], fn)]
+        # a list of access pointers is the new layout, whatever its length (a fork's variant may add more)
+        new_lists = [lst for lst in lists if self._access_pointer_list(named(lst), fn)]
+        lists = [lst for lst in lists if lst not in new_lists]
+        if seen and not lists:
+            return  # every list builds another op, or is already the new layout
         sizes = [len(named(lst)) for lst in lists]
         legacy_sizes = [s for s in sizes if s in self.legacy.cpp_arity]
         if lists and not legacy_sizes and all(s in self.target.cpp_arity for s in sizes):
@@ -182,14 +201,202 @@ class ConstructionChecks:
             reason = f"`{name}` is also used at line {ln} in a way the tool does not follow"
         elif any(s != lmin for s in sizes) and appends:
             reason = f"`{name}` gets both a {max(sizes)}-element list and an appended element"
-        elif len(appends) > 1:
+        elif any(self._in_loop(a, body) for a in appends):
+            reason = f"`{name}` gets an element appended in a loop; only the optional predicate is expected"
+        elif len(appends) > 1 and not self._one_per_path(appends):
             reason = f"`{name}` gets {len(appends)} appended elements; only the optional predicate is expected"
+        elif appends and any(a.start_byte < lst.end_byte for a in appends for lst in lists):
+            reason = f"`{name}` gets an element appended before its list is assigned"
         if reason:
             site.leave(reason)
             self.sites.append(site)
             return
         self._rewrite_lists(site, call, lists, op)
         self.sites.append(site)
+
+    @staticmethod
+    def _in_loop(node, body) -> bool:
+        """``node`` is inside a loop of ``body`` (it may run more than once)."""
+        for a in ancestors(node):
+            if a == body:
+                return False
+            if a.type in ("for_statement", "for_range_loop", "while_statement", "do_statement"):
+                return True
+        return False
+
+    @staticmethod
+    def _one_per_path(appends) -> bool:
+        """Every two of ``appends`` lie in different branches of one if/else (no path runs two of them):
+        the optional predicate appended in one of several branches."""
+        for i, a in enumerate(appends):
+            for b in appends[i + 1:]:
+                split = False
+                for anc in ancestors(a):
+                    if not (anc.start_byte <= b.start_byte and b.end_byte <= anc.end_byte):
+                        continue
+                    if anc.type == "if_statement":
+                        cons = anc.child_by_field_name("consequence")
+                        alt = anc.child_by_field_name("alternative")
+                        inside = lambda n, x: x is not None and x.start_byte <= n.start_byte and n.end_byte <= x.end_byte
+                        split = (inside(a, cons) and inside(b, alt)) or (inside(a, alt) and inside(b, cons))
+                    break  # the innermost node holding both decides
+                if not split:
+                    return False
+        return True
+
+    def _array_helper(self, arr):
+        """The function of this file that ``arr`` (``Helper(...)``, ``this->Helper(...)``) calls, when it
+        returns an argument array; else None."""
+        if arr.type != "call_expression":
+            return None
+        callee = arr.child_by_field_name("function")
+        if callee is None:
+            return None
+        text = squash(self.text_of(callee))
+        if text.startswith("this->"):
+            text = text[len("this->"):]
+        if not re.fullmatch(rf"{_NAME}(?:::{_NAME})*", text):
+            return None
+        short_name = text.split("::")[-1]
+        found = []
+        for f in self._fns:
+            decl = self.fn_declarator(f)
+            inner = decl.child_by_field_name("declarator") if decl is not None else None
+            ty = f.child_by_field_name("type")
+            if inner is None or ty is None or squash(self.text_of(inner)).split("::")[-1] != short_name:
+                continue
+            if self.cpp.is_array_type(self.text_of(ty)) and f.child_by_field_name("body") is not None:
+                found.append(f)
+        return found[0] if len(found) == 1 else None
+
+    def _helper_construction(self, call, arr, helper, op, via_var) -> None:
+        """``Call(dtype, <op>, Helper(...))`` with ``Helper`` a function of this file that returns the array:
+        its returned lists are the builder's lists."""
+        hname = self.qualname(helper) or "?"
+        if id(helper) in self._array_helpers_seen:
+            return  # its lists were judged at its first call
+        self._array_helpers_seen.add(id(helper))
+        body = helper.child_by_field_name("body")
+        returns = [n for n in walk(body) if n.type == "return_statement"]
+        lists, other = [], []
+        for r in returns:
+            v = named(r)[0] if named(r) else None
+            if v is not None and v.type == "compound_literal_expression":
+                v = v.child_by_field_name("value")
+            (lists if v is not None and v.type == "initializer_list" else other).append(r if v is None else v)
+        sizes = [len(named(lst)) for lst in lists]
+        if not lists or not any(s in self.legacy.cpp_arity for s in sizes):
+            return  # not the legacy layout, or nothing the text shows
+        if all(self._access_pointer_list(named(lst), helper) for lst in lists):
+            return
+        how = f" through the Op variable `{self.text_of(call.child_by_field_name('arguments').named_children[1])}`" \
+            if via_var else ""
+        site = PendingSite(call, codes.CONSTRUCTION_INDIRECT, (
+            f"`{self.cpp.op_name}` call built{how} from the array that `{hname}` returns, with the legacy layout "
+            f"({self._layout(self.legacy, max(s for s in sizes if s in self.legacy.cpp_arity))})"
+        ))
+        users = self._helper_users(helper)
+        reason = None
+        if other:
+            ln = self.src.linecol(self.src.char_offset(other[0].start_byte))[0]
+            reason = f"`{hname}` also returns at line {ln} a value the tool does not follow"
+        elif any(s not in self.legacy.cpp_arity for s in sizes):
+            reason = f"`{hname}` returns lists of {sorted(set(sizes))} elements"
+        elif users is not None:
+            reason = users
+        if reason:
+            site.leave(reason)
+            self.sites.append(site)
+            return
+        self._rewrite_lists(site, call, lists, op)
+        self.sites.append(site)
+
+    def _helper_users(self, helper) -> Optional[str]:
+        """None when every use of ``helper``'s name in the file is a call passed as the arguments of a call
+        of the intrinsic's op; else why not (rewriting its lists would change its other users)."""
+        decl = self.fn_declarator(helper)
+        name = squash(self.text_of(decl.child_by_field_name("declarator"))).split("::")[-1]
+        for n in walk(self.src.root):
+            if n.type not in ("identifier", "field_identifier") or self.text_of(n) != name:
+                continue
+            if helper.start_byte <= n.start_byte < (helper.child_by_field_name("body") or helper).start_byte:
+                continue  # its own declarator
+            call = n
+            while call.parent is not None and call.parent.type in ("field_expression", "qualified_identifier"):
+                call = call.parent
+            call = call.parent
+            ok = False
+            if call is not None and call.type == "call_expression" and call.parent is not None \
+                    and call.parent.type == "argument_list":
+                outer = call.parent.parent
+                a = named(call.parent)
+                fn_node = outer.child_by_field_name("function") if outer is not None else None
+                if fn_node is not None and squash(self.text_of(fn_node)) in self.cpp.call_constructors \
+                        and len(a) >= 3 and a[2] == call:
+                    ok = self.op_node(a[1], self.func_of(outer)) is not None
+            if not ok:
+                ln = self.src.linecol(self.src.char_offset(n.start_byte))[0]
+                return f"`{name}` is also used at line {ln} other than as the arguments of a `{self.cpp.op_name}` call"
+        return None
+
+    def _reaches_op(self, node, var, fn) -> bool:
+        """Whether the Op variable ``var`` holds the intrinsic's op where ``node`` is: the value of the
+        last assignment ``var = <value>;`` before ``node`` in a block that also holds ``node`` (an
+        assignment in another branch does not reach it), else its declaration's."""
+        if var is None or var.type != "identifier" or fn is None:
+            return True
+        name = self.text_of(var)
+        body = fn.child_by_field_name("body")
+        last = None
+        for n in walk(body) if body is not None else ():
+            if n.type != "assignment_expression" or n.start_byte >= node.start_byte:
+                continue
+            left = n.child_by_field_name("left")
+            if left is None or left.type != "identifier" or self.text_of(left) != name:
+                continue
+            st = n.parent
+            if st is None or st.type != "expression_statement" or st.parent is None:
+                continue
+            block = st.parent
+            if block.start_byte <= node.start_byte and node.end_byte <= block.end_byte:
+                if last is None or n.start_byte > last.start_byte:
+                    last = n
+        if last is None:
+            return True  # the declaration's value: op_vars found it to be the intrinsic's op
+        return self.is_op_call(last.child_by_field_name("right"))
+
+    def _access_pointer_list(self, elems, fn) -> bool:
+        """The list's first or second element is visibly an access pointer (``[op] access_pointer_*`` in
+        rules/cpp.toml): in the legacy layout those are the destination's data and offset."""
+        return any(self._is_access_pointer(e, fn, 0) for e in elems[:2])
+
+    def _is_access_pointer(self, e, fn, depth: int) -> bool:
+        calls = self.cpp.access_pointer_calls
+        if e.type == "call_expression":
+            callee = e.child_by_field_name("function")
+            if callee is None:
+                return False
+            last = re.split(r"::|\.|->", squash(self.text_of(callee)))[-1]
+            if last in calls:
+                return True
+            a = named(e.child_by_field_name("arguments")) if squash(self.text_of(callee)) in self.cpp.call_constructors \
+                else []
+            if len(a) >= 2 and a[1].type == "call_expression" and not named(a[1].child_by_field_name("arguments")):
+                inner = a[1].child_by_field_name("function")
+                return inner is not None and re.split(r"::|\.|->", squash(self.text_of(inner)))[-1] in calls
+            return False
+        if e.type != "identifier":
+            return False
+        name = self.text_of(e)
+        if self.cpp.access_pointer_name is not None and self.cpp.access_pointer_name.search(name):
+            return True
+        body = fn.child_by_field_name("body") if fn is not None and depth == 0 else None
+        for n in walk(body) if body is not None else ():
+            if n.type == "init_declarator" and n.start_byte < e.start_byte:
+                d, v = n.child_by_field_name("declarator"), n.child_by_field_name("value")
+                if d is not None and d.type == "identifier" and self.text_of(d) == name and v is not None:
+                    return self._is_access_pointer(v, fn, depth + 1)
+        return False
 
     def _rewrite_lists(self, site: PendingSite, call, lists, op) -> None:
         """Give ``site`` a fix that rewrites each legacy list in ``lists``."""
@@ -209,7 +416,7 @@ class ConstructionChecks:
             if any(c.type == "comment" for c in lst.named_children):
                 site.leave("the argument list holds comments the rewrite would drop")
                 return
-            new, assumptions, problem = self._new_elements(elems, ctx, call)
+            new, assumptions, problem = self._new_elements(elems, ctx, lst)
             if problem:
                 site.leave(problem)
                 return
@@ -310,7 +517,8 @@ class ConstructionChecks:
         return re.fullmatch(rf"(?:{_NAME}::)*(?:{wrappers})\({inner}\)", s) is not None
 
     def _new_elements(self, elems, ctx, call):
-        """New argument texts for a legacy list; (texts, assumptions, problem)."""
+        """New argument texts for a legacy list; (texts, assumptions, problem).  ``call`` is the node whose
+        function and class the data arguments' declarations are looked up in (the list itself)."""
         emit = self.cpp.emit
         d, d_off, s, s_off, size = elems[:5]
         pred = elems[5] if len(elems) > 5 else None
@@ -404,6 +612,7 @@ class ConstructionChecks:
             f"Every builder and reader of `{op}` in the program moves to the access-pointer layout in the same change "
             f"(the registration then accepts {'/'.join(map(str, self.target.cpp_arity))} arguments, not the legacy ones).",
         ]
+        site.set_established = True
         site.fix_note = f"{self.cpp.arity_method}({new})"
         self.sites.append(site)
 

@@ -30,8 +30,9 @@ CPA104 (cpp-consumer-manual)
     runtime helper, says what a person changes.  No fix.
 
 CPA106 (cpp-dead-duplicate-branch)
-    What: an ``else if`` that repeats an earlier condition of the same chain word for word;
-    it never runs.  Fix (unsafe): delete it.
+    What: an ``else if`` that repeats an earlier condition of the same chain word for word, or
+    one ``||`` operand of one; it never runs.  Fix (safe): delete it (no behaviour changes).  No member of a change set
+    (no role): its deletion does not depend on the rest of the program.
 
 CPA107 (cpp-dual-layout-branch)
     What: a branch that accepts both layouts on purpose (it compares ``args.size()`` with a
@@ -81,7 +82,8 @@ class ConsumerChecks:
         return objs
 
     def _chain_conditions(self, s) -> list[str]:
-        """Conditions of the earlier branches of the if/else-if chain ``s`` is in."""
+        """Conditions of the earlier branches of the if/else-if chain ``s`` is in, each also as its
+        ``||`` operands (``A || B`` takes every case ``A`` does), without enclosing parentheses."""
         out = []
         cur = s
         while cur.parent is not None and cur.parent.type == "else_clause":
@@ -90,9 +92,23 @@ class ConsumerChecks:
                 break
             c = owner.child_by_field_name("condition")
             if c is not None:
-                out.append(squash(self.text_of(c)))
+                out.append(self._bare(c))
+                out.extend(self._disjuncts(c))
             cur = owner
         return out
+
+    def _bare(self, node) -> str:
+        """``node``'s text without spaces and enclosing parentheses (an if's condition clause is one)."""
+        while node.type in ("parenthesized_expression", "condition_clause") and len(named(node)) == 1:
+            node = named(node)[0]
+        return squash(self.text_of(node))
+
+    def _disjuncts(self, node) -> list[str]:
+        while node.type in ("parenthesized_expression", "condition_clause") and len(named(node)) == 1:
+            node = named(node)[0]
+        if node.type == "binary_expression" and self.text_of(node.child_by_field_name("operator")) == "||":
+            return self._disjuncts(node.child_by_field_name("left")) + self._disjuncts(node.child_by_field_name("right"))
+        return [squash(self.text_of(node))]
 
     def _consumer(self, s) -> None:
         cond = s.child_by_field_name("condition")
@@ -109,7 +125,7 @@ class ConsumerChecks:
         # A branch testing both ops reads both; its op is the first one tested, and a rewrite
         # must suit every op it tests.
         self._tag = (self._tested_ops[0], "reader")
-        if squash(self.text_of(cond)) in self._chain_conditions(s):
+        if self._bare(cond) in self._chain_conditions(s):
             self._dead(s, cond, body)
             return
         obj = objs[0]
@@ -360,7 +376,7 @@ class ConsumerChecks:
             if not uses:
                 return f"`{off_name}` is read but never printed"
             for u in uses:
-                span = self._joined_offset(u, ptr_name)
+                span = self._joined_offset(u, ptr_name) or self._helper_offset(u, ptr_name)
                 if span is None:
                     ln = self.src.linecol(self.src.char_offset(u.start_byte))[0]
                     helpers = self._printed_helpers(body, off_name)
@@ -385,6 +401,7 @@ class ConsumerChecks:
             f"Every producer of this call in the program now builds the access-pointer layout "
             f"({'/'.join(map(str, tgt.cpp_arity))} arguments), so the branch no longer needs to accept the legacy one.",
         ]
+        site.set_established = True  # a complete change set migrated whole makes it a fact (sets.py)
         return None
 
     def _printed_helpers(self, body, off_name: str) -> list[str]:
@@ -409,6 +426,22 @@ class ConsumerChecks:
                 if m and m.group(1) not in out:
                     out.append(m.group(1))
         return out
+
+    def _helper_offset(self, use, ptr_name):
+        """For ``Helper(..., ptr, use, ...)`` with ``Helper`` a printer helper of ``[helpers] names``: the byte
+        span of ``, use`` (the call becomes the helper's pointer-only form, upstream's shape; CPA105 gives
+        the helper that form in the same change)."""
+        args = use.parent
+        if args is None or args.type != "argument_list" or args.parent is None or args.parent.type != "call_expression":
+            return None
+        callee = args.parent.child_by_field_name("function")
+        if callee is None or squash(self.text_of(callee)).split("::")[-1] not in self.cpp.helper_names:
+            return None
+        a = named(args)
+        k = next((i for i, x in enumerate(a) if x == use), None)
+        if k not in (1, 3) or a[k - 1].type != "identifier" or self.text_of(a[k - 1]) != ptr_name:
+            return None
+        return (a[k - 1].end_byte, use.end_byte, "")
 
     def _joined_offset(self, use, ptr_name):
         """For ``... << ptr << "+" << use``: the byte span from after ``ptr`` to after ``use``."""
@@ -436,6 +469,9 @@ class ConsumerChecks:
 
 
     def _dead(self, s, cond, body) -> None:
+        # no part in the op's change set: the branch never runs, so deleting it is right whatever the rest of
+        # the program does, and a set that is held or incomplete does not hold it back
+        self._tag = (self._tag[0], None)
         self._dead_ranges.append((s.start_byte, s.end_byte))
         site = PendingSite(s, codes.DEAD_BRANCH, (
             f"unreachable branch: an earlier branch of this if/else chain already tests `{short(self.text_of(cond), 80)}`"
@@ -452,8 +488,8 @@ class ConsumerChecks:
             span = (start, s.end_byte, "")
         site.edits = [span]
         site.fixable = True
-        site.applicability = Applicability.UNSAFE
-        site.assumptions = ["Nobody means to keep the unreachable branch's code (it never runs: the same test is made earlier)."]
+        # the same test is made earlier in the chain, so this branch never runs: deleting it changes no behaviour
+        site.applicability = Applicability.SAFE
         site.fix_note = "delete it"
         self.sites.append(site)
 

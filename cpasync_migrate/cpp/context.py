@@ -66,6 +66,8 @@ class PendingSite:
     edits: list = field(default_factory=list)  # (start_byte, end_byte, replacement)
     applicability: Applicability = Applicability.SAFE
     assumptions: list = field(default_factory=list)
+    set_established: bool = False  # the assumptions are facts a complete change set establishes (sets.py)
+    needs_function: str = ""  # ... when it also rewrites this function's other member (a helper's definition)
     info: bool = False
     fixable: bool = False
     op: Optional[str] = None  # the IR op ("tir.ptx_cp_async" | "tl.ptx_cp_async")
@@ -118,6 +120,7 @@ class CppContext:
         self._op_vars: dict = {}
         self._dead_ranges: list[tuple[int, int]] = []
         self._fns: list = []  # function definitions in document order (filled by run)
+        self._array_helpers_seen: set = set()  # functions returning an argument array, already judged
         self._usings: Optional[list] = None  # `using namespace X;` directives (filled on demand)
         self._tag: tuple = (None, None)  # (IR op, role) of the sites being built
         self._tested_ops: list = []  # IR ops the consumer branch being read tests, in order

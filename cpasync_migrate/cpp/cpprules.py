@@ -46,6 +46,9 @@ class CppRules:
     helper_op: str
     # Checks of a whole condition (ICHECK(cond) << ...).
     condition_macros: tuple
+    # What shows an argument is an access pointer (callee names; a local's name).
+    access_pointer_calls: tuple = ()
+    access_pointer_name: Optional[re.Pattern] = None
 
     def is_op_spelling(self, text: str) -> bool:
         """``text`` (the callee of a zero-argument call) names the intrinsic's Op."""
@@ -109,6 +112,8 @@ def _load(path: Path, op_name: str, suppress_comment: str) -> CppRules:
         arity_method=reg["arity_method"],
         helper_op=helpers["op"],
         condition_macros=tuple(cons["condition_macros"]),
+        access_pointer_calls=tuple(op["access_pointer_calls"]),
+        access_pointer_name=re.compile(op["access_pointer_name"]),
     )
 
 

@@ -14,8 +14,12 @@ CPA105 (cpp-legacy-helper-signature)
                                          const std::string& global_elem_offset,
                                          const std::string& bytes);
 
-    Fix: none (a person gives it a ``(dst_ptr, src_ptr, bytes[, predicate])`` form and updates
-    its callers); a declaration and a definition are each reported.
+    Fix (upstream PR #1590's shape): a definition whose offsets are used only as
+    ``ptr + " + " + offset`` prints the pointer alone for an empty offset (safe); a declaration
+    gets a pointer-only overload forwarding ``""`` (unsafe alone, exact given a change set that
+    rewrites the definition: ``Fix.needs_function``).  Other shapes: none (a person gives it a
+    ``(dst_ptr, src_ptr, bytes[, predicate])`` form); a declaration and a definition are each
+    reported.
     Not reported: the helper as upstream's migration left it (tile-ai/tilelang PR #1590), which
     kept the shape and made it take empty offsets: a definition whose body tests both offset
     parameters for emptiness (``shared_elem_offset.empty()``, or ``== ""``), and a declaration
@@ -33,9 +37,10 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from ..findings import Applicability
 from . import codes
 from .context import PendingSite
-from .source import ancestors, named, nodes_of_types, squash
+from .source import ancestors, named, nodes_of_types, squash, walk
 
 
 class DeclarationChecks:
@@ -77,8 +82,175 @@ class DeclarationChecks:
             "already in each pointer: give it a (dst_ptr, src_ptr, bytes[, predicate]) form and update its callers, or "
             "let it take empty offsets (test each with `.empty()`) and call it with \"\" for both"
         )
-        self.sites.append(PendingSite(fdecl, codes.HELPER_SIGNATURE, message, op=self.cpp.helper_op, role="reader",
-                                      function=self._declarator_name(fdecl)))
+        site = PendingSite(fdecl, codes.HELPER_SIGNATURE, message, op=self.cpp.helper_op, role="reader",
+                           function=self._declarator_name(fdecl))
+        parent = fdecl.parent
+        if self.near_error(fdecl):
+            pass  # reported, not edited
+        elif parent is not None and parent.type == "function_definition":
+            why = self._empty_offsets_fix(site, parent.child_by_field_name("body"), names)
+            if why:
+                site.leave(why)
+        elif parent is not None and parent.type in ("declaration", "field_declaration"):
+            why = self._overload_fix(site, parent, fdecl, fname, names)
+            if why:
+                site.leave(why)
+        self.sites.append(site)
+
+    # ------------------------------------------------ CPA105 fixes (upstream PR #1590's shape)
+    def _empty_offsets_fix(self, site, body, names) -> Optional[str]:
+        """The definition takes empty offsets: every ``P + " + " + O`` (O an offset parameter, P the
+        pointer parameter before it) becomes ``O.empty() ? P : P + " + " + O``.  Safe: a non-empty offset
+        prints what it printed; an empty one prints the pointer alone (it printed ``P + `` before)."""
+        if body is None:
+            return "its definition has no body"
+        pairs = {names[1]: names[0], names[3]: names[2]}
+        edits = []
+        for off, ptr in pairs.items():
+            uses = [n for n in walk(body) if n.type == "identifier" and self.text_of(n) == off]
+            if not uses:
+                return f"`{off}` is not used in the definition"
+            for u in uses:
+                if self._forward_use(u, ptr):
+                    continue  # handed on to a helper of this file at the same place: it takes what that one takes
+                e = u.parent
+                ok = False
+                if e is not None and e.type == "binary_expression" and e.child_by_field_name("right") == u \
+                        and self.text_of(e.child_by_field_name("operator")) == "+":
+                    left = e.child_by_field_name("left")
+                    if left is not None and left.type == "binary_expression" \
+                            and self.text_of(left.child_by_field_name("operator")) == "+":
+                        p, join = left.child_by_field_name("left"), left.child_by_field_name("right")
+                        content = "".join(self.text_of(c) for c in join.named_children) \
+                            if join is not None and join.type == "string_literal" else None
+                        ok = (p is not None and p.type == "identifier" and self.text_of(p) == ptr
+                              and content is not None and content.strip() in self.cpp.offset_join)
+                if not ok:
+                    ln = self.src.linecol(self.src.char_offset(u.start_byte))[0]
+                    return (f"`{off}` is used at line {ln} other than as `{ptr} + \" + \" + {off}`, the shape "
+                            "the tool makes take an empty offset")
+                edits.append(self._ternary(e, off, ptr))
+        site.edits = edits
+        site.fixable = True
+        site.fix_note = ("let it take empty offsets: print the pointer alone where the offset is empty "
+                         "(upstream's shape)")
+        return None
+
+    def _forward_use(self, u, ptr: Optional[str]) -> bool:
+        """``u`` (an offset parameter) is passed to a printer helper defined in this file, at an offset's
+        place (second or fourth argument), after ``ptr`` (the matching pointer; any name when None)."""
+        args = u.parent
+        if args is None or args.type != "argument_list" or args.parent is None or args.parent.type != "call_expression":
+            return False
+        callee = args.parent.child_by_field_name("function")
+        name = self._short_name(callee) if callee is not None else ""
+        if name not in self.cpp.helper_names or not any(
+                (d := self.fn_declarator(f)) is not None and d.child_by_field_name("declarator") is not None
+                and self._short_name(d.child_by_field_name("declarator")) == name for f in self._fns):
+            return False
+        a = named(args)
+        k = next((i for i, x in enumerate(a) if x == u), None)
+        return k in (1, 3) and (ptr is None or (a[k - 1].type == "identifier" and self.text_of(a[k - 1]) == ptr))
+
+    def _forwards(self, body, off: str, ptr: Optional[str]) -> bool:
+        uses = [n for n in walk(body) if n.type == "identifier" and self.text_of(n) == off]
+        return bool(uses) and all(self._forward_use(u, ptr) for u in uses)
+
+    def _ternary(self, e, off: str, ptr: str):
+        """The edit turning ``e`` (``ptr + " + " + off``) into ``off.empty() ? ptr : e``, on one line where
+        it fits in 80 columns, else broken before ``?`` and ``:`` (clang-format's LLVM layout)."""
+        old = self.text_of(e)
+        start = self.src.char_offset(e.start_byte)
+        col = len(self.src.column_pad(start))
+        line, _ = self.src.linecol(start)
+        rest = self.src.line_text(line)[col + len(old):] if "\n" not in old else ""
+        one = f"{off}.empty() ? {ptr} : {old}"
+        wrap = e.parent is not None and e.parent.type not in ("argument_list", "init_declarator",
+                                                               "return_statement", "assignment_expression")
+        if wrap:
+            one = f"({one})"
+        if col + len(one) + len(rest) <= 80 or "\n" in old:
+            return (e.start_byte, e.end_byte, one)
+        ind = " " * (col + 4)
+        text = f"{off}.empty(){self.nl}{ind}? {ptr}{self.nl}{ind}: {old}"
+        return (e.start_byte, e.end_byte, f"({text})" if wrap else text)
+
+    def _overload_fix(self, site, decl, fdecl, fname: str, names) -> Optional[str]:
+        """A declaration gets upstream's pointer-only overload right after it, forwarding ``""`` for both
+        offsets.  Nothing calls the overload but the callers migrated to it in the same change, and it is
+        right only once the definition takes empty offsets: exact given a set that rewrites that definition."""
+        params = [p for p in named(fdecl.child_by_field_name("parameters"))
+                  if p.type in ("parameter_declaration", "optional_parameter_declaration",
+                                "variadic_parameter_declaration")]
+        if any(p.type != "parameter_declaration" for p in params):
+            return "a parameter has a default value or is variadic, so a pointer-only overload could be ambiguous"
+        keep = [p for k, p in enumerate(params) if k not in (1, 3)]
+        for fn in self._fns:  # an overload of that arity already: a person decides how they relate
+            d = self.fn_declarator(fn)
+            inner = d.child_by_field_name("declarator") if d is not None else None
+            if inner is not None and self._short_name(inner) == fname and len(self._param_names(d) or []) == len(keep):
+                return f"the file already defines a {len(keep)}-parameter `{fname}`"
+        for d in nodes_of_types(self.src.root, ("function_declarator",)):
+            inner = d.child_by_field_name("declarator")
+            if d is not fdecl and inner is not None and self._short_name(inner) == fname \
+                    and len(self._param_names(d) or []) == len(keep):
+                return f"the file already declares a {len(keep)}-parameter `{fname}`"
+        ty = decl.child_by_field_name("type")
+        if ty is None or any(c.type in ("storage_class_specifier", "template_declaration") for c in decl.children):
+            return "its declaration is not a plain function declaration"
+        # the return type's text and any pointer/reference declarators between it and the name
+        head = " ".join(self.src.data[decl.start_byte:fdecl.start_byte].decode("utf-8", "surrogatepass").split())
+        fname_text = squash(self.text_of(fdecl.child_by_field_name("declarator")))
+        indent = self.src.indent_of_line(self.src.char_offset(decl.start_byte))
+        unit = "  "
+        ptext = [" ".join(self.text_of(p).split()) for p in keep]
+        pnames = [names[k] for k in range(len(names)) if k not in (1, 3)]
+        call_args = [names[0], '""', names[2], '""'] + names[4:]
+        sig = self._packed(f"{indent}inline {head}{'' if head.endswith(('&', '*')) else ' '}{fname_text}(",
+                           ptext, ") {", indent + "    ")
+        ret = self._packed(f"{indent}{unit}return {fname_text}(", call_args, ");", indent + unit + "    ")
+        nl = self.nl
+        text = f"{nl}{nl}{sig}{nl}{ret}{nl}{indent}}}".replace("\n", nl) if nl != "\n" else \
+            f"{nl}{nl}{sig}{nl}{ret}{nl}{indent}}}"
+        site.edits = [(decl.end_byte, decl.end_byte, text)]
+        site.fixable = True
+        site.applicability = Applicability.UNSAFE
+        site.set_established = True
+        site.needs_function = self._declarator_name(fdecl)
+        site.assumptions = [
+            f"The definition of `{fname}` takes empty offsets (it prints the pointer alone for an empty offset): "
+            "its definition is migrated in the same change.",
+        ]
+        site.fix_note = (f"add the pointer-only overload `{fname}({', '.join(pnames)})`, forwarding \"\" for both "
+                         "offsets (upstream's shape)")
+        return None
+
+    @staticmethod
+    def _packed(head: str, items: list, tail: str, hanging: str) -> str:
+        """``head`` + items joined by ", " + ``tail`` within 80 columns: on one line, else packed after the
+        open parenthesis (aligned with it), else on lines of their own indented by ``hanging``."""
+        one = head + ", ".join(items) + tail
+        if len(one) <= 80:
+            return one
+
+        def pack(first: str, pad: str):
+            lines, cur, fresh = [], first, True
+            for i, it in enumerate(items):
+                piece = it + ("," if i < len(items) - 1 else tail)
+                if fresh:
+                    cur, fresh = cur + piece, False
+                elif len(cur) + 1 + len(piece) > 80:
+                    lines.append(cur)
+                    cur = pad + piece
+                else:
+                    cur += " " + piece
+            lines.append(cur)
+            return lines
+
+        aligned = pack(head, " " * len(head))
+        if all(len(ln) <= 80 for ln in aligned):
+            return "\n".join(aligned)
+        return "\n".join([head.rstrip()] + pack(hanging, hanging))
 
     def _takes_empty_offsets(self, fdecl, fname: str, off1: str, off2: str) -> bool:
         """Whether the helper is in the shape upstream's migration left it (see the module docstring):
@@ -89,6 +261,9 @@ class DeclarationChecks:
             else None
         if body is not None:
             text = self.text_of(body)
+            fwd = [self._forwards(body, o, p) for o, p in ((off1, None), (off2, None))]
+            if all(f is True for f in fwd):
+                return True  # it only hands both offsets on to a helper of this file, which is judged itself
             return all(re.search(rf'\b{re.escape(o)}\s*\.\s*empty\s*\(\s*\)|\b{re.escape(o)}\s*[!=]=\s*""'
                                  rf'|""\s*[!=]=\s*{re.escape(o)}\b', text) for o in (off1, off2))
         off = self.cpp.offset_param

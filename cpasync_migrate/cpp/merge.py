@@ -294,7 +294,8 @@ class MergeRebase:
             if tail_lo <= u.start_byte < tail_hi:
                 raise _NotMerge(f"the destination `{b_name}` is used in the rebuilt call")
         self._merge_emit(site, s, body, opnode, first_call, check, b_decl, b_sub, downcast, e_dtype, e_fn, o_sub,
-                         o_type, k_decl, tail, merged, summed, dtype_text, opcall_text, ann, ctor)
+                         o_type, k_decl, tail, merged, summed, dtype_text, opcall_text, ann, ctor,
+                         self._rebases_in_own_type(sib, e_fn, merged))
 
     def _collect_tail(self, st, calls, pushes, arrays) -> None:
         obj = self._merge_obj
@@ -377,8 +378,58 @@ class MergeRebase:
             cur = named(alt)[0] if alt is not None and named(alt) else None
         return None
 
+    def _rebases_in_own_type(self, sib, e_fn: str, merged: str) -> bool:
+        """Whether the ``tvm_access_ptr`` branch ``sib`` shows, in its code, that ``e_fn(buffer, T)`` counts in
+        units of ``T``: it calls ``e_fn(V, X->args[0].dtype())`` (directly or through a local that holds that
+        dtype) and returns ``Call(.., {X->args[0], <merged>, E + <offset>, ...})`` with ``E`` that call (or the
+        local holding it) added with no factor.  A tvm_access_ptr's offset counts its own type's elements, so
+        the branch re-bases every access pointer by ``e_fn`` in that type's units."""
+        cond = sib.child_by_field_name("condition")
+        body = sib.child_by_field_name("consequence")
+        objs = [squash(self.text_of(n.child_by_field_name("argument"))) for n in walk(cond)
+                if n.type == "field_expression" and self.text_of(n.child_by_field_name("field")) == self.cpp.op_field]
+        if len(objs) != 1 or body is None:
+            return False
+        x, a = objs[0], self.cpp.args_field
+        own = {f"{x}->{a}[0].dtype()", f"{x}.{a}[0].dtype()"}
+        names = set()  # locals holding the access pointer's own dtype
+        offsets = set()  # texts that denote e_fn(V, own dtype): the call, or a local initialised with it
+        for n in walk(body):
+            if n.type == "init_declarator":
+                ident, val = n.child_by_field_name("declarator"), n.child_by_field_name("value")
+                if ident is not None and ident.type == "identifier" and val is not None:
+                    if squash(self.text_of(val)) in own:
+                        names.add(self.text_of(ident))
+        for n in walk(body):
+            if n.type != "call_expression" or squash(self.text_of(n.child_by_field_name("function"))) != e_fn:
+                continue
+            args = named(n.child_by_field_name("arguments"))
+            if len(args) == 2 and (squash(self.text_of(args[1])) in own or self.text_of(args[1]) in names):
+                offsets.add(squash(self.text_of(n)))
+                p = n.parent
+                if p is not None and p.type == "init_declarator":
+                    offsets.add(self.text_of(p.child_by_field_name("declarator")))
+        if not offsets:
+            return False
+        for n in walk(body):
+            if n.type != "initializer_list":
+                continue
+            el = named(n)
+            if len(el) < 3 or squash(self.text_of(el[0])) not in {f"{x}->{a}[0]", f"{x}.{a}[0]"} \
+                    or squash(self.text_of(el[1])) != squash(merged):
+                continue
+            total = el[2]
+            while total.type == "parenthesized_expression" and named(total):
+                total = named(total)[0]
+            if total.type == "binary_expression" and self.text_of(total.child_by_field_name("operator")) == "+":
+                parts = {squash(self.text_of(total.child_by_field_name(k))) for k in ("left", "right")}
+                if parts & offsets:
+                    return True
+        return False
+
     def _merge_emit(self, site, s, body, opnode, first_call, check, b_decl, b_sub, downcast, e_dtype, e_fn, o_sub,
-                    o_type, k_decl, tail, merged, summed, dtype_text, opcall_text, ann, ctor) -> None:
+                    o_type, k_decl, tail, merged, summed, dtype_text, opcall_text, ann, ctor,
+                    decided: bool = False) -> None:
         obj = self._merge_obj
         nl = self.nl
         ctx = self._emit_context(first_call, opnode)
@@ -454,10 +505,18 @@ class MergeRebase:
         site.edits = edits
         site.fixable = True
         site.applicability = Applicability.UNSAFE
-        site.assumptions = [
+        producers = (
             f"Every producer of this call in the program now builds the access-pointer layout "
             f"({'/'.join(map(str, self.target.cpp_arity))} arguments) with a `tvm_access_ptr` destination "
-            f"(a legacy call or another destination form now fails the check).",
+            f"(a legacy call or another destination form now fails the check).")
+        if decided:
+            # the file's own tvm_access_ptr branch re-bases every access pointer by the same function in the
+            # pointer's own units (see _rebases_in_own_type): the destination now gets exactly that treatment
+            site.assumptions = [producers]
+            site.set_established = True
+            return
+        site.assumptions = [
+            producers,
             f"The buffer offset `{e_fn}(buffer, T)` counts in units of `T`, as the "
             f"`tvm_access_ptr` branch of the same visitor uses it: the destination is re-based in its own pointer "
             f"type's units, with no byte factor, exactly as that branch re-bases every other access pointer.",
