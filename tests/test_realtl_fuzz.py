@@ -78,9 +78,6 @@ def test_the_run_is_large_enough_and_the_truth_has_teeth(fuzz_run):
 
 @pytest.mark.realtl
 @pytest.mark.skipif(os.environ.get("CPASYNC_REALTL") != "1", reason="opt-in: set CPASYNC_REALTL=1")
-@pytest.mark.xfail(strict=False, reason="temporary: the verifier on main still proves pairs real lowering "
-                   "refutes (tests/fixtures/verify/adversarial/fuzz_found.toml); the fixes of issue 23 are "
-                   "under way on other branches, and this test is to pass once they land")
 def test_the_verifier_never_proves_what_real_lowering_refutes(fuzz_run):
     false = [f"{p.case} {p.kind} --target {p.target}: {p.truth_detail[:200]}"
              for p in fuzz_run["pairs"] if p.false_proof]
