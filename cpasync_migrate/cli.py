@@ -136,7 +136,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="apply the excludes to files named on the command line too (pre-commit names every file)")
     g.add_argument("--no-gitignore", action="store_true",
                    help="do not honour .gitignore files (nor take the file list from git)")
-    g.add_argument("--since", metavar="REV", help="only files changed since git revision REV")
+    g.add_argument("--since", metavar="REV",
+                   help="only files changed since the merge base of git revision REV and HEAD (git diff REV...HEAD), "
+                        "in the commits since or in the work tree, and untracked files (on a branch, --since main "
+                        "leaves out what only main changed)")
     g.add_argument("--stdin-filename", metavar="NAME",
                    help="with the path -: the name the text on stdin is reported under; its suffix picks "
                         "Python or C++, its folder the configuration")

@@ -390,17 +390,16 @@ def _git_list(folder: str) -> Optional[list[str]]:
 
     Each entry starts with git's tag (``-t``): ``? path`` for an untracked file (a nested repository
     that is not a submodule: its folder with a final ``/``); ``H mode object stage\tpath`` for one in
-    the index, listed once more tagged ``R`` when it is deleted from the work tree and ``C`` when it
-    changed there (``-d``, ``-m``).  ``core.fsmonitor`` is turned off: the repository's configuration
-    never starts a program."""
+    the index.  git is not asked which files changed or went missing in the work tree (``-m``,
+    ``-d``): that compares contents, and a comparison can run the repository's clean filters; the
+    walk looks at each candidate itself.  git runs with the options of :func:`gitrev.git`: the
+    repository's configuration never starts a program."""
     if not _maybe_in_git(folder):
         return None
-    import subprocess
+    from .gitrev import git
 
     try:
-        r = subprocess.run(["git", "-c", "core.fsmonitor=false", "-C", folder, "ls-files", "-z", "-t", "-s", "-c",
-                            "-o", "-d", "-m", "--exclude-standard", "--", "."],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        r = git(["ls-files", "-z", "-t", "-s", "-c", "-o", "--exclude-standard", "--", "."], folder)
     except (OSError, ValueError):
         return None
     if r.returncode != 0:
@@ -431,8 +430,8 @@ def _git_walk(top: str, suffixes, excludes, skipped: Optional[list] = None) -> O
     The rest of the walker's rules hold on top of git's: the skipped folders (``SKIP_DIRS``,
     ``*.egg-info``, a folder holding ``pyvenv.cfg``), the ``--exclude`` globs, regular files only
     (a file deleted from the work tree is passed over).  A nested repository and a checked out
-    submodule are listed by git in their own folder.  Only untracked files, links and files that
-    changed in the work tree cost a ``stat`` here; git vouches for the others."""
+    submodule are listed by git in their own folder.  Each source file in scope costs one ``lstat``
+    here (git is not asked which changed in the work tree: see :func:`_git_list`)."""
     entries = _git_list(top)
     if entries is None or not any(entries):
         return None  # git has nothing there: a folder named on the command line that git ignores is walked
@@ -440,8 +439,8 @@ def _git_walk(top: str, suffixes, excludes, skipped: Optional[list] = None) -> O
 
 
 def _git_files(top: str, prefix: str, entries: list, suffixes, filt, skipped) -> Iterator[str]:
-    candidates: dict = {}  # rel -> whether it needs a look at the work tree
-    nested, venvs, gone, changed, links = [], set(), set(), set(), []
+    candidates: dict = {}  # rel -> True (a dict: a conflicted file is listed once per stage)
+    nested, venvs, links = [], set(), []
     for ent in entries:
         tag = ent[:1]
         if tag == "?":
@@ -453,21 +452,14 @@ def _git_files(top: str, prefix: str, entries: list, suffixes, filt, skipped) ->
         elif tag:
             head, _, rel = ent.partition("\t")
             rel = prefix + rel
-            if tag == "R":
-                gone.add(rel)
-                continue
-            if tag == "C":
-                changed.add(rel)
-                continue
-            mode = head[2:8]
-            if mode == "160000":  # a submodule
+            if head[2:8] == "160000":  # a submodule
                 nested.append(rel)
                 continue
-            look = mode == "120000" or tag not in "HM"  # a link; skip-worktree (S) and others: look
+            look = head[2:8] == "120000" or tag not in "HM"  # a link (to a folder?); skip-worktree (S) and others
         else:
             continue
         if rel.endswith(suffixes):
-            candidates[rel] = candidates.get(rel, False) or look
+            candidates[rel] = True
         elif rel.endswith("pyvenv.cfg") and (rel == prefix + "pyvenv.cfg" or rel.endswith("/pyvenv.cfg")):
             venvs.add(rel[: -len("/pyvenv.cfg")] if "/" in rel else "")
         elif look and skipped is not None:
@@ -486,19 +478,14 @@ def _git_files(top: str, prefix: str, entries: list, suffixes, filt, skipped) ->
         return v
 
     base = top if top.endswith(os.sep) else top + os.sep  # as os.path.join(top, rel) writes it
-    for rel, look in candidates.items():
-        if rel in gone:  # in the index, deleted from the work tree
-            continue
+    for rel in candidates:
         d, _, name = rel.rpartition("/")
         if not folder_ok(d) or filt is not None and filt.skip(rel, name, False):
             continue
         path = base + rel
-        if not look and rel not in changed:
-            yield path
-            continue
         try:
             st = os.lstat(path)
-        except FileNotFoundError:
+        except FileNotFoundError:  # in the index, deleted from the work tree
             continue
         except OSError:
             st = None

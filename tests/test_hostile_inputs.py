@@ -96,3 +96,99 @@ def test_gitignore_patterns_answer_as_git_check_ignore(tmp_path, slow):
             parts = path.split("/")
             mine = any(p.matches("/".join(parts[:k]), True) for k in range(1, len(parts))) or p.matches(path, False)
             assert mine == (path in by_git), (pat, path, mine)
+
+
+# ------------------------------------------------------------------ 2. git: no program from its configuration
+
+
+def _git(repo: Path, *args) -> str:
+    env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.invalid",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.invalid")
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True, env=env).stdout
+
+
+def _mark_script(folder: Path, marks: Path, name: str, leaf: str = "") -> str:
+    script = put(folder / (leaf or f"{name}.sh"), f"#!/bin/sh\ntouch {marks}/{name}\ncat\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_repository_configuration_starts_no_program(tmp_path):
+    """A clean/smudge filter, an fsmonitor hook, an external diff and hooks in .git/config never run:
+    the file list and --since do not ask git to compare contents, and git runs with them turned off."""
+    repo, marks, tools = tmp_path / "repo", tmp_path / "marks", tmp_path / "tools"
+    marks.mkdir()
+    put(repo / "k.py", LEGACY)
+    put(repo / "plain.py", "x = 1\n")
+    put(repo / "empty.py", "")
+    put(repo / ".gitattributes", "*.py filter=evil diff=evil\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "base")
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "second")
+    for key, name in (("filter.evil.clean", "clean"), ("filter.evil.smudge", "smudge"),
+                      ("filter.evil.process", "process"), ("core.fsmonitor", "fsmonitor"),
+                      ("diff.external", "external"), ("diff.evil.textconv", "textconv"),
+                      ("core.pager", "pager")):
+        _git(repo, "config", key, _mark_script(tools, marks, name))
+    _git(repo, "config", "filter.evil.required", "true")
+    _git(repo, "config", "core.hooksPath", str(tools))
+    for hook in ("post-index-change", "reference-transaction", "fsmonitor-watchman", "post-checkout"):
+        _mark_script(tools, marks, hook, leaf=hook)
+    # stat-dirty files (same bytes, other times), one changed file, one untracked: git would compare contents
+    for name in ("k.py", "plain.py", "empty.py"):
+        os.utime(repo / name, (1_000_000_000, 1_000_000_000))
+    (repo / "plain.py").write_text(LEGACY)
+    put(repo / "new.py", LEGACY)
+    assert not list(marks.iterdir())
+    r = cli("--check", "--no-cache", ".", cwd=repo)
+    assert r.returncode == 1 and sites(r.stdout) == ["k.py", "new.py", "plain.py"], r.stdout + r.stderr
+    r = cli("--check", "--no-cache", "--since", "HEAD", ".", cwd=repo)
+    assert r.returncode == 1 and sites(r.stdout) == ["new.py", "plain.py"], r.stdout + r.stderr
+    r = cli("--no-cache", "--since", "HEAD~1", ".", cwd=repo)  # write mode too
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(p.name for p in marks.iterdir()) == []
+
+
+def test_since_revision_is_never_an_option(tmp_path):
+    repo = tmp_path / "repo"
+    put(repo / "k.py", LEGACY)
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "base")
+    for rev in ("--output=" + str(tmp_path / "made"), "--output", "-p", "--exec=touch x"):
+        r = cli("--check", f"--since={rev}", ".", cwd=repo)
+        assert r.returncode == 3, (rev, r.stdout, r.stderr)
+        assert "no such commit" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "made").exists() and not (repo / "x").exists()
+    assert sorted(p.name for p in repo.iterdir()) == [".git", "k.py"]
+
+
+def test_since_uses_the_merge_base(tmp_path):
+    """On a branch, --since main reports what the branch changed (committed, in the work tree, untracked),
+    never what only main changed after the branch left it (as semgrep's baseline and git diff main...HEAD)."""
+    repo = tmp_path / "repo"
+    put(repo / "base.py", "x = 1\n")
+    put(repo / "other.py", LEGACY)
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "base")
+    _git(repo, "checkout", "-q", "-b", "feature")
+    put(repo / "feat.py", LEGACY)
+    _git(repo, "add", "feat.py")
+    _git(repo, "commit", "-qm", "feature")
+    _git(repo, "checkout", "-q", "main")
+    (repo / "other.py").write_text(LEGACY.replace("main", "main2"))  # main changes another file after the branch
+    put(repo / "main_only.py", LEGACY)
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "main moves on")
+    _git(repo, "checkout", "-q", "feature")
+    (repo / "base.py").write_text(LEGACY)  # changed in the work tree, not committed
+    put(repo / "untracked.py", LEGACY)
+    r = cli("--check", "--no-cache", "--since", "main", ".", cwd=repo)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert sites(r.stdout) == ["base.py", "feat.py", "untracked.py"], r.stdout
+    assert "merge base" in cli("--help", cwd=repo).stdout
+    _git(repo, "checkout", "-q", "--orphan", "lonely")  # no history shared with main (and no commit yet)
+    r = cli("--check", "--since", "main", ".", cwd=repo)
+    assert r.returncode == 3 and "merge base" in r.stderr and "Traceback" not in r.stderr, r.stderr
