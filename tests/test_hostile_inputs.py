@@ -192,3 +192,76 @@ def test_since_uses_the_merge_base(tmp_path):
     _git(repo, "checkout", "-q", "--orphan", "lonely")  # no history shared with main (and no commit yet)
     r = cli("--check", "--since", "main", ".", cwd=repo)
     assert r.returncode == 3 and "merge base" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+# ------------------------------------------------------------------ 3. entry points import nothing of the current folder
+
+SHADOWED = ("numpy", "re", "argparse", "json", "difflib", "hashlib", "tomllib", "cupy", "libcst")
+PLANTED = 'open({mark!r} + "/" + {name!r}, "w").close()\n'
+
+
+def _planted_cwd(tmp_path: Path, names=SHADOWED) -> tuple[Path, Path]:
+    cwd, marks = tmp_path / "cwd", tmp_path / "marks"
+    marks.mkdir()
+    for name in names:
+        put(cwd / f"{name}.py", PLANTED.format(mark=str(marks), name=name))
+    put(cwd / "pkg" / "sub" / "numpy.py", PLANTED.format(mark=str(marks), name="pkg-numpy"))
+    put(cwd / "tree" / "k.py", LEGACY)
+    return cwd, marks
+
+
+def _run(cmd: list, cwd: Path, pythonpath) -> subprocess.CompletedProcess:
+    env = dict(os.environ, NO_COLOR="1")
+    env.pop("PYTHONPATH", None)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=HANG)
+
+
+PYTHONPATHS = [None, ".", "", "pkg/sub", "{cwd}", "{cwd}/pkg/sub" + os.pathsep + "{cwd}"]
+
+
+@pytest.mark.parametrize("pythonpath", PYTHONPATHS, ids=["unset", "dot", "empty", "relative", "cwd", "inside-cwd"])
+def test_python_m_imports_nothing_of_the_current_folder(tmp_path, pythonpath):
+    cwd, marks = _planted_cwd(tmp_path)
+    pp = None if pythonpath is None else pythonpath.format(cwd=cwd)
+    for args in (["--check", "tree"], ["tree"], ["--check", "--format", "sarif", "tree"]):
+        r = _run([sys.executable, "-m", "cpasync_migrate", *args], cwd, pp)
+        assert "Traceback" not in r.stderr, r.stderr
+        assert r.returncode in (0, 1), r.stdout + r.stderr
+    assert MIGRATED_CALL in (cwd / "tree" / "k.py").read_text()
+    assert sorted(p.name for p in marks.iterdir()) == []
+
+
+@pytest.mark.parametrize("pythonpath", PYTHONPATHS[1:], ids=["dot", "empty", "relative", "cwd", "inside-cwd"])
+def test_console_script_imports_nothing_of_the_current_folder(tmp_path, pythonpath):
+    # `re` is left out: the launcher the installer writes imports it before any code of the tool runs
+    cwd, marks = _planted_cwd(tmp_path, tuple(n for n in SHADOWED if n != "re"))
+    r = _run([str(Path(sys.executable).with_name("cpasync-migrate")), "--check", "tree"], cwd, pythonpath.format(cwd=cwd))
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert sorted(p.name for p in marks.iterdir()) == []
+
+
+@pytest.mark.parametrize("pythonpath", [None, ".", "{cwd}"], ids=["unset", "dot", "cwd"])
+def test_gpu_runner_imports_nothing_of_the_current_folder(tmp_path, pythonpath):
+    """`python -m cpasync_migrate.verify.gpu bundle/`, the command the README gives, run in the tree."""
+    cwd, marks = _planted_cwd(tmp_path)
+    r = _run([sys.executable, "-m", "cpasync_migrate", "--check", "--emit-bundle", "bundle", "tree"], cwd, None)
+    assert (cwd / "bundle").is_dir(), r.stdout + r.stderr
+    r = _run([sys.executable, "-m", "cpasync_migrate.verify.gpu", "bundle", "--json", "out.json"], cwd,
+             None if pythonpath is None else pythonpath.format(cwd=cwd))
+    assert "Traceback" not in r.stderr, r.stderr
+    # it ran as far as the GPU worker (started by the runner with -P in an empty folder), which found no cupy
+    assert r.returncode == 2 and "no GPU for the runner" in r.stderr, r.stdout + r.stderr
+    assert sorted(p.name for p in marks.iterdir()) == []
+
+
+def test_unsafe_entries_keep_what_lies_outside_the_current_folder(tmp_path):
+    from cpasync_migrate.syspath import unsafe_entries
+
+    cwd = str(tmp_path / "cwd")
+    path = [cwd, f"{cwd}/src", "/opt/site", "/usr/lib/python3.11"]
+    bad = unsafe_entries(path, cwd, os.pathsep.join(["src", "/opt/site", f"{cwd}/lib"]))
+    assert cwd in bad and f"{cwd}/src" in bad and f"{cwd}/lib" in bad
+    assert "/opt/site" not in bad and "/usr/lib/python3.11" not in bad
+    assert unsafe_entries(["/usr/lib/python3.11"], None, None) == []
