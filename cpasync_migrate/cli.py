@@ -126,6 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also migrate calls through TVM's namespace, switching them to TileLang's op")
     g.add_argument("--allow-read-only", dest="allow_read_only", action="store_true", default=None,
                    help="write mode also rewrites read-only files, keeping their permission bits")
+    g.add_argument("--follow-links-outside", action="store_true",
+                   help="write mode also writes a path named here that leads through a symbolic link out of its "
+                        "tree (its git work tree, else the current folder); only on the command line")
 
     g = p.add_argument_group("files")
     g.add_argument("--exclude", action="append", default=None, metavar="GLOB",
@@ -455,7 +458,7 @@ def run(args) -> int:
     def run_all(s, verbose: bool):
         return run_files(args.paths, s, excludes=excludes, jobs=jobs, respect_gitignore=not args.no_gitignore,
                          since=args.since, verbose=verbose, quiet=args.quiet,
-                         show_progress=True) if args.paths else ([], 0)
+                         show_progress=True, follow_links_outside=args.follow_links_outside) if args.paths else ([], 0)
 
     if select is not None and mode != "check":
         # the fixes of sites deselected must not be applied: a first pass finds them, the run holds them

@@ -265,3 +265,50 @@ def test_unsafe_entries_keep_what_lies_outside_the_current_folder(tmp_path):
     assert cwd in bad and f"{cwd}/src" in bad and f"{cwd}/lib" in bad
     assert "/opt/site" not in bad and "/usr/lib/python3.11" not in bad
     assert unsafe_entries(["/usr/lib/python3.11"], None, None) == []
+
+
+# ------------------------------------------------------------------ 4. a named link that leads out of the tree
+
+
+def test_named_link_out_of_the_git_tree_is_not_written(tmp_path):
+    """`git ls-files -z | xargs -0 cpasync-migrate` names a committed link to a file outside the repository:
+    write mode refuses it (CPA900, exit 2) and leaves the outside file as it was, unless --follow-links-outside."""
+    repo, outside = tmp_path / "repo", put(tmp_path / "victim" / "o.py", LEGACY)
+    put(tmp_path / "victim" / "sub" / "v.py", LEGACY)
+    put(repo / "a.py", LEGACY)
+    os.symlink("../victim/o.py", repo / "out.py")
+    os.symlink("../victim/sub", repo / "vendor")
+    os.symlink("a.py", repo / "alias.py")  # a link inside the tree: written through, as before
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "links")
+    named = sorted(n for n in _git(repo, "ls-files", "-z").split("\0") if n)
+    assert named == ["a.py", "alias.py", "out.py", "vendor"]
+    r = cli(*named, cwd=repo)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "out.py:1:1: CPA900 a symbolic link on the way leads to" in r.stdout and "outside the tree" in r.stdout
+    assert "vendor/v.py:1:1: CPA900" in r.stdout and "--follow-links-outside" in r.stdout, r.stdout
+    assert outside.read_text() == LEGACY and (tmp_path / "victim" / "sub" / "v.py").read_text() == LEGACY
+    assert (repo / "out.py").is_symlink() and MIGRATED_CALL in (repo / "a.py").read_text()
+    r = cli("--check", *named, cwd=repo)  # --check still reports what is behind the links
+    assert sites(r.stdout) == ["out.py", "vendor/v.py"], r.stdout
+    # from elsewhere, by absolute paths: the same tree, the same refusal
+    r = cli(repo / "out.py", cwd=tmp_path / "victim")
+    assert r.returncode == 2 and "outside the tree" in r.stdout and outside.read_text() == LEGACY, r.stdout
+    r = cli("--follow-links-outside", "out.py", "vendor", cwd=repo)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert MIGRATED_CALL in outside.read_text() and MIGRATED_CALL in (tmp_path / "victim" / "sub" / "v.py").read_text()
+    assert (repo / "out.py").is_symlink()
+
+
+def test_outside_git_the_tree_is_the_current_folder(tmp_path):
+    work, outside = tmp_path / "work", put(tmp_path / "elsewhere" / "o.py", LEGACY)
+    put(work / "in" / "i.py", LEGACY)
+    os.symlink("../elsewhere/o.py", work / "out.py")
+    os.symlink("in/i.py", work / "near.py")
+    r = cli("out.py", "near.py", cwd=work)
+    assert r.returncode == 2 and "out.py:1:1: CPA900" in r.stdout and "near.py" not in r.stdout, r.stdout
+    assert outside.read_text() == LEGACY and MIGRATED_CALL in (work / "in" / "i.py").read_text()
+    # a real file named by its own path outside the current folder is written: no link leads out
+    r = cli(outside, cwd=work)
+    assert r.returncode == 0 and MIGRATED_CALL in outside.read_text(), r.stdout
