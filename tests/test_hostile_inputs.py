@@ -312,3 +312,83 @@ def test_outside_git_the_tree_is_the_current_folder(tmp_path):
     # a real file named by its own path outside the current folder is written: no link leads out
     r = cli(outside, cwd=work)
     assert r.returncode == 0 and MIGRATED_CALL in outside.read_text(), r.stdout
+
+
+# ------------------------------------------------------------------ 5. valid but unusual input never crashes
+
+CALL = 'T.ptx_cp_async("float16", S.data, 0, A.data, 0, 16)'
+CPP_CALL = "Call(DataType::Handle(), builtin::ptx_cp_async(), {dst, dst_off, src, src_off, 16})"
+
+
+@pytest.mark.parametrize("codec", ["rot13", "base64", "hex", "zlib", "bz2", "uu"])
+def test_a_cookie_naming_a_codec_that_is_not_text_is_a_file_error(tmp_path, codec):
+    put(tmp_path / "k.py", f"# -*- coding: {codec} -*-\n" + LEGACY)
+    for mode in ("--check", "--diff", None):
+        r = cli(*[m for m in (mode,) if m], "k.py", cwd=tmp_path)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stdout + r.stderr
+        assert f"k.py:1:1: CPA900 coding cookie names '{codec}', which is not a text encoding" in r.stdout + r.stderr
+    assert (tmp_path / "k.py").read_text() == f"# -*- coding: {codec} -*-\n" + LEGACY
+
+
+def test_cr_only_line_ends_are_read_and_kept(tmp_path):
+    cr = LEGACY.replace("\n", "\r")
+    f = put(tmp_path / "k.py", "")
+    f.write_bytes(cr.encode())
+    r = cli("--check", "k.py", cwd=tmp_path)
+    assert r.returncode == 1 and "k.py:9:9: CPA001" in r.stdout and "Traceback" not in r.stderr, r.stdout + r.stderr
+    r = cli("k.py", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = f.read_bytes()
+    assert b"\n" not in data and data.count(b"\r") == MIGRATED_CALL.count("\n") + cr.count("\r")
+    assert data.decode().replace("\r", "\n") == migrated_text(tmp_path)
+    # mixed with LF: refused, named, not a crash
+    f.write_bytes(b"import tilelang.language as T\rx = 1\n" + LEGACY.encode())
+    r = cli("--check", "k.py", cwd=tmp_path)
+    assert r.returncode == 2 and "lone CR line ends mixed with LF" in r.stdout and "Traceback" not in r.stderr
+
+
+def migrated_text(tmp_path: Path) -> str:
+    ref = put(tmp_path / "reference" / "k.py", LEGACY)
+    assert cli(ref, cwd=tmp_path).returncode == 0
+    return ref.read_text()
+
+
+DEEP = {
+    "brackets.py": lambda n: "import tilelang.language as T\nx = " + "(" * n + CALL + ")" * n + "\n",
+    "lists.py": lambda n: "import tilelang.language as T\nx = " + "[" * n + CALL + "]" * n + "\n",
+    "unary.py": lambda n: "import tilelang.language as T\nx = " + "-" * n + CALL + "\n",
+    "nots.py": lambda n: "import tilelang.language as T\nx = " + "not " * n + CALL + "\n",
+    "chain.py": lambda n: "import tilelang.language as T\nx = " + " + ".join(["a"] * n) + " + " + CALL + "\n",
+    "parens.cc": lambda n: "void f() { auto c = " + "(" * n + CPP_CALL + ")" * n + "; }\n",
+    "blocks.cc": lambda n: "void f() " + "{" * n + CPP_CALL + ";" + "}" * n + "\n",
+}
+
+
+@pytest.mark.parametrize("n", [1000, 100_000])
+def test_deep_nesting_is_a_file_error_not_a_crash(tmp_path, n):
+    for name, make in DEEP.items():
+        if name == "chain.py" and n > 1000:
+            continue  # a flat chain nests in the tree only: 5,000 terms below
+        put(tmp_path / name, make(n if name != "chain.py" else 5000))
+    put(tmp_path / "ok.py", LEGACY)
+    r = cli("--check", "--no-cache", "-j", "1", ".", cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "RecursionError" not in r.stderr, r.stderr
+    errors = sorted(ln.split(":")[0] for ln in r.stdout.splitlines() if ": CPA900" in ln)
+    assert errors == sorted(n_ for n_ in DEEP if n_ != "chain.py" or n == 1000), r.stdout
+    assert "ok.py:9:9: CPA001" in r.stdout
+    # nesting as deep as the parsers allow is still analysed
+    put(tmp_path / "fine" / "p.py", DEEP["brackets.py"](150))
+    put(tmp_path / "fine" / "u.py", DEEP["unary.py"](90))
+    put(tmp_path / "fine" / "c.cc", DEEP["parens.cc"](200))
+    r = cli("--check", "--no-cache", "fine", cwd=tmp_path)
+    assert sorted(ln.split(":")[0] for ln in r.stdout.splitlines() if ": CPA" in ln) == [
+        "fine/c.cc", "fine/p.py", "fine/u.py"], r.stdout
+    assert ": CPA900" not in r.stdout
+
+
+def test_the_nesting_scan_skips_strings_and_comments():
+    from cpasync_migrate import files
+
+    assert files.nesting('s = "' + "(" * 500 + '"\n# ' + "-" * 500 + "\nt = '''" + "[" * 500 + "'''\n", True) is None
+    assert files.nesting("// " + "(" * 500 + "\n/* " + "{" * 500 + ' */\nauto s = "' + "(" * 500 + '";\n', False) is None
+    assert files.nesting("x = 1\ny = " + "(" * 201 + "1" + ")" * 201, True)[1] == 2
