@@ -244,7 +244,10 @@ def tree_definition(paths, rules) -> Optional[tuple]:
     for p in paths:
         for rel in _DEFINITION_PLACES:
             f = Path(p) / rel
-            if not f.is_file():
+            try:
+                if not f.is_file():
+                    continue
+            except (OSError, ValueError):  # a name too long, a loop: no definition there
                 continue
             try:
                 tree = ast.parse(f.read_bytes())
@@ -303,19 +306,52 @@ def choose_target(spec: Optional[str], rules, origin: str, paths=()) -> dict:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # a file name that is not UTF-8 is printed as its bytes
+        if hasattr(stream, "reconfigure") and getattr(stream, "errors", "") == "strict":
+            try:
+                stream.reconfigure(errors="surrogateescape")
+            except (ValueError, OSError):
+                pass
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as e:  # argparse exits 3 on usage errors (_Parser.error), 0 for --help
-        return int(e.code or 0)
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as e:  # argparse exits 3 on usage errors (_Parser.error), 0 for --help
+            return int(e.code or 0)
+        try:
+            return run(args)
+        except UsageError as e:  # also ConfigError: a mistake in [tool.cpasync-migrate]
+            print(f"cpasync-migrate: error: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        except KeyboardInterrupt:
+            print("cpasync-migrate: interrupted", file=sys.stderr)
+            return 2
+    except BrokenPipeError:  # the reader went away (`| head`) outside the report: quiet, as other tools are
+        _quiet_stdout()
+        return 1
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at the null device, so that the flush at exit raises no second BrokenPipeError."""
     try:
-        return run(args)
-    except UsageError as e:  # also ConfigError: a mistake in [tool.cpasync-migrate]
-        print(f"cpasync-migrate: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("cpasync-migrate: interrupted", file=sys.stderr)
-        return 2
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _emit_kept(outcomes, scanned, mode, args, target_info, rules, sets, **kw) -> int:
+    """:func:`emit.emit`; when stdout's reader went away mid-report (`... | head`), no traceback and the
+    exit code the run had (as ruff and black do)."""
+    from .emit import emit
+    from .report import exit_code
+
+    try:
+        return emit(outcomes, scanned, mode, args, target_info, rules, sets, **kw)
+    except BrokenPipeError:
+        _quiet_stdout()
+        return exit_code(outcomes, mode)
 
 
 def run(args) -> int:
@@ -484,9 +520,7 @@ def run(args) -> int:
         from .verify_bridge import emit_bundle
 
         emit_bundle(outcomes, settings, args.emit_bundle)
-    from .emit import emit
-
-    return _exit(args, emit(outcomes, scanned, mode, args, target_info, rules, sets))
+    return _exit(args, _emit_kept(outcomes, scanned, mode, args, target_info, rules, sets))
 
 
 def _exit(args, code: int) -> int:
@@ -606,7 +640,6 @@ def _run_stdin(name: str, excluded: bool, settings, select, args, cfg, target_in
     import dataclasses
 
     from . import engine, files
-    from .emit import emit
     from .findings import Status
 
     raw = sys.stdin.buffer.read()
@@ -640,7 +673,7 @@ def _run_stdin(name: str, excluded: bool, settings, select, args, cfg, target_in
         if select is not None:
             _deselect(outcomes, select)
     if mode != "write":
-        return _exit(args, emit(outcomes, 1, mode, args, target_info, rules, sets))
+        return _exit(args, _emit_kept(outcomes, 1, mode, args, target_info, rules, sets))
     text_out = raw
     for x in outcomes:
         if x.new_text is not None and not x.error:
@@ -654,7 +687,7 @@ def _run_stdin(name: str, excluded: bool, settings, select, args, cfg, target_in
                     f.status = Status.MANUAL
     sys.stdout.buffer.write(text_out)
     sys.stdout.flush()
-    return _exit(args, emit(outcomes, 1, mode, args, target_info, rules, sets, out=sys.stderr))
+    return _exit(args, _emit_kept(outcomes, 1, mode, args, target_info, rules, sets, out=sys.stderr))
 
 
 def _rel_to(path: str, anchor: str) -> Optional[str]:

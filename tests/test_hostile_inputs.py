@@ -392,3 +392,64 @@ def test_the_nesting_scan_skips_strings_and_comments():
     assert files.nesting('s = "' + "(" * 500 + '"\n# ' + "-" * 500 + "\nt = '''" + "[" * 500 + "'''\n", True) is None
     assert files.nesting("// " + "(" * 500 + "\n/* " + "{" * 500 + ' */\nauto s = "' + "(" * 500 + '";\n', False) is None
     assert files.nesting("x = 1\ny = " + "(" * 201 + "1" + ")" * 201, True)[1] == 2
+
+
+NON_UTF8 = os.fsdecode(b"k\xff\xfe.py")
+
+
+def test_non_utf8_file_names_in_sarif_and_json(tmp_path):
+    put(tmp_path / NON_UTF8, LEGACY)
+    for fmt in ("sarif", "json", "github", "text", "markdown"):
+        r = subprocess.run([sys.executable, "-m", "cpasync_migrate", "--check", "--format", fmt, "."], cwd=tmp_path,
+                           capture_output=True, timeout=HANG, env=dict(os.environ, NO_COLOR="1", LC_ALL="C.UTF-8",
+                                                                      PYTHONIOENCODING="utf-8"))
+        assert r.returncode == 1 and b"Traceback" not in r.stderr, (fmt, r.stderr.decode(errors="replace"))
+        if fmt in ("sarif", "json"):
+            doc = json.loads(r.stdout)  # valid JSON: the name's bytes are surrogate escapes
+            names = ([res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                      for res in doc["runs"][0]["results"]] if fmt == "sarif" else [f["path"] for f in doc["findings"]])
+            assert names == [NON_UTF8], names
+            assert b"\\udcff\\udcfe" in r.stdout
+        elif fmt != "markdown":  # (the summary names only the files left for a person)
+            assert b"k\xff\xfe.py" in r.stdout, r.stdout[:300]
+
+
+def test_a_path_over_path_max_is_a_file_error(tmp_path):
+    long = "/".join(["a" * 200] * 30) + "/k.py"  # 6,000 characters, over PATH_MAX (4,096)
+    r = cli("--check", long, cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert ": CPA900 " in r.stdout and "too long" in r.stdout, r.stdout
+    r = cli("--check", "a" * 300 + ".py", cwd=tmp_path)  # one name over NAME_MAX (255)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and ": CPA900 " in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("args,code", [(("--check", "--format", "sarif"), 1), (("--check", "--format", "sarif",
+                                                                                 "--exit-zero"), 0),
+                                       (("--check",), 1), (("--diff",), 1)])
+def test_a_reader_that_goes_away_gives_no_traceback_and_keeps_the_exit_code(tmp_path, args, code):
+    for i in range(40):
+        put(tmp_path / f"k{i:02d}.py", LEGACY)
+    p = subprocess.Popen([sys.executable, "-m", "cpasync_migrate", *args, "."], cwd=tmp_path, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=dict(os.environ, NO_COLOR="1"))
+    p.stdout.read(10)
+    p.stdout.close()  # as `| head -c 10` does
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=HANG) == code, err
+    assert "Traceback" not in err and "BrokenPipeError" not in err and "Exception ignored" not in err, err
+
+
+def test_step_summary_on_a_fifo_does_not_hang(tmp_path):
+    put(tmp_path / "k.py", LEGACY)
+    os.mkfifo(tmp_path / "summary")
+    r = cli("--check", "k.py", cwd=tmp_path, env={"GITHUB_STEP_SUMMARY": str(tmp_path / "summary")})
+    assert r.returncode == 1 and "cannot append the job summary" in r.stderr, r.stderr
+    # a FIFO with a reader: opened, then refused as not a regular file (nothing written to it)
+    fd = os.open(tmp_path / "summary", os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        r = cli("--check", "k.py", cwd=tmp_path, env={"GITHUB_STEP_SUMMARY": str(tmp_path / "summary")})
+        assert r.returncode == 1 and "not a regular file" in r.stderr, r.stderr
+        assert os.read(fd, 100) == b""
+    finally:
+        os.close(fd)
+    r = cli("--check", "k.py", cwd=tmp_path, env={"GITHUB_STEP_SUMMARY": str(tmp_path / "plain.md")})
+    assert r.returncode == 1 and "## cpasync-migrate (check)" in (tmp_path / "plain.md").read_text()
