@@ -375,6 +375,7 @@ def _replace(path: str, target: str, data: bytes, st: os.stat_result) -> bool:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        _unchanged(path, target, st)  # the last look, after the sync: the window left is this call and the rename
         os.replace(tmp, target)
         tmp = None
         return True
@@ -385,6 +386,22 @@ def _replace(path: str, target: str, data: bytes, st: os.stat_result) -> bool:
             os.close(fd)
         if tmp is not None and os.path.lexists(tmp):
             os.unlink(tmp)
+
+
+def _identity(st: os.stat_result) -> tuple:
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _unchanged(path: str, target: str, st: os.stat_result, fd: Optional[int] = None) -> None:
+    """FileError unless ``target`` (or the open ``fd``) still has the size, modification and status-change
+    times, inode and device it had when it was re-read (``st``): someone wrote it meanwhile, and their
+    edit must not be lost."""
+    try:
+        now = os.fstat(fd) if fd is not None else os.stat(target)
+    except OSError as e:
+        raise FileError(path, f"cannot check it before writing: {e.strerror or e}; not overwritten") from None
+    if _identity(now) != _identity(st):
+        raise FileError(path, "changed on disk while it was being written; not overwritten (run again)")
 
 
 def _write_in_place(path: str, target: str, data: bytes, old: bytes, st: os.stat_result) -> None:
@@ -412,9 +429,7 @@ def _write_in_place(path: str, target: str, data: bytes, old: bytes, st: os.stat
             _unlink(backup)
         raise FileError(path, f"cannot write in place: {e.strerror or e}") from None
     try:
-        now = os.fstat(fd)
-        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
-            raise FileError(path, "changed on disk since it was read; not overwritten")
+        _unchanged(path, target, st, fd)  # after the copy was synced, before the first byte changes
         if len(data) > len(old) and hasattr(os, "posix_fallocate"):
             try:
                 os.posix_fallocate(fd, 0, len(data))

@@ -453,3 +453,37 @@ def test_step_summary_on_a_fifo_does_not_hang(tmp_path):
         os.close(fd)
     r = cli("--check", "k.py", cwd=tmp_path, env={"GITHUB_STEP_SUMMARY": str(tmp_path / "plain.md")})
     assert r.returncode == 1 and "## cpasync-migrate (check)" in (tmp_path / "plain.md").read_text()
+
+
+# ------------------------------------------------------------------ 6. the write window
+
+
+@pytest.mark.parametrize("linked", [False, True], ids=["replaced", "in-place"])
+def test_an_edit_made_while_the_file_is_written_is_not_lost(tmp_path, monkeypatch, linked):
+    """A user's save between the re-read and the rename (here: while the new text is synced) is seen by
+    the last stat comparison: the file keeps the user's text and the run says so (exit 2)."""
+    from conftest import run_inproc
+
+    f = put(tmp_path / "k.py", LEGACY)
+    if linked:  # a hard link: written in place, after a synced copy of the old bytes
+        os.link(f, tmp_path / "k_link.py")
+    users = LEGACY.replace("@T.prim_func", "# the user's edit\n@T.prim_func")
+    real_fsync, saved = os.fsync, []
+
+    def fsync_then_user_saves(fd):
+        real_fsync(fd)
+        if not saved:
+            saved.append(1)
+            with open(f, "r+") as fh:  # the editor writes the file in place
+                fh.write(users)
+
+    monkeypatch.setattr(os, "fsync", fsync_then_user_saves)
+    r = run_inproc("--no-cache", "k.py", cwd=tmp_path)
+    assert saved, "the write never synced"
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "changed on disk while it was being written; not overwritten" in r.stdout + r.stderr
+    assert f.read_text() == users
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".cpasync-")]
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    r = run_inproc("--no-cache", "k.py", cwd=tmp_path)  # run again: written, the user's edit kept
+    assert r.returncode == 0 and "# the user's edit" in f.read_text() and MIGRATED_CALL in f.read_text()
