@@ -187,8 +187,9 @@ def installed_tilelang() -> Optional[str]:
     ``0.1.9rc9``).  A few directory listings, not importlib.metadata's import.
     """
     from .rules import RulesError, parse_version
+    from .syspath import as_given
 
-    for entry in sys.path:
+    for entry in as_given():  # with the entries the entry point took off the import path: only metadata is read
         try:
             names = os.listdir(entry or ".")
         except OSError:

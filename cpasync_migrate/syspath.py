@@ -36,6 +36,15 @@ def unsafe_entries(path: list, cwd, pythonpath) -> list:
     return out
 
 
+AS_GIVEN = None  # sys.path as the interpreter made it, before drop_unsafe (None: not dropped in this process)
+
+
+def as_given() -> list:
+    """``sys.path`` as Python made it: where a distribution counts as installed (its metadata is read,
+    never its code; ``cli.installed_tilelang``), also in a folder the tool does not import from."""
+    return AS_GIVEN if AS_GIVEN is not None else sys.path
+
+
 def drop_unsafe() -> None:
     """Take the current folder and the PYTHONPATH entries in it out of ``sys.path``, and out of the
     ``PYTHONPATH`` the tool's own child processes inherit (the GPU probe, the GPU runner's worker: they
@@ -44,7 +53,10 @@ def drop_unsafe() -> None:
         cwd = os.getcwd()
     except OSError:
         cwd = None
+    global AS_GIVEN
     pythonpath = os.environ.get("PYTHONPATH")
+    if AS_GIVEN is None:
+        AS_GIVEN = list(sys.path)
     bad = set(unsafe_entries(sys.path, cwd, pythonpath))
     if bad:
         sys.path[:] = [p for p in sys.path if p not in bad]
