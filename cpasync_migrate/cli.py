@@ -126,6 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also migrate calls through TVM's namespace, switching them to TileLang's op")
     g.add_argument("--allow-read-only", dest="allow_read_only", action="store_true", default=None,
                    help="write mode also rewrites read-only files, keeping their permission bits")
+    g.add_argument("--follow-links-outside", action="store_true",
+                   help="write mode also writes a path named here that leads through a symbolic link out of its "
+                        "tree (its git work tree, else the current folder); only on the command line")
 
     g = p.add_argument_group("files")
     g.add_argument("--exclude", action="append", default=None, metavar="GLOB",
@@ -136,7 +139,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="apply the excludes to files named on the command line too (pre-commit names every file)")
     g.add_argument("--no-gitignore", action="store_true",
                    help="do not honour .gitignore files (nor take the file list from git)")
-    g.add_argument("--since", metavar="REV", help="only files changed since git revision REV")
+    g.add_argument("--since", metavar="REV",
+                   help="only files changed since the merge base of git revision REV and HEAD (git diff REV...HEAD), "
+                        "in the commits since or in the work tree, and untracked files (on a branch, --since main "
+                        "leaves out what only main changed)")
     g.add_argument("--stdin-filename", metavar="NAME",
                    help="with the path -: the name the text on stdin is reported under; its suffix picks "
                         "Python or C++, its folder the configuration")
@@ -181,8 +187,9 @@ def installed_tilelang() -> Optional[str]:
     ``0.1.9rc9``).  A few directory listings, not importlib.metadata's import.
     """
     from .rules import RulesError, parse_version
+    from .syspath import as_given
 
-    for entry in sys.path:
+    for entry in as_given():  # with the entries the entry point took off the import path: only metadata is read
         try:
             names = os.listdir(entry or ".")
         except OSError:
@@ -238,7 +245,10 @@ def tree_definition(paths, rules) -> Optional[tuple]:
     for p in paths:
         for rel in _DEFINITION_PLACES:
             f = Path(p) / rel
-            if not f.is_file():
+            try:
+                if not f.is_file():
+                    continue
+            except (OSError, ValueError):  # a name too long, a loop: no definition there
                 continue
             try:
                 tree = ast.parse(f.read_bytes())
@@ -297,19 +307,52 @@ def choose_target(spec: Optional[str], rules, origin: str, paths=()) -> dict:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # a file name that is not UTF-8 is printed as its bytes
+        if hasattr(stream, "reconfigure") and getattr(stream, "errors", "") == "strict":
+            try:
+                stream.reconfigure(errors="surrogateescape")
+            except (ValueError, OSError):
+                pass
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as e:  # argparse exits 3 on usage errors (_Parser.error), 0 for --help
-        return int(e.code or 0)
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as e:  # argparse exits 3 on usage errors (_Parser.error), 0 for --help
+            return int(e.code or 0)
+        try:
+            return run(args)
+        except UsageError as e:  # also ConfigError: a mistake in [tool.cpasync-migrate]
+            print(f"cpasync-migrate: error: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        except KeyboardInterrupt:
+            print("cpasync-migrate: interrupted", file=sys.stderr)
+            return 2
+    except BrokenPipeError:  # the reader went away (`| head`) outside the report: quiet, as other tools are
+        _quiet_stdout()
+        return 1
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at the null device, so that the flush at exit raises no second BrokenPipeError."""
     try:
-        return run(args)
-    except UsageError as e:  # also ConfigError: a mistake in [tool.cpasync-migrate]
-        print(f"cpasync-migrate: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("cpasync-migrate: interrupted", file=sys.stderr)
-        return 2
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _emit_kept(outcomes, scanned, mode, args, target_info, rules, sets, **kw) -> int:
+    """:func:`emit.emit`; when stdout's reader went away mid-report (`... | head`), no traceback and the
+    exit code the run had (as ruff and black do)."""
+    from .emit import emit
+    from .report import exit_code
+
+    try:
+        return emit(outcomes, scanned, mode, args, target_info, rules, sets, **kw)
+    except BrokenPipeError:
+        _quiet_stdout()
+        return exit_code(outcomes, mode)
 
 
 def run(args) -> int:
@@ -452,7 +495,7 @@ def run(args) -> int:
     def run_all(s, verbose: bool):
         return run_files(args.paths, s, excludes=excludes, jobs=jobs, respect_gitignore=not args.no_gitignore,
                          since=args.since, verbose=verbose, quiet=args.quiet,
-                         show_progress=True) if args.paths else ([], 0)
+                         show_progress=True, follow_links_outside=args.follow_links_outside) if args.paths else ([], 0)
 
     if select is not None and mode != "check":
         # the fixes of sites deselected must not be applied: a first pass finds them, the run holds them
@@ -478,9 +521,7 @@ def run(args) -> int:
         from .verify_bridge import emit_bundle
 
         emit_bundle(outcomes, settings, args.emit_bundle)
-    from .emit import emit
-
-    return _exit(args, emit(outcomes, scanned, mode, args, target_info, rules, sets))
+    return _exit(args, _emit_kept(outcomes, scanned, mode, args, target_info, rules, sets))
 
 
 def _exit(args, code: int) -> int:
@@ -600,7 +641,6 @@ def _run_stdin(name: str, excluded: bool, settings, select, args, cfg, target_in
     import dataclasses
 
     from . import engine, files
-    from .emit import emit
     from .findings import Status
 
     raw = sys.stdin.buffer.read()
@@ -634,7 +674,7 @@ def _run_stdin(name: str, excluded: bool, settings, select, args, cfg, target_in
         if select is not None:
             _deselect(outcomes, select)
     if mode != "write":
-        return _exit(args, emit(outcomes, 1, mode, args, target_info, rules, sets))
+        return _exit(args, _emit_kept(outcomes, 1, mode, args, target_info, rules, sets))
     text_out = raw
     for x in outcomes:
         if x.new_text is not None and not x.error:
@@ -648,7 +688,7 @@ def _run_stdin(name: str, excluded: bool, settings, select, args, cfg, target_in
                     f.status = Status.MANUAL
     sys.stdout.buffer.write(text_out)
     sys.stdout.flush()
-    return _exit(args, emit(outcomes, 1, mode, args, target_info, rules, sets, out=sys.stderr))
+    return _exit(args, _emit_kept(outcomes, 1, mode, args, target_info, rules, sets, out=sys.stderr))
 
 
 def _rel_to(path: str, anchor: str) -> Optional[str]:

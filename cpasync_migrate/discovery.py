@@ -1,6 +1,7 @@
 """Which files a run looks at: a folder's files from git inside a git work tree (``git ls-files``:
 every ignore rule git has), elsewhere a walk with ``os.scandir`` that honours ``.gitignore`` files (a
-practical subset of git's rules: negation, anchoring, directory-only patterns, ``*``, ``?``, ``[...]``
+practical subset of git's rules, matched segment by segment as git's wildmatch does and never in
+exponential time: negation, anchoring, directory-only patterns, ``*``, ``?``, ``[...]``
 and ``**``).  Either way it skips VCS, virtual-environment, build and cache folders, and applies
 ``--exclude`` globs.  Explicit file arguments are always processed.
 """
@@ -20,7 +21,16 @@ from .files import SKIP_DIRS, describe_special
 
 
 class _Pattern:
-    __slots__ = ("negate", "dir_only", "regex", "base", "name_only", "lead")
+    """One ``.gitignore`` line, matched segment by segment as git's wildmatch matches it (``*``, ``?``
+    and ``[...]`` never match ``/``; ``**`` is special only as a whole segment).
+
+    Matching is never exponential: a pattern with at most one ``*`` per segment and at most one ``**``
+    segment is a regular expression whose backtracking is bounded by the path's length (each ``[^/]*``
+    stops at the next ``/``), used as it is; any other pattern (``*a*a*a*b``) is matched by
+    :func:`_wildmatch`, which keeps one backtracking point per level and so takes at most (path
+    length x pattern length) steps."""
+
+    __slots__ = ("negate", "dir_only", "regex", "base", "name_only", "lead", "segments")
 
     def __init__(self, line: str, base: str, lead: str = ""):
         self.base = base  # directory (relative to the walk root, "" for root) holding the .gitignore
@@ -30,19 +40,22 @@ class _Pattern:
         self.negate = line.startswith("!")
         if self.negate:
             line = line[1:]
-        if line.startswith("\\"):
-            line = line[1:]
         self.dir_only = line.endswith("/")
         line = line.rstrip("/")
         anchored = "/" in line
         line = line.lstrip("/")
-        rx = _glob_to_regex(line)
-        self.regex = re.compile(("^" if anchored else "^(?:.*/)?") + rx + "$")
-        # Without a slash, "**" or a bracket (whose negation would match "/"), the pattern can only
-        # match a whole last path component: then matching the name alone gives the same answer.
-        self.name_only = None if anchored or "**" in line or "[" in line else rx
+        segments = [_segment_tokens(s) for s in line.split("/")] if anchored else [_segment_tokens(line, False)]
+        if segments and segments[-1] is _GLOBSTAR and len(segments) > 1:
+            segments[-1:] = [[_STAR], _GLOBSTAR]  # "a/**": everything inside a, not a itself
+        self.segments = segments
+        safe = (sum(s is _GLOBSTAR for s in segments) <= 1
+                and all(s is _GLOBSTAR or s.count(_STAR) <= 1 for s in segments))
+        rx = _segments_regex(segments) if safe else None
+        # A pattern without a slash matches a whole last path component: the name alone is matched.
+        self.name_only = None if anchored else rx if rx is not None else ""
         if self.name_only is not None:
             self.lead = ""  # a name matches wherever the path starts
+        self.regex = None if rx is None else re.compile(rx + "$" if not anchored else "^" + rx + "$")
 
     def matches(self, rel: str, is_dir: bool) -> bool:
         if self.dir_only and not is_dir:
@@ -51,39 +64,176 @@ class _Pattern:
             if not rel.startswith(self.base + "/"):
                 return False
             rel = rel[len(self.base) + 1 :]
-        return bool(self.regex.match(self.lead + rel))
-
-
-def _glob_to_regex(pat: str) -> str:
-    i, n, out = 0, len(pat), []
-    while i < n:
-        c = pat[i]
-        if c == "*":
-            if pat[i : i + 3] == "**/":
-                out.append("(?:.*/)?")
-                i += 3
-                continue
-            if pat[i : i + 2] == "**":
-                out.append(".*")
-                i += 2
-                continue
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            j = pat.find("]", i + 1)
-            if j == -1:
-                out.append(re.escape(c))
-            else:
-                body = pat[i + 1 : j].replace("\\", "\\\\")
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append("[" + body + "]")
-                i = j
+        if self.name_only is not None:
+            rel = rel.rpartition("/")[2]
         else:
-            out.append(re.escape(c))
+            rel = self.lead + rel
+        if self.regex is not None:
+            return self.regex.match(rel) is not None
+        return _wildmatch(self.segments, rel.split("/"))
+
+
+# Tokens of a pattern's segment: a character (str), _ANY ("?"), _STAR ("*"), or a class (negated, chars, ranges).
+_ANY, _STAR = object(), object()
+_GLOBSTAR = object()  # a whole segment "**": zero or more segments
+
+
+def _segment_tokens(seg: str, globstar: bool = True):
+    if seg == "**" and globstar:
+        return _GLOBSTAR
+    out: list = []
+    i, n = 0, len(seg)
+    while i < n:
+        c = seg[i]
+        if c == "\\" and i + 1 < n:
+            out.append(seg[i + 1])
+            i += 2
+            continue
+        if c == "*":
+            while i + 1 < n and seg[i + 1] == "*":  # "**" inside a segment is one "*"
+                i += 1
+            out.append(_STAR)
+        elif c == "?":
+            out.append(_ANY)
+        elif c == "[":
+            cls, end = _bracket(seg, i)
+            if cls is None:
+                out.append("[")
+            else:
+                out.append(cls)
+                i = end
+        else:
+            out.append(c)
         i += 1
+    return out
+
+
+def _bracket(seg: str, i: int):
+    """The class that starts at ``seg[i] == "["``: ((negated, chars, ranges), index of its "]"), or
+    (None, i) when it is not closed (then "[" is an ordinary character, as for git)."""
+    j = i + 1
+    negate = j < len(seg) and seg[j] in "!^"
+    if negate:
+        j += 1
+    chars, ranges = set(), []
+    first = True
+    while j < len(seg):
+        c = seg[j]
+        if c == "]" and not first:
+            return (negate, frozenset(chars), tuple(ranges)), j
+        first = False
+        if c == "\\" and j + 1 < len(seg):
+            j += 1
+            c = seg[j]
+        if j + 2 < len(seg) and seg[j + 1] == "-" and seg[j + 2] != "]":
+            hi = seg[j + 2]
+            if hi == "\\" and j + 3 < len(seg):
+                hi = seg[j + 3]
+                j += 1
+            ranges.append((c, hi))
+            j += 3
+            continue
+        chars.add(c)
+        j += 1
+    return None, i
+
+
+def _token_matches(tok, ch: str) -> bool:
+    if tok is _ANY:
+        return True
+    if isinstance(tok, str):
+        return tok == ch
+    negate, chars, ranges = tok
+    hit = ch in chars or any(lo <= ch <= hi for lo, hi in ranges)
+    return hit != negate
+
+
+def _token_regex(tok) -> str:
+    if tok is _STAR:
+        return "[^/]*"
+    if tok is _ANY:
+        return "[^/]"
+    if isinstance(tok, str):
+        return re.escape(tok)
+    negate, chars, ranges = tok
+    body = "".join(_class_char(c) for c in sorted(chars)) + "".join(
+        f"{_class_char(lo)}-{_class_char(hi)}" for lo, hi in ranges)
+    if negate:
+        return f"[^{body}/]"
+    return f"(?!/)[{body}]" if body else "(?!)"
+
+
+def _class_char(c: str) -> str:
+    return "\\" + c if c in "\\]^-[" else c
+
+
+def _segments_regex(segments) -> str:
+    """The expression of a pattern that :class:`_Pattern` deems safe (one ``**`` at most)."""
+    out = []
+    last = len(segments) - 1
+    for k, s in enumerate(segments):
+        if s is _GLOBSTAR:  # zero or more folders; last: zero or more segments below the one before
+            out.append("(?:.*/)?" if k < last else "(?:/.*)?")
+            continue
+        slash = k < last and not (k + 1 == last and segments[last] is _GLOBSTAR)
+        out.append("".join(map(_token_regex, s)) + ("/" if slash else ""))
     return "".join(out)
+
+
+STEPS = [0]  # steps _wildmatch took (the tests read it: matching must stay linear in the input)
+
+
+def _glob_segment(pat: list, s: str) -> bool:
+    """Whether one segment ``s`` matches ``pat`` (tokens; ``*`` matches any run of characters).
+
+    One backtracking point, the last ``*`` seen: when the rest fails, that ``*`` takes one more
+    character.  Enough, since a later ``*`` can absorb whatever an earlier one would have taken."""
+    p = i = 0
+    star, mark = -1, 0
+    n, m = len(s), len(pat)
+    steps = 0
+    while i < n:
+        steps += 1
+        if p < m and pat[p] is _STAR:
+            star, mark = p, i
+            p += 1
+        elif p < m and _token_matches(pat[p], s[i]):
+            p += 1
+            i += 1
+        elif star >= 0:
+            p, mark = star + 1, mark + 1
+            i = mark
+        else:
+            STEPS[0] += steps
+            return False
+    STEPS[0] += steps
+    while p < m and pat[p] is _STAR:
+        p += 1
+    return p == m
+
+
+def _wildmatch(segments: list, parts: list) -> bool:
+    """Whether the path's segments ``parts`` match the pattern's: the algorithm of
+    :func:`_glob_segment` one level up, where ``**`` is the star and a segment pattern the token."""
+    p = i = 0
+    star, mark = -1, 0
+    n, m = len(parts), len(segments)
+    while i < n:
+        STEPS[0] += 1
+        if p < m and segments[p] is _GLOBSTAR:
+            star, mark = p, i
+            p += 1
+        elif p < m and _glob_segment(segments[p], parts[i]):
+            p += 1
+            i += 1
+        elif star >= 0:
+            p, mark = star + 1, mark + 1
+            i = mark
+        else:
+            return False
+    while p < m and segments[p] is _GLOBSTAR:
+        p += 1
+    return p == m
 
 
 def _read_gitignore(directory: str, base: str, lead: str = "") -> list[_Pattern]:
@@ -121,14 +271,17 @@ class _Filter:
     each pattern and glob in turn (tested).
     """
 
-    __slots__ = ("patterns", "negations", "groups", "rel_rx", "name_rx", "excludes")
+    __slots__ = ("patterns", "negations", "groups", "slow", "rel_rx", "name_rx", "excludes")
 
     def __init__(self, patterns: list, excludes: tuple[str, ...]):
         self.patterns = patterns
         self.excludes = excludes
         self.negations = any(p.negate for p in patterns)
+        self.slow = [p for p in patterns if p.regex is None]  # matched one by one, by _wildmatch
         grouped: dict = {}
         for p in patterns:
+            if p.regex is None:
+                continue
             on_name = p.name_only is not None
             grouped.setdefault((p.base, p.dir_only, on_name, p.lead), []).append(
                 p.name_only if on_name else p.regex.pattern)
@@ -156,7 +309,8 @@ class _Filter:
             if rx.match(name) if on_name else rx.match(lead + rel[len(base):]):
                 break
         else:
-            return False
+            if not any(p.matches(rel, is_dir) for p in self.slow):
+                return False
         return True if not self.negations else _ignored(self.patterns, rel, is_dir)
 
 
@@ -236,17 +390,16 @@ def _git_list(folder: str) -> Optional[list[str]]:
 
     Each entry starts with git's tag (``-t``): ``? path`` for an untracked file (a nested repository
     that is not a submodule: its folder with a final ``/``); ``H mode object stage\tpath`` for one in
-    the index, listed once more tagged ``R`` when it is deleted from the work tree and ``C`` when it
-    changed there (``-d``, ``-m``).  ``core.fsmonitor`` is turned off: the repository's configuration
-    never starts a program."""
+    the index.  git is not asked which files changed or went missing in the work tree (``-m``,
+    ``-d``): that compares contents, and a comparison can run the repository's clean filters; the
+    walk looks at each candidate itself.  git runs with the options of :func:`gitrev.git`: the
+    repository's configuration never starts a program."""
     if not _maybe_in_git(folder):
         return None
-    import subprocess
+    from .gitrev import git
 
     try:
-        r = subprocess.run(["git", "-c", "core.fsmonitor=false", "-C", folder, "ls-files", "-z", "-t", "-s", "-c",
-                            "-o", "-d", "-m", "--exclude-standard", "--", "."],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        r = git(["ls-files", "-z", "-t", "-s", "-c", "-o", "--exclude-standard", "--", "."], folder)
     except (OSError, ValueError):
         return None
     if r.returncode != 0:
@@ -277,8 +430,8 @@ def _git_walk(top: str, suffixes, excludes, skipped: Optional[list] = None) -> O
     The rest of the walker's rules hold on top of git's: the skipped folders (``SKIP_DIRS``,
     ``*.egg-info``, a folder holding ``pyvenv.cfg``), the ``--exclude`` globs, regular files only
     (a file deleted from the work tree is passed over).  A nested repository and a checked out
-    submodule are listed by git in their own folder.  Only untracked files, links and files that
-    changed in the work tree cost a ``stat`` here; git vouches for the others."""
+    submodule are listed by git in their own folder.  Each source file in scope costs one ``lstat``
+    here (git is not asked which changed in the work tree: see :func:`_git_list`)."""
     entries = _git_list(top)
     if entries is None or not any(entries):
         return None  # git has nothing there: a folder named on the command line that git ignores is walked
@@ -286,8 +439,8 @@ def _git_walk(top: str, suffixes, excludes, skipped: Optional[list] = None) -> O
 
 
 def _git_files(top: str, prefix: str, entries: list, suffixes, filt, skipped) -> Iterator[str]:
-    candidates: dict = {}  # rel -> whether it needs a look at the work tree
-    nested, venvs, gone, changed, links = [], set(), set(), set(), []
+    candidates: dict = {}  # rel -> True (a dict: a conflicted file is listed once per stage)
+    nested, venvs, links = [], set(), []
     for ent in entries:
         tag = ent[:1]
         if tag == "?":
@@ -299,21 +452,14 @@ def _git_files(top: str, prefix: str, entries: list, suffixes, filt, skipped) ->
         elif tag:
             head, _, rel = ent.partition("\t")
             rel = prefix + rel
-            if tag == "R":
-                gone.add(rel)
-                continue
-            if tag == "C":
-                changed.add(rel)
-                continue
-            mode = head[2:8]
-            if mode == "160000":  # a submodule
+            if head[2:8] == "160000":  # a submodule
                 nested.append(rel)
                 continue
-            look = mode == "120000" or tag not in "HM"  # a link; skip-worktree (S) and others: look
+            look = head[2:8] == "120000" or tag not in "HM"  # a link (to a folder?); skip-worktree (S) and others
         else:
             continue
         if rel.endswith(suffixes):
-            candidates[rel] = candidates.get(rel, False) or look
+            candidates[rel] = True
         elif rel.endswith("pyvenv.cfg") and (rel == prefix + "pyvenv.cfg" or rel.endswith("/pyvenv.cfg")):
             venvs.add(rel[: -len("/pyvenv.cfg")] if "/" in rel else "")
         elif look and skipped is not None:
@@ -332,19 +478,14 @@ def _git_files(top: str, prefix: str, entries: list, suffixes, filt, skipped) ->
         return v
 
     base = top if top.endswith(os.sep) else top + os.sep  # as os.path.join(top, rel) writes it
-    for rel, look in candidates.items():
-        if rel in gone:  # in the index, deleted from the work tree
-            continue
+    for rel in candidates:
         d, _, name = rel.rpartition("/")
         if not folder_ok(d) or filt is not None and filt.skip(rel, name, False):
             continue
         path = base + rel
-        if not look and rel not in changed:
-            yield path
-            continue
         try:
             st = os.lstat(path)
-        except FileNotFoundError:
+        except FileNotFoundError:  # in the index, deleted from the work tree
             continue
         except OSError:
             st = None

@@ -179,7 +179,10 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
     fresh = analysis is None
     if fresh:
         fe, opts = front_end(language), front_end_options(settings, line_length)
-        analysis = fe.analyze(text, path, opts)
+        try:
+            analysis = fe.analyze(text, path, opts)
+        except (RecursionError, MemoryError):  # nesting past what files.nesting bounds (a long chain of a + a + ...)
+            return error_outcome(path, language, "nested too deep for the parser or its passes; not analysed")
         if "cpasync-migrate" in text:  # suppression comments by code, per file, unused (suppress.py)
             from . import suppress
 

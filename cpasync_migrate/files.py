@@ -86,6 +86,7 @@ class SourceFile:
     encoding: str  # codec used to decode (without BOM handling)
     bom: bytes  # b"" or the BOM that preceded the text
     mode: int
+    newline: str = ""  # "\r": the file's lines end in a lone CR; ``text`` has "\n" in its place (same offsets)
 
 
 _COOKIE_RE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
@@ -202,25 +203,97 @@ def decode(path: str, raw: bytes, python: bool) -> SourceFile:
         bom = codecs.BOM_UTF8
     encoding = _python_encoding(raw[len(bom):]) if python else "utf-8"
     try:
-        codecs.lookup(encoding)
+        info = codecs.lookup(encoding)
     except LookupError:
         raise FileError(path, f"unknown encoding {encoding!r} declared", 1) from None
-    if bom and codecs.lookup(encoding).name != "utf-8":
+    if not getattr(info, "_is_text_encoding", True):  # rot13, base64, hex, zlib, ...: not bytes to text
+        raise FileError(path, f"coding cookie names {encoding!r}, which is not a text encoding; not read", 1)
+    if bom and info.name != "utf-8":
         raise FileError(path, f"UTF-8 BOM together with a {encoding!r} coding cookie", 1)
     try:
         text = raw[len(bom):].decode(encoding)
     except UnicodeDecodeError as e:
         line = raw[len(bom):][: e.start].count(b"\n") + 1
         raise FileError(path, f"cannot decode as {encoding} at byte {e.start + len(bom)}", line) from None
+    newline = ""
+    if "\r" in text and text.count("\r") != text.count("\r\n"):  # a lone CR: a line end to Python and to compilers
+        if "\n" in text:
+            raise FileError(path, "lone CR line ends mixed with LF line ends; not analysed (make the line ends "
+                                  "one kind)", 1)
+        text, newline = text.replace("\r", "\n"), "\r"  # one character for one: every offset stays
+    deep = nesting(text, python)
+    if deep is not None:
+        raise FileError(path, deep[0], deep[1])
     try:
         mode = stat.S_IMODE(os.stat(path).st_mode)
     except OSError:
         mode = 0o644
-    return SourceFile(path, raw, text, encoding, bom, mode)
+    return SourceFile(path, raw, text, encoding, bom, mode, newline)
 
 
 def encode(src: SourceFile, text: str) -> bytes:
+    if src.newline == "\r":
+        text = text.replace("\n", "\r")
     return src.bom + text.encode(src.encoding)
+
+
+# How deep a file may nest before it is not analysed: CPython's tokenizer refuses more than 200 open
+# brackets (MAXLEVEL), clang more than 256 (-fbracket-depth); a run of prefix operators (- - - x,
+# not not x) longer than 100 is no program anyone wrote, and parsers and the passes over their trees
+# recurse once per level (libcst's parser overflowed the C stack at 100,000 of either).
+MAX_BRACKETS = {True: 200, False: 256}
+MAX_PREFIX_RUN = 100
+
+_PY_TOKENS = re.compile(  # possessive: a string or comment is taken whole, never backtracked into
+    r"""(?P<s>'''(?:[^'\\]++|\\.|'(?!''))*+(?:'''|\Z)|"""
+    r'''"""(?:[^"\\]++|\\.|"(?!""))*+(?:"""|\Z)|'(?:[^'\\\n]++|\\.)*+'?|"(?:[^"\\\n]++|\\.)*+"?)'''
+    r"""|(?P<c>\#[^\n]*+)|(?P<o>[(\[{])|(?P<x>[)\]}])|(?P<u>[-+~]|\bnot\b|\bawait\b)|(?P<w>[\w.]++|[^\s\w])""", re.S)
+_CPP_TOKENS = re.compile(
+    r"""(?P<s>R"(?P<d>[^(\s]{0,16})\(.*?\)(?P=d)"|'(?:[^'\\\n]++|\\.)*+'?|"(?:[^"\\\n]++|\\.)*+"?)"""
+    r"""|(?P<c>//[^\n]*+|/\*.*?(?:\*/|\Z))|(?P<o>[(\[{])|(?P<x>[)\]}])|(?P<u>[-+~!*&])|(?P<w>\w++|[^\s\w])""", re.S)
+
+
+# The same without the operators and words: strings, comments and brackets only (far fewer matches).
+# Each match first skips, in one step, the characters that cannot start one.
+_PY_BRACKETS = re.compile(r"""[^'"#()\[\]{}]*+(?:""" + _PY_TOKENS.pattern.rsplit("|(?P<u>", 1)[0] + ")", re.S)
+_CPP_BRACKETS = re.compile(r"""[^'"/R()\[\]{}]*+(?:""" + _CPP_TOKENS.pattern.rsplit("|(?P<u>", 1)[0] + ")", re.S)
+
+
+def nesting(text: str, python: bool):
+    """(message, line) when ``text`` nests deeper than the front ends may analyse (see above), else None.
+
+    A scan of the text's tokens (strings and comments skipped whole), before any parser sees it: the
+    deepest bracket, and (only where the text holds a long run of operator characters at all) the
+    longest run of prefix operators.  A text with few brackets and no such run is passed at once."""
+    limit = MAX_BRACKETS[python]
+    runs = _LONG_RUN.search(text) is not None
+    if not runs and text.count("(") + text.count("[") + text.count("{") <= limit:
+        return None
+    tokens = (_PY_TOKENS if python else _CPP_TOKENS) if runs else (_PY_BRACKETS if python else _CPP_BRACKETS)
+    depth = run = 0
+    for m in tokens.finditer(text):
+        kind = m.lastgroup if m.lastgroup != "d" else "s"
+        if kind == "o":
+            depth += 1
+            run = 0
+            if depth > limit:
+                return (f"brackets nested more than {limit} deep; not analysed "
+                        f"({'Python' if python else 'clang'} refuses it too)", text.count("\n", 0, m.start(kind)) + 1)
+        elif kind == "x":
+            depth = max(0, depth - 1)
+            run = 0
+        elif kind == "u":
+            run += 1
+            if run > MAX_PREFIX_RUN:
+                return (f"more than {MAX_PREFIX_RUN} prefix operators in a row; not analysed",
+                        text.count("\n", 0, m.start(kind)) + 1)
+        elif kind != "c":
+            run = 0
+    return None
+
+
+# Without this many operator characters or words in a row (white space between), no run can be too long.
+_LONG_RUN = re.compile(r"(?:(?:[-+~!*&]|not\b|await\b)\s*){%d}" % (MAX_PREFIX_RUN + 1))
 
 
 def _read_only(st: os.stat_result, path: str) -> Optional[str]:
@@ -302,6 +375,7 @@ def _replace(path: str, target: str, data: bytes, st: os.stat_result) -> bool:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        _unchanged(path, target, st)  # the last look, after the sync: the window left is this call and the rename
         os.replace(tmp, target)
         tmp = None
         return True
@@ -312,6 +386,22 @@ def _replace(path: str, target: str, data: bytes, st: os.stat_result) -> bool:
             os.close(fd)
         if tmp is not None and os.path.lexists(tmp):
             os.unlink(tmp)
+
+
+def _identity(st: os.stat_result) -> tuple:
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _unchanged(path: str, target: str, st: os.stat_result, fd: Optional[int] = None) -> None:
+    """FileError unless ``target`` (or the open ``fd``) still has the size, modification and status-change
+    times, inode and device it had when it was re-read (``st``): someone wrote it meanwhile, and their
+    edit must not be lost."""
+    try:
+        now = os.fstat(fd) if fd is not None else os.stat(target)
+    except OSError as e:
+        raise FileError(path, f"cannot check it before writing: {e.strerror or e}; not overwritten") from None
+    if _identity(now) != _identity(st):
+        raise FileError(path, "changed on disk while it was being written; not overwritten (run again)")
 
 
 def _write_in_place(path: str, target: str, data: bytes, old: bytes, st: os.stat_result) -> None:
@@ -339,9 +429,7 @@ def _write_in_place(path: str, target: str, data: bytes, old: bytes, st: os.stat
             _unlink(backup)
         raise FileError(path, f"cannot write in place: {e.strerror or e}") from None
     try:
-        now = os.fstat(fd)
-        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
-            raise FileError(path, "changed on disk since it was read; not overwritten")
+        _unchanged(path, target, st, fd)  # after the copy was synced, before the first byte changes
         if len(data) > len(old) and hasattr(os, "posix_fallocate"):
             try:
                 os.posix_fallocate(fd, 0, len(data))

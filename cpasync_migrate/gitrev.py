@@ -1,5 +1,15 @@
-"""``--since REV``: the files git says changed since a revision, and a fast test of a walked path
-against them."""
+"""git, as the tool runs it, and ``--since REV``: the files git says changed since the merge base of a
+revision and ``HEAD``, and a fast test of a walked path against them.
+
+Every git process the tool starts goes through :func:`git`, which keeps the repository's configuration
+from starting a program: no system configuration (``GIT_CONFIG_NOSYSTEM``), no fsmonitor, no hooks, no
+optional locks (so no index refresh is written), no pager, no terminal prompt.  The file list
+(``ls-files`` without ``-m``/``-d``) and the commit diff never compare a file's content with the
+index, so no clean or smudge filter has a reason to run; the one command that does compare
+content (the work tree against the merge base, for ``--since``) runs with every filter driver the
+configuration names blanked (``filters_off``).  A revision given by the user is checked by
+``rev-parse --verify --end-of-options`` and only the commit id git answers is passed on.
+"""
 from __future__ import annotations
 
 import os
@@ -7,28 +17,108 @@ from typing import Iterable
 
 from .errors import UsageError
 
+# Options before the subcommand of every git process: none of these can start a program.
+SAFE_OPTIONS = ("--no-pager", "--no-optional-locks", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
 
-def changed_since(rev: str, paths: Iterable[str]) -> set[str]:
-    """Absolute paths of files changed (added, copied, modified, renamed) since ``rev``, plus untracked files."""
+
+def git_env(extra: Iterable[tuple[str, str]] = ()) -> dict:
+    """The environment of a git process: this one's, without the system configuration, with optional
+    locks and prompts off, and with the ``(key, value)`` settings of ``extra`` added as command-line
+    configuration (``GIT_CONFIG_COUNT``; any key, whatever characters its subsection holds)."""
+    env = dict(os.environ)
+    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0")
+    extra = list(extra)
+    if extra:
+        try:
+            n = int(env.get("GIT_CONFIG_COUNT") or 0)
+        except ValueError:
+            n = 0
+        for key, value in extra:
+            env[f"GIT_CONFIG_KEY_{n}"], env[f"GIT_CONFIG_VALUE_{n}"] = key, value
+            n += 1
+        env["GIT_CONFIG_COUNT"] = str(n)
+    return env
+
+
+def git(args: list, cwd: str, filters_off: bool = False, stdout=None):
+    """Run ``git -C cwd <SAFE_OPTIONS> args`` (stdin closed, output captured); OSError when git cannot
+    start.  ``filters_off``: every ``filter.<driver>`` the configuration defines gets empty
+    ``clean``, ``smudge`` and ``process`` commands and ``required = false`` (git then reads the
+    file's bytes as they are)."""
     import subprocess
 
+    extra = []
+    if filters_off:
+        for driver in filter_drivers(cwd):
+            extra += [(f"filter.{driver}.{k}", "") for k in ("clean", "smudge", "process")]
+            extra.append((f"filter.{driver}.required", "false"))
+    return subprocess.run(["git", "-C", cwd, *SAFE_OPTIONS, *args], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE if stdout is None else stdout, stderr=subprocess.PIPE,
+                          env=git_env(extra))
+
+
+def filter_drivers(cwd: str) -> list[str]:
+    """The names of the filter drivers git's configuration defines for the repository at ``cwd``."""
+    r = git(["config", "-z", "--name-only", "--get-regexp", r"^filter\."], cwd)
+    names = set()
+    for key in os.fsdecode(r.stdout).split("\0") if r.returncode == 0 else ():
+        if key.count(".") >= 2:
+            names.add(key[len("filter."):key.rindex(".")])
+    return sorted(names)
+
+
+def _err(r) -> str:
+    """git's last line on stderr (its "fatal: ..." message)."""
+    lines = r.stderr.decode(errors="replace").strip().splitlines()
+    return lines[-1] if lines else f"git exited with {r.returncode}"
+
+
+def commit_of(rev: str, root: str) -> str:
+    """The commit id ``rev`` names in the repository at ``root``, checked by git before any other use
+    (a revision that starts with ``-`` is not taken for an option); UsageError when it names none."""
+    try:
+        r = git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"], root)
+    except OSError as e:
+        raise UsageError(f"--since {rev}: cannot run git: {e.strerror or e}") from None
+    out = r.stdout.decode("ascii", "replace").strip()
+    if r.returncode != 0 or not out or not all(c in "0123456789abcdef" for c in out):
+        raise UsageError(f"--since {rev}: git knows no such commit in {root}")
+    return out
+
+
+def merge_base(rev: str, root: str) -> str:
+    """The commit where ``HEAD`` left ``rev``'s history (``git merge-base REV HEAD``)."""
+    commit = commit_of(rev, root)
+    r = git(["merge-base", commit, "HEAD"], root)
+    out = r.stdout.decode("ascii", "replace").strip()
+    if r.returncode != 0 or not out:
+        raise UsageError(f"--since {rev}: no merge base with HEAD in {root} ({_err(r)})")
+    return out
+
+
+def changed_since(rev: str, paths: Iterable[str]) -> set[str]:
+    """Absolute paths of files changed (added, copied, modified, renamed) since the merge base of ``rev``
+    and ``HEAD``, in the commits since (``git diff REV...HEAD``) or in the work tree, plus untracked files."""
     out: set[str] = set()
     roots = set()
     for p in paths:
         d = p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p))
         try:
-            root = subprocess.run(["git", "-c", "core.fsmonitor=false", "-C", d, "rev-parse", "--show-toplevel"], capture_output=True,
-                                  text=True, check=True).stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
+            r = git(["rev-parse", "--show-toplevel"], d)
+        except OSError:
+            r = None
+        if r is None or r.returncode != 0:
             raise UsageError(f"--since needs a git repository; {p} is not in one") from None
-        roots.add(root)
-    for root in roots:
-        for cmd in (["git", "-c", "core.fsmonitor=false", "-C", root, "diff", "--name-only", "-z", "--diff-filter=ACMR", rev, "--"],
-                    ["git", "-c", "core.fsmonitor=false", "-C", root, "ls-files", "-z", "--others", "--exclude-standard"]):
-            r = subprocess.run(cmd, capture_output=True)
+        roots.add(os.fsdecode(r.stdout).rstrip("\n"))
+    for root in sorted(roots):
+        base = merge_base(rev, root)
+        for cmd, off in ((["diff", "--name-only", "-z", "--diff-filter=ACMR", "--no-ext-diff", "--no-textconv",
+                           "--ignore-submodules=all", base, "--"], True),
+                         (["ls-files", "-z", "--others", "--exclude-standard"], False)):
+            r = git(cmd, root, filters_off=off)
             if r.returncode != 0:
-                raise UsageError(f"--since {rev}: {r.stderr.decode(errors='replace').strip()}")
-            for name in r.stdout.decode("utf-8", "surrogateescape").split("\0"):
+                raise UsageError(f"--since {rev}: {_err(r)}")
+            for name in os.fsdecode(r.stdout).split("\0"):
                 if name:
                     out.add(os.path.realpath(os.path.join(root, name)))
     return out
@@ -59,3 +149,4 @@ def since_filter(paths, since_set: set[str]):
         return os.path.realpath(path) in since_set
 
     return changed
+

@@ -8,6 +8,7 @@ verdict of each kernel when ``--verify`` ran.
 from __future__ import annotations
 
 import os
+import stat
 from typing import Iterable, Optional
 
 from .findings import FileOutcome, Finding, Status
@@ -131,8 +132,20 @@ def append_step_summary(outcomes: list[FileOutcome], files_scanned: int, mode: s
         return None
     text = markdown_summary(outcomes, files_scanned, mode, target_info, sets, verified)
     try:
-        with open(path, "a", encoding="utf-8") as fh:
+        # non-blocking, and only a regular file: a FIFO or a device named there never stalls the run
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0)
+                     | getattr(os, "O_NOCTTY", 0), 0o666)
+    except OSError as e:
+        return f"cannot append the job summary to {path} (${STEP_SUMMARY_ENV}): {e.strerror or e}"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return f"cannot append the job summary to {path} (${STEP_SUMMARY_ENV}): not a regular file"
+        with os.fdopen(fd, "a", encoding="utf-8", errors="surrogateescape") as fh:
+            fd = None
             fh.write(text + "\n")
     except OSError as e:
         return f"cannot append the job summary to {path} (${STEP_SUMMARY_ENV}): {e.strerror or e}"
+    finally:
+        if fd is not None:
+            os.close(fd)
     return None

@@ -82,7 +82,7 @@ def fingerprints(outcomes: Iterable[FileOutcome]) -> dict:
             text = site_text(f.original or "")
             n = seen[(f.code, text)]
             seen[(f.code, text)] += 1
-            out[id(f)] = hashlib.sha256(f"{f.code}\0{path}\0{text}\0{n}".encode()).hexdigest()
+            out[id(f)] = hashlib.sha256(f"{f.code}\0{path}\0{text}\0{n}".encode("utf-8", "surrogateescape")).hexdigest()
     return out
 
 

@@ -23,6 +23,7 @@ from .engine import NOT_CACHED, RunSettings, error_outcome, forget_folders, lang
 from .findings import FileOutcome
 from .cost import cost_of
 from .gitrev import changed_since, since_filter
+from .tree import leads_outside
 from .pool import ForkPool as _ForkPool  # looked up at run time, so a run can be given another pool
 from .progress import progress as _progress
 
@@ -59,12 +60,22 @@ class _Names:
     back (None); ``release`` gives the tasks held back, once every hit has been admitted.
     """
 
-    def __init__(self, paths, skipped: list):
+    def __init__(self, paths, skipped: list, follow_links_outside: bool = False):
         self.roots = [os.path.join(os.path.realpath(p), "") for p in paths if os.path.isdir(p)]
         self.named = {os.path.realpath(p) for p in paths if not os.path.isdir(p)}
         self.skipped = skipped
+        # named paths that lead out of their tree through a link (tree.py): not written, nor what lies below
+        self.outside: list = [] if follow_links_outside else [
+            (p, os.path.join(p, "") if os.path.isdir(p) else None, why)
+            for p in paths for why in [leads_outside(p)] if why]
         self.held: dict = {}  # (st_dev, st_ino) -> [(is_link, path, explicit), ...]
         self.only: dict = {}  # (st_dev, st_ino) -> path, of hits that are neither links nor hard-linked
+
+    def _refused(self, path: str, explicit: bool) -> Optional[str]:
+        for named, below, why in self.outside:
+            if path == named if explicit or below is None else path.startswith(below):
+                return why
+        return None
 
     def _no_write(self, path: str) -> Optional[str]:
         real = os.path.realpath(path)
@@ -81,7 +92,7 @@ class _Names:
             return (path, explicit, None)  # the reader reports it
         if not link and st.st_nlink <= 1:
             self.only[(st.st_dev, st.st_ino)] = path  # its one real name: it wins over any link to it
-            return (path, explicit, None)
+            return (path, explicit, self._refused(path, explicit) if self.outside else None)
         self.held.setdefault((st.st_dev, st.st_ino), []).append((link, path, explicit))
         return None
 
@@ -99,7 +110,8 @@ class _Names:
             first = self.only.get(key)
             if first is None:
                 link, first, explicit = names.pop(0)
-                out.append((first, explicit, self._no_write(first) if link else None))
+                why = self._refused(first, explicit) if self.outside else None
+                out.append((first, explicit, why or (self._no_write(first) if link else None)))
             for _, other, _ in names:
                 self.skipped.append((other, f"the same file as {first}; processed once, under that name"))
         self.held = {}
@@ -291,10 +303,12 @@ def _stat_memo(settings: RunSettings, paths) -> tuple:
 
 def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 1, respect_gitignore=True,
               since: Optional[str] = None, verbose=False, quiet=False,
-              show_progress: bool = False, pool: Optional[str] = None) -> tuple[list[FileOutcome], int]:
+              show_progress: bool = False, pool: Optional[str] = None,
+              follow_links_outside: bool = False) -> tuple[list[FileOutcome], int]:
     """Every file's outcome (sorted by path) and the number of files in scope.
 
     ``pool`` picks how ``jobs > 1`` runs: "fork" or "executor" (default: fork where it exists).
+    ``follow_links_outside``: write mode also writes a named path that leads out of its tree (tree.py).
     """
     since_set = changed_since(since, paths) if since else None
     if not any(os.path.isdir(p) for p in paths):
@@ -304,7 +318,7 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
     unlisted: list = []  # folders the walk could not list: their files were not checked
     skipped: list = []  # (path, why) of entries not read: not regular files, second names of one file
     special: list = []  # (path, what) of named paths that are not regular files: errors
-    names = _Names(paths, skipped)
+    names = _Names(paths, skipped, follow_links_outside or settings.mode != "write")
 
     def pairs():
         nonlocal scanned

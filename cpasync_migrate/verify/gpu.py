@@ -31,7 +31,12 @@ a worker process; when one faults the worker records it and a fresh worker goes 
 """
 from __future__ import annotations
 
-import argparse
+if __name__ == "__main__":  # a program: nothing of the current folder or of PYTHONPATH's entries in it is imported
+    from cpasync_migrate.syspath import drop_unsafe
+
+    drop_unsafe()
+
+import argparse  # noqa: E402
 import hashlib
 import json
 import os
