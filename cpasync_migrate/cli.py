@@ -46,6 +46,16 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
+def _report_spec(text: str) -> tuple:
+    """``--report FORMAT:FILE``."""
+    from .emit import DOCUMENT_FORMATS
+
+    fmt, sep, path = text.partition(":")
+    if not sep or not path or fmt not in DOCUMENT_FORMATS:
+        raise argparse.ArgumentTypeError(f"expected FORMAT:FILE with FORMAT one of {', '.join(DOCUMENT_FORMATS)}")
+    return fmt, path
+
+
 class _Version(argparse.Action):
     """--version: the tool, its rules and its parsers (from their metadata, never imported)."""
 
@@ -92,8 +102,14 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--diff", action="store_true", help="print a unified diff and write nothing (dry run)")
 
     g = p.add_argument_group("output")
-    g.add_argument("--format", choices=("text", "json", "github", "sarif", "markdown"), default="text",
-                   help="output format (default: text)")
+    g.add_argument("--format", choices=("text", "json", "github", "sarif", "markdown", "junit", "gitlab"),
+                   default="text", help="output format (default: text; gitlab: code quality JSON)")
+    g.add_argument("-o", "--output-file", metavar="FILE",
+                   help="write the report to FILE instead of stdout (the text summary of --check and --diff "
+                        "still goes to stderr)")
+    g.add_argument("--report", metavar="FORMAT:FILE", action="append", default=None, type=_report_spec,
+                   help="also write a report in FORMAT (json, sarif, markdown, github, junit, gitlab, text: the "
+                        "per-site lines) to FILE, in the same run (repeatable)")
     g.add_argument("--statistics", action="store_true",
                    help="text format: one line per code (count, code, name, fixable) instead of one per site")
     g.add_argument("--exit-zero", action="store_true",
@@ -349,6 +365,10 @@ def _emit_kept(outcomes, scanned, mode, args, target_info, rules, sets, **kw) ->
     from .report import exit_code
 
     try:
+        if args.output_file:  # -o: the report to that file (a stdin run's migrated text stays on stdout)
+            kw.pop("out", None)
+            with open(args.output_file, "w", encoding="utf-8", errors="backslashreplace", newline="") as fh:
+                return emit(outcomes, scanned, mode, args, target_info, rules, sets, out=fh, **kw)
         return emit(outcomes, scanned, mode, args, target_info, rules, sets, **kw)
     except BrokenPipeError:
         _quiet_stdout()
@@ -364,6 +384,12 @@ def run(args) -> int:
 
     if not args.paths:
         raise UsageError("no paths given (try: cpasync-migrate --diff path/)")
+    for opt, path in ([("-o", args.output_file)] if args.output_file else []) + [
+            (f"--report {fmt}", path) for fmt, path in args.report or ()]:
+        if not os.path.isdir(os.path.dirname(os.path.abspath(path))) or os.path.isdir(path):
+            raise UsageError(f"{opt} {path}: not a file in an existing folder")
+    if args.statistics and (args.output_file or args.report):
+        raise UsageError("--statistics is a terminal report; -o and --report write documents")
     stdin = _stdin_name(args)
     if args.statistics and args.format != "text":
         raise UsageError(f"--statistics is a text report; --format {args.format} lists every finding")

@@ -1,9 +1,11 @@
 """The report of a run, as the command line asked for it: which writer (text, diff, json, sarif, markdown,
-github), on which stream (findings and diffs on stdout; in --check and --diff the text summary on
-stderr), the job summary where ``GITHUB_STEP_SUMMARY`` is set, and the exit code.
+github, junit, gitlab), on which stream (findings and diffs on stdout or ``-o FILE``; in --check and
+--diff the text summary on stderr), the further reports of ``--report FORMAT:FILE``, the job summary
+where ``GITHUB_STEP_SUMMARY`` is set, and the exit code.
 
-The writers themselves live in ``report.py``, ``report_sarif.py`` and ``report_markdown.py``; this module
-only chooses among them (``cli.py`` parses the arguments and runs the files).
+The writers themselves live in ``report.py``, ``report_sarif.py``, ``report_markdown.py``,
+``report_junit.py`` and ``report_gitlab.py``; this module only chooses among them (``cli.py`` parses
+the arguments and runs the files).
 """
 from __future__ import annotations
 
@@ -19,19 +21,79 @@ def _color(stream) -> bool:
     return hasattr(stream, "isatty") and stream.isatty()
 
 
+# Formats written as one document (to stdout, -o FILE or --report FORMAT:FILE); text is the per-site
+# lines of --check.  json keeps the positions the run read (its ledger); the others say where the sites
+# left after a write now stand.
+DOCUMENT_FORMATS = ("json", "sarif", "markdown", "github", "junit", "gitlab", "text")
+
+
 def emit(outcomes, scanned: int, mode: str, args, target_info: dict, rules, sets=(), out=None) -> int:
     """Print the report (on ``out``, default stdout; the text summary goes to stderr in --check and
-    --diff) and return the exit code; with ``GITHUB_STEP_SUMMARY`` set, also append the job summary."""
-    code = _emit(outcomes, scanned, mode, args, target_info, rules, sets, out)
-    if os.environ.get("GITHUB_STEP_SUMMARY"):  # the job summary, in any format and mode (report_markdown.py)
-        from . import report, report_markdown
+    --diff), write each ``--report FORMAT:FILE``, and return the exit code; with ``GITHUB_STEP_SUMMARY``
+    set, also append the job summary."""
+    from . import report
 
-        if mode == "write" and args.format == "json":
-            report.relocate_written(outcomes)  # the JSON ledger is out; the summary says where sites now stand
+    extras = list(getattr(args, "report", None) or ())
+    for fmt, path in extras:  # the JSON ledgers first, before positions move to the written text
+        if fmt == "json":
+            write_document(path, render(fmt, outcomes, scanned, mode, target_info, rules, sets, bool(args.verify)))
+    if mode == "write":  # once: what remains, where it now stands (the main JSON ledger reads it before)
+        if args.format == "json":
+            code = _emit(outcomes, scanned, mode, args, target_info, rules, sets, out)
+            report.relocate_written(outcomes)
+        else:
+            report.relocate_written(outcomes)
+            code = _emit(outcomes, scanned, mode, args, target_info, rules, sets, out)
+    else:
+        code = _emit(outcomes, scanned, mode, args, target_info, rules, sets, out)
+    for fmt, path in extras:
+        if fmt != "json":
+            write_document(path, render(fmt, outcomes, scanned, mode, target_info, rules, sets, bool(args.verify)))
+    if os.environ.get("GITHUB_STEP_SUMMARY"):  # the job summary, in any format and mode (report_markdown.py)
+        from . import report_markdown
+
         problem = report_markdown.append_step_summary(outcomes, scanned, mode, target_info, sets, bool(args.verify))
         if problem:
             sys.stderr.write(f"cpasync-migrate: warning: {problem}\n")
     return code
+
+
+def render(fmt: str, outcomes, scanned: int, mode: str, target_info: dict, rules, sets, verify: bool) -> str:
+    """One report as a document (``DOCUMENT_FORMATS``), without the diffs or the summary of the text report."""
+    import json
+
+    from . import report
+
+    if fmt == "json":
+        return json.dumps(report.json_report(outcomes, scanned, mode, target_info, rules.versions, sets), indent=2) + "\n"
+    if fmt == "sarif":
+        from .report_sarif import sarif_report
+
+        return json.dumps(sarif_report(outcomes, target_info, rules.versions, mode), indent=2) + "\n"
+    if fmt == "markdown":
+        from .report_markdown import markdown_summary
+
+        return markdown_summary(outcomes, scanned, mode, target_info, sets, verify) + "\n"
+    if fmt == "github":
+        return "".join(line + "\n" for line in report.github_lines(outcomes, mode))
+    if fmt == "junit":
+        from .report_junit import junit_report
+
+        return junit_report(outcomes, mode)
+    if fmt == "gitlab":
+        from .report_gitlab import gitlab_report
+
+        return json.dumps(gitlab_report(outcomes, mode), indent=2) + "\n"
+    if fmt == "text":
+        return "".join(line + "\n" for line in report.check_lines(outcomes))
+    raise ValueError(f"unknown report format {fmt!r}")
+
+
+def write_document(path: str, text: str) -> None:
+    """A report file named on the command line (-o, --report): written whole, text the terminal could not
+    encode (a file name that is not UTF-8) escaped rather than fatal."""
+    with open(path, "w", encoding="utf-8", errors="backslashreplace", newline="") as fh:
+        fh.write(text)
 
 
 def _emit(outcomes, scanned: int, mode: str, args, target_info: dict, rules, sets=(), out=None) -> int:
@@ -40,21 +102,8 @@ def _emit(outcomes, scanned: int, mode: str, args, target_info: dict, rules, set
 
     out = out or sys.stdout
     code = report.exit_code(outcomes, mode)
-    if mode == "write" and args.format != "json":
-        # what remains, where it now stands (the JSON ledger keeps the positions read, as --check has them)
-        report.relocate_written(outcomes)
-    if args.format == "json":
-        report.dump_json(report.json_report(outcomes, scanned, mode, target_info, rules.versions, sets), out)
-        return code
-    if args.format == "sarif":
-        from .report_sarif import sarif_report
-
-        report.dump_json(sarif_report(outcomes, target_info, rules.versions, mode), out)
-        return code
-    if args.format == "markdown":
-        from .report_markdown import markdown_summary
-
-        out.write(markdown_summary(outcomes, scanned, mode, target_info, sets, bool(args.verify)) + "\n")
+    if args.format in ("json", "sarif", "markdown", "junit", "gitlab"):
+        out.write(render(args.format, outcomes, scanned, mode, target_info, rules, sets, bool(args.verify)))
         return code
     if args.format == "github":
         for line in report.github_lines(outcomes, mode):
