@@ -142,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "Python or C++, its folder the configuration")
     g.add_argument("--max-file-size", metavar="SIZE", default=None,
                    help="files larger than SIZE bytes (e.g. 4MB; 0: no limit) that name the intrinsic are a "
-                        "file error, not analysed (default: 1MB)")
+                        "file error, not analysed (default: 1MB; a configuration file may set at most 4MB)")
     g.add_argument("--config", metavar="PYPROJECT", help="read [tool.cpasync-migrate] from this file")
     g.add_argument("--isolated", action="store_true", help="ignore configuration files")
 
@@ -159,11 +159,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = p.add_argument_group("performance")
     g.add_argument("-j", "--jobs", type=int, default=None,
-                   help="worker processes (default: the CPUs this process may use)")
+                   help="worker processes (default: the CPUs this process may use; a configuration file may "
+                        "set fewer, never more)")
     g.add_argument("--no-cache", dest="cache", action="store_false", default=None,
                    help="do not read or write the results cache")
     g.add_argument("--cache-dir", metavar="DIR", help="results cache folder (default: $CPASYNC_MIGRATE_CACHE_DIR, "
-                   "else ~/.cache/cpasync-migrate/results)")
+                   "else ~/.cache/cpasync-migrate/results; a configuration file may name only a folder inside "
+                   "its own, reached without links)")
     return p
 
 
@@ -489,13 +491,21 @@ def run(args) -> int:
         outcomes, sets = settle(outcomes, settings, args.paths, accept_partial, rules)
         if select is not None:  # a file processed again for its set has its deselected sites held
             _deselect(outcomes, select)
+    bundle_error = None
     if args.emit_bundle:
         from .verify_bridge import emit_bundle
 
-        emit_bundle(outcomes, settings, args.emit_bundle)
+        try:
+            emit_bundle(outcomes, settings, args.emit_bundle)
+        except OSError as e:  # a link planted in the folder, no permission: said, and a file error
+            bundle_error = f"cpasync-migrate: error: --emit-bundle {args.emit_bundle}: {e}; the bundle is incomplete"
     from .emit import emit
 
-    return _exit(args, emit(outcomes, scanned, mode, args, target_info, rules, sets))
+    code = _exit(args, emit(outcomes, scanned, mode, args, target_info, rules, sets))
+    if bundle_error:
+        print(bundle_error, file=sys.stderr)
+        return code if code > 2 else 2
+    return code
 
 
 def _exit(args, code: int) -> int:

@@ -62,18 +62,20 @@ def links_below(root: str, rel: str) -> Optional[str]:
     return None
 
 
-def open_subdir(dir_fd: int, name: str, create: bool = True, mode: int = 0o777) -> int:
+def open_subdir(dir_fd: int, name: str, create: bool = True, mode: int = 0o777, shown: Optional[str] = None) -> int:
     """A descriptor of the folder ``name`` inside ``dir_fd``, opened without following a link (created
-    when missing and ``create``).  A link or a file of that name: :class:`UnsafePath`."""
+    when missing and ``create``).  A link or a file of that name: :class:`UnsafePath`, whose message
+    names ``shown`` (the folder's path as the user knows it; default ``name``)."""
+    shown = shown or name
     if name in ("", ".", "..") or "/" in name or (os.altsep and os.altsep in name):
-        raise UnsafePath(f"{name!r}: not a plain folder name")
+        raise UnsafePath(f"{shown!r}: not a plain folder name")
     try:
         return os.open(name, _DIR_FLAGS | _NOFOLLOW, dir_fd=dir_fd)
     except FileNotFoundError:
         if not create:
             raise
     except OSError as e:  # ELOOP / ENOTDIR: a link or a file there
-        _refuse(dir_fd, name, e)
+        _refuse(dir_fd, name, shown, e)
     try:
         os.mkdir(name, mode, dir_fd=dir_fd)
     except FileExistsError:
@@ -81,20 +83,20 @@ def open_subdir(dir_fd: int, name: str, create: bool = True, mode: int = 0o777) 
     try:
         return os.open(name, _DIR_FLAGS | _NOFOLLOW, dir_fd=dir_fd)
     except OSError as e:
-        _refuse(dir_fd, name, e)
+        _refuse(dir_fd, name, shown, e)
         raise
 
 
-def _refuse(dir_fd: int, name: str, e: OSError) -> None:
+def _refuse(dir_fd: int, name: str, shown: str, e: OSError) -> None:
     """Raise :class:`UnsafePath` when ``name`` is a link or not a folder; else ``e`` itself."""
     try:
         st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except OSError:
         raise e from None
     if stat.S_ISLNK(st.st_mode):
-        raise UnsafePath(f"{name}: a link; not followed") from None
+        raise UnsafePath(f"{shown}: a link; not followed") from None
     if not stat.S_ISDIR(st.st_mode):
-        raise UnsafePath(f"{name}: not a folder") from None
+        raise UnsafePath(f"{shown}: not a folder") from None
     raise e
 
 
@@ -108,9 +110,11 @@ def open_dir(path: str, *, under: Optional[str] = None, create: bool = True, mod
     if rel is None:
         raise UnsafePath(f"{path}: outside {under}")
     fd = os.open(under, _DIR_FLAGS)
+    shown = under
     try:
         for p in _parts(rel):
-            sub = open_subdir(fd, p, create, mode)
+            shown = os.path.join(shown, p)
+            sub = open_subdir(fd, p, create, mode, shown)
             os.close(fd)
             fd = sub
     except BaseException:

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
 from test_cli import LEGACY, MIGRATED_CALL
 
 HANG = 120
@@ -30,9 +29,12 @@ def put(p: Path, text: str) -> Path:
 
 
 def cli(*args, cwd, home: Path, env=None):
-    """The tool in a separate process, its user's cache folder (the MAC key's) at ``home``."""
-    e = {"XDG_CACHE_HOME": str(home), **(env or {})}
-    return run_cli(*args, cwd=cwd, env=e)
+    """The tool in a separate process, its user's cache folder (the MAC key's) at ``home``; a run that
+    takes ``HANG`` seconds is a hang (a FIFO read), not a slow run."""
+    e = dict(os.environ, XDG_CACHE_HOME=str(home), NO_COLOR="1", **(env or {}))
+    e.pop("FORCE_COLOR", None)
+    return subprocess.run([sys.executable, "-m", "cpasync_migrate", *map(str, args)], cwd=cwd, env=e,
+                          capture_output=True, text=True, timeout=HANG)
 
 
 @pytest.fixture
@@ -91,13 +93,33 @@ def test_a_link_planted_under_the_entry_name_is_replaced_not_followed(tree, tmp_
     assert entries
     victims = []
     for i, e in enumerate(entries):
-        v = put(tmp_path / f"victim{i}.txt", VICTIM)
         e.unlink()
+        if i % 2:  # a FIFO under an entry's name: never opened for a blocking read
+            os.mkfifo(e)
+            continue
+        v = put(tmp_path / f"victim{i}.txt", VICTIM)
         e.symlink_to(v)
         victims.append(v)
-    assert cli("--check", "--cache-dir", cache, ".", cwd=tree, home=home).returncode == 1
+    r = cli("--check", "--cache-dir", cache, ".", cwd=tree, home=home)
+    assert r.returncode == 1 and "k.py:9:9: CPA001" in r.stdout
     assert [v.read_text() for v in victims] == [VICTIM] * len(victims)
     assert all(e.is_file() and not e.is_symlink() for e in entries)
+
+
+def test_without_a_usable_key_the_cache_is_off(tree, tmp_path):
+    home = put(tmp_path / "home", "a file where the user's cache folder should be\n")
+    cache = tmp_path / "cache"
+    r = cli("--check", "-v", "--cache-dir", cache, ".", cwd=tree, home=home)
+    assert r.returncode == 1 and "k.py:9:9: CPA001" in r.stdout
+    assert "results cache off" in r.stderr
+    assert not cache.exists() or not list(cache.rglob("*.json"))
+    # a link planted where the key goes is not followed, nor replaced
+    victim = put(tmp_path / "victim.txt", VICTIM)
+    (tmp_path / "home2" / "cpasync-migrate").mkdir(parents=True)
+    (tmp_path / "home2" / "cpasync-migrate" / "key").symlink_to(victim)
+    r = cli("--check", "-v", "--cache-dir", cache, ".", cwd=tree, home=tmp_path / "home2")
+    assert r.returncode == 1 and "results cache off" in r.stderr
+    assert victim.read_text() == VICTIM and (tmp_path / "home2" / "cpasync-migrate" / "key").is_symlink()
 
 
 # ------------------------------------------------------------------ 2. a cache folder outside the tree
@@ -314,9 +336,29 @@ def test_emit_cuda_follows_no_link_and_keeps_same_named_files_apart(tmp_path):
     assert not any((out / "a" / n).is_symlink() for n in a)
     assert "half" in (out / "a" / "k.py.main.old.cu").read_text()
     # b's folder is a link: b's kernels are not written, and the run says why
-    assert "link" in r.stdout + r.stderr
+    assert f"{out / 'b'}: a link; not followed" in r.stdout + r.stderr
     (out / "b").unlink()
     r = cli("--check", "--verify", "--device", "cpu", "--emit-cuda", out, "a", "b", cwd=t, home=tmp_path / "home")
     assert r.returncode == 1, r.stdout + r.stderr
     assert "float" in (out / "b" / "k.py.main.old.cu").read_text()
     assert (out / "a" / "k.py.main.old.cu").read_text() != (out / "b" / "k.py.main.old.cu").read_text()
+
+
+def test_emit_bundle_follows_no_link_planted_in_its_folder(tree, tmp_path):
+    out = tmp_path / "out"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out.mkdir()
+    (out / "cuda").symlink_to(elsewhere, target_is_directory=True)
+    victim = put(tmp_path / "victim.txt", VICTIM)
+    (out / "bundle.json").symlink_to(victim)
+    r = cli("--diff", "--emit-bundle", out, ".", cwd=tree, home=tmp_path / "home")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"--emit-bundle {out}: {out / 'cuda'}: a link; not followed" in r.stderr and "Traceback" not in r.stderr
+    assert list(elsewhere.iterdir()) == [] and victim.read_text() == VICTIM
+    (out / "cuda").unlink()
+    r = cli("--diff", "--emit-bundle", out, ".", cwd=tree, home=tmp_path / "home")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert victim.read_text() == VICTIM and not (out / "bundle.json").is_symlink()
+    assert json.loads((out / "bundle.json").read_text())["items"]
+    assert sorted(p.name for p in (out / "cuda").iterdir()) == ["k00000.new.cu", "k00000.old.cu"]

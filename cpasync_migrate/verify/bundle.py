@@ -234,7 +234,7 @@ def write_bundle(items: list, out_dir: str, *, seeds: int = 3, meta: Optional[di
             for name in rel.split("/")[:-1]:
                 here = f"{at}/{name}" if at else name
                 if here not in opened:
-                    opened[here] = safe_write.open_subdir(opened[at], name)
+                    opened[here] = safe_write.open_subdir(opened[at], name, shown=os.path.join(out_dir, here))
                 at = here
             return opened[at]
 

@@ -291,8 +291,8 @@ def emit_cuda(old_text, new_text, path, directory, options: Optional[VerifyOptio
     items = lower_cuda(old_text, new_text, path, VerifyOptions.of(options, **fields))
     fd = safe_write.open_dir(directory)
     try:
-        for name in folders:
-            sub = safe_write.open_subdir(fd, name)
+        for i, name in enumerate(folders):
+            sub = safe_write.open_subdir(fd, name, shown=os.path.join(directory, *folders[:i + 1]))
             os.close(fd)
             fd = sub
         written = []
