@@ -76,12 +76,13 @@ _KEYS: dict = {}
 def mac_key() -> Optional[bytes]:
     """This machine's secret (read once per process and folder; made on first use); None when it cannot
     be read or made (then the cache is off)."""
-    where = key_dir()
-    if where is None:
-        return None
-    if where not in _KEYS:
-        _KEYS[where] = _load_key(where)
-    return _KEYS[where]
+    env = os.environ.get("XDG_CACHE_HOME"), os.environ.get("HOME")
+    if env not in _KEYS:  # the folder follows the environment (looked up once per setting)
+        where = key_dir()
+        if where not in _KEYS:
+            _KEYS[where] = None if where is None else _load_key(where)
+        _KEYS[env] = _KEYS[where]
+    return _KEYS[env]
 
 
 def _load_key(where: str) -> Optional[bytes]:
@@ -103,7 +104,7 @@ def _load_key(where: str) -> Optional[bytes]:
 
 
 def _mac(secret: bytes, k: str, body: bytes) -> bytes:
-    return hmac.new(secret, k.encode("ascii", "replace") + b"\0" + body, "sha256").hexdigest().encode()
+    return hmac.digest(secret, k.encode("ascii", "replace") + b"\0" + body, "sha256").hex().encode()
 
 
 _ROOTS: dict = {}  # results folder -> the project root a tree's configuration must keep it inside
@@ -111,6 +112,11 @@ _ROOTS: dict = {}  # results folder -> the project root a tree's configuration m
 
 def _open(directory: str, create: bool) -> int:
     return safe_write.open_dir(directory, under=_ROOTS.get(directory), create=create)
+
+
+def _open_sub(directory: str, name: str, create: bool) -> int:
+    """The entry folder ``name`` of the results folder, opened without following a link."""
+    return safe_write.open_child(directory, name, under=_ROOTS.get(directory), create=create)
 
 
 _SALT: dict = {}
@@ -257,15 +263,9 @@ def _read(directory: str, k: str):
     if secret is None:
         return None
     try:
-        fd = _open(directory, create=False)
+        sub = _open_sub(directory, k[:2], create=False)
     except OSError:
         return None
-    try:
-        sub = safe_write.open_subdir(fd, k[:2], create=False)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     try:
         raw = safe_write.read_at(sub, k[2:] + ".json", limit=MAX_ENTRY_BYTES, touch=True)
     finally:

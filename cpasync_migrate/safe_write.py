@@ -123,6 +123,22 @@ def open_dir(path: str, *, under: Optional[str] = None, create: bool = True, mod
     return fd
 
 
+def open_child(path: str, name: str, *, under: Optional[str] = None, create: bool = True, mode: int = 0o777) -> int:
+    """A descriptor of the folder ``name`` inside the folder ``path`` (:func:`open_dir`'s rules for
+    ``path`` and ``under``), ``name`` opened without following a link.  The same as opening ``path``
+    and then :func:`open_subdir`, in one ``open`` where ``path`` is the user's and both exist."""
+    if under is None and name not in ("", ".", "..") and "/" not in name and not (os.altsep and os.altsep in name):
+        try:
+            return os.open(os.path.join(path, name), _DIR_FLAGS | _NOFOLLOW)
+        except OSError:
+            pass  # missing, or a link or a file there: the long way creates it or says why
+    fd = open_dir(path, under=under, create=create, mode=mode)
+    try:
+        return open_subdir(fd, name, create, mode, os.path.join(path, name))
+    finally:
+        os.close(fd)
+
+
 def write_at(dir_fd: int, name: str, data: bytes, mode: int = 0o666) -> None:
     """Replace ``name`` inside ``dir_fd`` with a new file holding ``data``: a temporary file created there
     with ``O_EXCL | O_NOFOLLOW``, renamed over ``name`` (a link of that name is replaced, not followed)."""

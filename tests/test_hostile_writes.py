@@ -362,3 +362,40 @@ def test_emit_bundle_follows_no_link_planted_in_its_folder(tree, tmp_path):
     assert victim.read_text() == VICTIM and not (out / "bundle.json").is_symlink()
     assert json.loads((out / "bundle.json").read_text())["items"]
     assert sorted(p.name for p in (out / "cuda").iterdir()) == ["k00000.new.cu", "k00000.old.cu"]
+
+
+# ------------------------------------------------------------------ the module every such write goes through
+
+
+def test_safe_write_refuses_links_and_never_writes_through_them(tmp_path):
+    from cpasync_migrate import safe_write as sw
+
+    root = tmp_path / "root"
+    (root / "a").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "a" / "link").symlink_to(outside, target_is_directory=True)
+    assert sw.inside("a/b", str(root)) == "a/b" and sw.inside("a/../b", str(root)) == "b"
+    assert sw.inside("../x", str(root)) is None and sw.inside(str(outside), str(root)) is None
+    assert sw.inside(".", str(root)) == ""
+    with pytest.raises(sw.UnsafePath, match="a link; not followed"):
+        sw.open_dir(str(root / "a" / "link" / "deeper"), under=str(root))
+    with pytest.raises(sw.UnsafePath, match="outside"):
+        sw.open_dir(str(outside), under=str(root))
+    with pytest.raises(sw.UnsafePath, match="a link; not followed"):
+        sw.open_child(str(root / "a"), "link")
+    assert list(outside.iterdir()) == []
+    fd = sw.open_dir(str(root / "a" / "new" / "er"), under=str(root))  # made on the way, no link
+    try:
+        victim = put(tmp_path / "victim.txt", VICTIM)
+        os.symlink(victim, "x", dir_fd=fd)
+        sw.write_at(fd, "x", b"new\n")
+        assert victim.read_text() == VICTIM and (root / "a" / "new" / "er" / "x").read_bytes() == b"new\n"
+        assert sw.create_at(fd, "x", b"other\n") is False and (root / "a" / "new" / "er" / "x").read_bytes() == b"new\n"
+        assert sw.create_at(fd, "y", b"made\n") is True and sw.read_at(fd, "y") == b"made\n"
+        os.symlink(victim, "z", dir_fd=fd)
+        os.mkfifo("f", dir_fd=fd)
+        assert sw.read_at(fd, "z") is None and sw.read_at(fd, "f") is None and sw.read_at(fd, "y", limit=2) is None
+        assert sorted(os.listdir(root / "a" / "new" / "er")) == ["f", "x", "y", "z"]  # no temporary left
+    finally:
+        os.close(fd)
