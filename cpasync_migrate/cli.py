@@ -504,7 +504,7 @@ def run(args) -> int:
     code = _exit(args, emit(outcomes, scanned, mode, args, target_info, rules, sets))
     if bundle_error:
         print(bundle_error, file=sys.stderr)
-        return code if code > 2 else 2
+        return max(code, 2)
     return code
 
 

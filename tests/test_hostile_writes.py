@@ -362,6 +362,15 @@ def test_emit_bundle_follows_no_link_planted_in_its_folder(tree, tmp_path):
     assert victim.read_text() == VICTIM and not (out / "bundle.json").is_symlink()
     assert json.loads((out / "bundle.json").read_text())["items"]
     assert sorted(p.name for p in (out / "cuda").iterdir()) == ["k00000.new.cu", "k00000.old.cu"]
+    # files of one name, and a name the old flattening made of a path, keep their own texts
+    put(tree / "a" / "k.py", LEGACY.replace("tx * 8, 16)", "tx * 8, 16)  # a"))
+    put(tree / "a_k.py", LEGACY.replace("tx * 8, 16)", "tx * 8, 16)  # a_k"))
+    r = cli("--diff", "--emit-bundle", out, ".", cwd=tree, home=tmp_path / "home")
+    assert r.returncode == 1, r.stdout + r.stderr
+    texts = sorted(str(p.relative_to(out / "texts")) for p in (out / "texts").rglob("*.old.py"))
+    assert texts == ["a/k.py.old.py", "a_k.py.old.py", "k.py.old.py"]
+    assert "# a_k" in (out / "texts" / "a_k.py.old.py").read_text()
+    assert "# a\n" in (out / "texts" / "a" / "k.py.old.py").read_text()
 
 
 # ------------------------------------------------------------------ the module every such write goes through
