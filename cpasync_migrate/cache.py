@@ -76,13 +76,10 @@ _KEYS: dict = {}
 def mac_key() -> Optional[bytes]:
     """This machine's secret (read once per process and folder; made on first use); None when it cannot
     be read or made (then the cache is off)."""
-    env = os.environ.get("XDG_CACHE_HOME"), os.environ.get("HOME")
-    if env not in _KEYS:  # the folder follows the environment (looked up once per setting)
-        where = key_dir()
-        if where not in _KEYS:
-            _KEYS[where] = None if where is None else _load_key(where)
-        _KEYS[env] = _KEYS[where]
-    return _KEYS[env]
+    where = key_dir()
+    if where not in _KEYS:
+        _KEYS[where] = None if where is None else _load_key(where)
+    return _KEYS[where]
 
 
 def _load_key(where: str) -> Optional[bytes]:
