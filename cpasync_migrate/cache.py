@@ -11,18 +11,35 @@ part: a fresh CI checkout and a fresh install of the same tool with a restored c
 Entries are JSON (never pickle: a cache directory restored in CI must not be able to run
 code), written atomically; an entry that cannot be read or does not have the expected shape
 is a miss.  The cache only ever saves work: the engine still chooses the fixes, applies them
-and, in write mode, re-parses the rewritten text before writing.
+and, in write mode, analyses every file afresh and re-parses the rewritten text before writing.
+
+Only this machine's entries are used.  Each entry carries an HMAC-SHA256 over its key and its
+JSON, made with a secret kept outside every tree (``$XDG_CACHE_HOME/cpasync-migrate/key``, else
+``~/.cache/cpasync-migrate/key``; 32 random bytes, created once with mode 0600, ``O_EXCL`` and no
+link followed); an entry whose MAC does not check (one committed to the scanned repository, one
+another machine wrote, an edited one) is a miss.  Without a usable key the cache is neither read
+nor written.  Every file of the cache is written and read through :mod:`.safe_write` (no link
+followed); the prune deletes only entry files (``??/<62 hex digits>.json``) inside the folder.
 """
 from __future__ import annotations
 
+import hmac
 import json
 import os
+import re
 from typing import Optional
 
+from . import safe_write
 from .findings import Analysis, Applicability, Edit, Finding, Fix, Status
 
-FORMAT = 1
+FORMAT = 2  # 2: entries carry a MAC
 ENV = "CPASYNC_MIGRATE_CACHE_DIR"
+KEY_BYTES = 32
+MAX_ENTRY_BYTES = 64 << 20  # a larger file under an entry's name is a miss, never read whole
+# an entry's file is one JSON object: {"mac":"<64 hex digits>","v":<the value, as written>}; the MAC is
+# over the value's exact bytes
+_HEAD, _TAIL = b'{"mac":"', b'","v":'
+_BODY_AT = len(_HEAD) + 64 + len(_TAIL)
 
 
 def default_dir() -> Optional[str]:
@@ -38,6 +55,65 @@ def default_dir() -> Optional[str]:
             return None  # never a folder named "~" in the current directory
         base = os.path.join(home, ".cache")
     return os.path.join(base, "cpasync-migrate", "results")
+
+
+def key_dir() -> Optional[str]:
+    """The folder of the MAC key: ``$XDG_CACHE_HOME/cpasync-migrate``, else ``~/.cache/cpasync-migrate``
+    (never the results folder, which the command line or a tree's configuration may place in a tree);
+    None when there is no home folder."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        home = os.path.expanduser("~")
+        if home.startswith("~"):
+            return None
+        base = os.path.join(home, ".cache")
+    return os.path.join(base, "cpasync-migrate")
+
+
+_KEYS: dict = {}
+
+
+def mac_key() -> Optional[bytes]:
+    """This machine's secret (read once per process and folder; made on first use); None when it cannot
+    be read or made (then the cache is off)."""
+    where = key_dir()
+    if where not in _KEYS:
+        _KEYS[where] = None if where is None else _load_key(where)
+    return _KEYS[where]
+
+
+def _load_key(where: str) -> Optional[bytes]:
+    try:
+        fd = safe_write.open_dir(where, mode=0o700)
+    except OSError:
+        return None
+    try:
+        data = safe_write.read_at(fd, "key", limit=KEY_BYTES)
+        if data is None:
+            try:
+                safe_write.create_at(fd, "key", os.urandom(KEY_BYTES), 0o600)
+            except OSError:
+                return None
+            data = safe_write.read_at(fd, "key", limit=KEY_BYTES)
+        return data if data is not None and len(data) == KEY_BYTES else None
+    finally:
+        os.close(fd)
+
+
+def _mac(secret: bytes, k: str, body: bytes) -> bytes:
+    return hmac.digest(secret, k.encode("ascii", "replace") + b"\0" + body, "sha256").hex().encode()
+
+
+_ROOTS: dict = {}  # results folder -> the project root a tree's configuration must keep it inside
+
+
+def _open(directory: str, create: bool) -> int:
+    return safe_write.open_dir(directory, under=_ROOTS.get(directory), create=create)
+
+
+def _open_sub(directory: str, name: str, create: bool) -> int:
+    """The entry folder ``name`` of the results folder, opened without following a link."""
+    return safe_write.open_child(directory, name, under=_ROOTS.get(directory), create=create)
 
 
 _SALT: dict = {}
@@ -135,10 +211,19 @@ def _record_lines(location: str) -> list[str]:
     return []
 
 
-def prepare(settings) -> None:
-    """Compute the salt now (before worker processes are forked, so they inherit it)."""
-    if settings.cache_dir:
-        _salt(settings.rules_dir)
+def prepare(settings, confine_to: Optional[str] = None) -> bool:
+    """Compute the salt and read the MAC key now (before worker processes are forked, so they inherit
+    them); False when there is no usable key (the caller then runs without the cache).
+    ``confine_to``: the folder was named by a scanned tree's configuration and must be reached inside
+    that project root without a link (:func:`.safe_write.open_dir`)."""
+    if not settings.cache_dir:
+        return False
+    if confine_to is None:
+        _ROOTS.pop(settings.cache_dir, None)
+    else:
+        _ROOTS[settings.cache_dir] = confine_to
+    _salt(settings.rules_dir)
+    return mac_key() is not None
 
 
 def salt(settings) -> bytes:
@@ -165,18 +250,33 @@ MAX_AGE_DAYS = 30  # an entry not read or written for this long is deleted
 PRUNE_EVERY_S = 24 * 3600  # how often a run looks for such entries
 
 
+_ENTRY = re.compile(r"[0-9a-f]{62}\.json")
+
+
 def _read(directory: str, k: str):
-    path = _file(directory, k)
-    try:
-        with open(path, "rb") as fh:
-            data = json.loads(fh.read())
-    except (OSError, ValueError):
+    """The JSON value of entry ``k`` when its MAC checks under this machine's key (the entry is then
+    marked as in use: not pruned); None otherwise."""
+    secret = mac_key()
+    if secret is None:
         return None
     try:
-        os.utime(path)  # in use: not pruned
+        sub = _open_sub(directory, k[:2], create=False)
     except OSError:
-        pass
-    return data
+        return None
+    try:
+        raw = safe_write.read_at(sub, k[2:] + ".json", limit=MAX_ENTRY_BYTES, touch=True)
+    finally:
+        os.close(sub)
+    if (raw is None or not raw.startswith(_HEAD) or raw[_BODY_AT - len(_TAIL):_BODY_AT] != _TAIL
+            or not raw.endswith(b"}")):
+        return None
+    body = raw[_BODY_AT:-1]
+    if not hmac.compare_digest(raw[len(_HEAD):_BODY_AT - len(_TAIL)], _mac(secret, k, body)):
+        return None  # not made by this machine (or edited since): a miss
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
 
 
 def read_json(directory: str, k: str):
@@ -190,43 +290,65 @@ def write_json(directory: str, k: str, obj) -> None:
 
 def _write(directory: str, k: str, obj) -> None:
     """Best effort: a cache that cannot be written only costs time."""
-    target = _file(directory, k)
-    tmp = f"{target}.{os.getpid()}.tmp"
-    try:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(obj, fh, separators=(",", ":"))
-        os.replace(tmp, target)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+    secret = mac_key()
+    if secret is None:
         return
-    _prune(directory)
+    body = json.dumps(obj, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    try:
+        fd = _open(directory, create=True)
+    except OSError:
+        return
+    try:
+        try:
+            sub = safe_write.open_subdir(fd, k[:2])
+        except OSError:
+            return
+        try:
+            safe_write.write_at(sub, k[2:] + ".json", _HEAD + _mac(secret, k, body) + _TAIL + body + b"}")
+        except OSError:
+            return
+        finally:
+            os.close(sub)
+        _prune(fd)
+    finally:
+        os.close(fd)
 
 
-def _prune(directory: str, now: Optional[float] = None) -> None:
-    """At most once a day: delete the entries nobody read or wrote for ``MAX_AGE_DAYS``."""
+def _prune(dir_fd: int, now: Optional[float] = None) -> None:
+    """At most once a day: delete the entries nobody read or wrote for ``MAX_AGE_DAYS``.
+
+    ``dir_fd``: the results folder, open.  Only entry files are deleted (``??/<62 hex>.json``,
+    regular files), in sub-folders that are not links; the marker ``last-pruned`` is replaced,
+    never written through."""
+    import stat
     import time
 
     now = time.time() if now is None else now
-    marker = os.path.join(directory, "last-pruned")
     try:
-        if now - os.stat(marker).st_mtime < PRUNE_EVERY_S:
+        if now - os.stat("last-pruned", dir_fd=dir_fd, follow_symlinks=False).st_mtime < PRUNE_EVERY_S:
             return
     except OSError:
         pass
     try:
-        with open(marker, "w", encoding="utf-8") as fh:
-            fh.write("the results cache of cpasync-migrate; entries unused for %d days are deleted\n" % MAX_AGE_DAYS)
-        os.utime(marker, (now, now))
-        for sub in os.scandir(directory):
-            if not sub.is_dir(follow_symlinks=False) or len(sub.name) != 2:
+        safe_write.write_at(dir_fd, "last-pruned", ("the results cache of cpasync-migrate; entries unused for %d "
+                                                    "days are deleted\n" % MAX_AGE_DAYS).encode())
+        os.utime("last-pruned", (now, now), dir_fd=dir_fd, follow_symlinks=False)
+        for sub in os.scandir(dir_fd):
+            if len(sub.name) != 2 or not sub.is_dir(follow_symlinks=False):
                 continue
-            for e in os.scandir(sub.path):
-                if e.name.endswith(".json") and now - e.stat().st_mtime > MAX_AGE_DAYS * 86400:
-                    os.unlink(e.path)
+            try:
+                sfd = safe_write.open_subdir(dir_fd, sub.name, create=False)
+            except OSError:
+                continue
+            try:
+                for e in os.scandir(sfd):
+                    if not _ENTRY.fullmatch(e.name) or not e.is_file(follow_symlinks=False):
+                        continue
+                    st = e.stat(follow_symlinks=False)
+                    if stat.S_ISREG(st.st_mode) and now - st.st_mtime > MAX_AGE_DAYS * 86400:
+                        os.unlink(e.name, dir_fd=sfd)
+            finally:
+                os.close(sfd)
     except OSError:
         pass
 

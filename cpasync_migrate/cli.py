@@ -164,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "Python or C++, its folder the configuration")
     g.add_argument("--max-file-size", metavar="SIZE", default=None,
                    help="files larger than SIZE bytes (e.g. 4MB; 0: no limit) that name the intrinsic are a "
-                        "file error, not analysed (default: 1MB)")
+                        "file error, not analysed (default: 1MB; a configuration file may set at most 4MB)")
     g.add_argument("--config", metavar="PYPROJECT", help="read [tool.cpasync-migrate] from this file")
     g.add_argument("--isolated", action="store_true", help="ignore configuration files")
 
@@ -181,11 +181,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = p.add_argument_group("performance")
     g.add_argument("-j", "--jobs", type=int, default=None,
-                   help="worker processes (default: the CPUs this process may use)")
+                   help="worker processes (default: the CPUs this process may use; a configuration file may "
+                        "set fewer, never more)")
     g.add_argument("--no-cache", dest="cache", action="store_false", default=None,
                    help="do not read or write the results cache")
     g.add_argument("--cache-dir", metavar="DIR", help="results cache folder (default: $CPASYNC_MIGRATE_CACHE_DIR, "
-                   "else ~/.cache/cpasync-migrate/results)")
+                   "else ~/.cache/cpasync-migrate/results; a configuration file may name only a folder inside "
+                   "its own, reached without links)")
     return p
 
 
@@ -472,15 +474,19 @@ def run(args) -> int:
                 continue
             kept.append(p)
         args.paths = kept  # none left: nothing to do, exit 0 (as a pre-commit hook expects)
-    if args.jobs is not None or cfg.get("jobs"):
-        jobs = args.jobs if args.jobs is not None else cfg["jobs"]
+    if args.jobs is not None:  # the command line's count is used as given
+        jobs = args.jobs
     else:
         from .cpus import default_jobs
 
-        jobs = default_jobs()
+        # a configuration file may lower the count, never raise it past the CPUs this process may use
+        jobs = min(cfg["jobs"], default_jobs()) if cfg.get("jobs") else default_jobs()
+        if args.verbose and cfg.get("jobs", 0) > jobs:
+            print(f"cpasync-migrate: note: {cfg['__file__']}: jobs = {cfg['jobs']} capped at {jobs} (the CPUs "
+                  "this process may use; only -j asks for more)", file=sys.stderr)
     if jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    if args.max_file_size is not None:
+    if args.max_file_size is not None:  # only the command line lifts the ceiling (0: no limit)
         max_file_size = cfgmod.parse_size(args.max_file_size)
         if max_file_size is None:
             raise UsageError(f"--max-file-size {args.max_file_size!r}: expected a size in bytes such as 4MB "
@@ -489,6 +495,12 @@ def run(args) -> int:
         from .files import DEFAULT_MAX_FILE_SIZE
 
         max_file_size = cfg.get("max-file-size", DEFAULT_MAX_FILE_SIZE)
+        ceiling = cfgmod.CONFIG_MAX_FILE_SIZE
+        if max_file_size == 0 or max_file_size > ceiling:
+            print(f"cpasync-migrate: note: {cfg['__file__']}: max-file-size = {cfg['max-file-size']} capped at "
+                  f"{ceiling} bytes (a configuration file cannot lift the limit past that; --max-file-size "
+                  "can)", file=sys.stderr)
+            max_file_size = ceiling
     allow_read_only = (args.allow_read_only if args.allow_read_only is not None
                        else bool(cfg.get("allow-read-only", False)))
     binds = {}
@@ -500,11 +512,13 @@ def run(args) -> int:
     device = args.device
     if args.verify and device == "auto":
         device = "gpu" if _gpu_available() else "cpu"
-    cache_dir = None
+    cache_dir = confine = None
     if (args.cache if args.cache is not None else cfg.get("cache", True)):
         from . import cache
 
         cache_dir = args.cache_dir or cfg.get("cache-dir") or cache.default_dir()
+        if not args.cache_dir and cfg.get("cache-dir"):
+            confine = cfg["__cache_root__"]  # the configuration's folder: inside its project root, no link
     settings = RunSettings(
         mode=mode, unsafe_fixes=unsafe, target=target_info["generation"], source=src_gen.name, style=style,
         migrate_tvm=migrate_tvm, verify=args.verify, device=device, require_proof=args.require_proof,
@@ -512,8 +526,11 @@ def run(args) -> int:
         keep_texts=mode != "check" or bool(args.emit_bundle), defer_coupled=mode == "write",
         max_file_size=max_file_size, allow_read_only=allow_read_only,
     )
-    if cache_dir:
-        cache.prepare(settings)
+    if cache_dir and not cache.prepare(settings, confine):
+        if args.verbose:
+            print(f"cpasync-migrate: note: results cache off: no key in {cache.key_dir()} could be read or made",
+                  file=sys.stderr)
+        settings.cache_dir = None
     if stdin is not None:
         return _run_stdin(stdin, stdin_excluded, settings, select, args, cfg, target_info, rules)
     from .runner import run_files
@@ -543,11 +560,19 @@ def run(args) -> int:
         outcomes, sets = settle(outcomes, settings, args.paths, accept_partial, rules)
         if select is not None:  # a file processed again for its set has its deselected sites held
             _deselect(outcomes, select)
+    bundle_error = None
     if args.emit_bundle:
         from .verify_bridge import emit_bundle
 
-        emit_bundle(outcomes, settings, args.emit_bundle)
-    return _exit(args, _emit_kept(outcomes, scanned, mode, args, target_info, rules, sets))
+        try:
+            emit_bundle(outcomes, settings, args.emit_bundle)
+        except OSError as e:  # a link planted in the folder, no permission: said, and a file error
+            bundle_error = f"cpasync-migrate: error: --emit-bundle {args.emit_bundle}: {e}; the bundle is incomplete"
+    code = _exit(args, _emit_kept(outcomes, scanned, mode, args, target_info, rules, sets))
+    if bundle_error:
+        print(bundle_error, file=sys.stderr)
+        return max(code, 2)
+    return code
 
 
 def _exit(args, code: int) -> int:

@@ -12,6 +12,10 @@ from typing import Optional
 
 from .errors import ConfigError
 
+# The most a configuration file may set max-file-size to (0 or more from a file means this): the file may
+# be the scanned tree's.  Only --max-file-size lifts it.  (1 MB of dense kernels took 74-88 s and 1.4 GB.)
+CONFIG_MAX_FILE_SIZE = 4 << 20
+
 # key -> (what the value must be, in words; a check)
 _STR = ("a string", lambda v: isinstance(v, str))
 _BOOL = ("true or false", lambda v: isinstance(v, bool))
@@ -134,10 +138,31 @@ def load(path: Path, required: bool = False) -> dict:
         out[k] = v
     if "max-file-size" in out:
         out["max-file-size"] = parse_size(out["max-file-size"])
-    if "cache-dir" in out:  # a folder named in the file is relative to the file
-        out["cache-dir"] = str(path.resolve().parent / out["cache-dir"])
+    if "cache-dir" in out:  # a folder named in the file is relative to the file, and inside its folder
+        out["cache-dir"], out["__cache_root__"] = _cache_dir_inside(path, out["cache-dir"])
     out["__file__"] = str(path)
     return out
+
+
+def _cache_dir_inside(path: Path, value: str) -> tuple[str, str]:
+    """(the folder, the project root) for ``cache-dir = value`` in ``path``: a relative path that stays
+    inside the folder holding ``path`` (the project root) and meets no link there.  The file may be the
+    scanned tree's, so it may not choose a place to write elsewhere (the command line and
+    ``$CPASYNC_MIGRATE_CACHE_DIR`` may name any folder).  Writes re-check it (:mod:`.safe_write`)."""
+    from . import safe_write
+
+    root = os.path.dirname(os.path.abspath(path))
+    rel = None if os.path.isabs(value) else safe_write.inside(value, root)
+    elsewhere = ("a folder elsewhere is named by --cache-dir or $CPASYNC_MIGRATE_CACHE_DIR, never by the "
+                 "scanned tree's configuration")
+    if not rel:
+        raise ConfigError(f"{path}: [tool.cpasync-migrate] cache-dir = {value!r} must name a folder inside "
+                          f"{root} (the folder of this file), by a relative path; {elsewhere}")
+    link = safe_write.links_below(root, rel)
+    if link is not None:
+        raise ConfigError(f"{path}: [tool.cpasync-migrate] cache-dir = {value!r}: {link} is a link or not a "
+                          f"folder; the cache folder must be reached without links; {elsewhere}")
+    return os.path.join(root, *rel.split("/")), root
 
 
 def _what(v) -> str:

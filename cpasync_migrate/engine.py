@@ -173,7 +173,8 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
         from . import cache
 
         ck = cache.key(settings, path, language, raw, line_length=line_length)
-        analysis = cache.load_analysis(settings.cache_dir, ck, path)
+        if settings.mode != "write":  # write mode applies only edits it computed in this run
+            analysis = cache.load_analysis(settings.cache_dir, ck, path)
     if analysis is None and only_cached:
         return NOT_CACHED
     fresh = analysis is None

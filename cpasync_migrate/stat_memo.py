@@ -17,7 +17,9 @@ the results cache) has new inodes and times, so there every file is read, as wit
 
 The memo is one JSON entry of the results cache per set of scanned paths, keyed by the cache's
 salt (the tool's code and rules: another version never reads it) and the paths; it is written only
-when it changed, atomically, and pruned with the rest of the cache.  ``--no-cache`` turns it off
+when it changed, atomically, and pruned with the rest of the cache.  Like every entry it is used only
+when its MAC checks under this machine's key (``cache.py``): a memo shipped in a repository cannot
+make a file be skipped.  ``--no-cache`` turns it off
 with the cache; ``CPASYNC_MIGRATE_STAT_MEMO=0`` turns off only the memo (a measuring switch, with
 an equality test).
 """

@@ -7,9 +7,6 @@ cupy installed.
 """
 from __future__ import annotations
 
-import os
-import re
-
 
 def emit_bundle(outcomes, settings, out_dir: str, *, seeds: int = 3) -> str:
     """Write the bundle of every changed Python file in ``outcomes``; returns the path of bundle.json.
@@ -18,6 +15,7 @@ def emit_bundle(outcomes, settings, out_dir: str, *, seeds: int = 3) -> str:
     from .rules import load_rules
     from .verify.bundle import kernel_items, write_bundle
     from .verify.options import VerifyOptions
+    from .verify.verifier import emit_place
 
     rules = load_rules(getattr(settings, "rules_dir", None))
     source = getattr(settings, "source", "legacy")
@@ -29,7 +27,8 @@ def emit_bundle(outcomes, settings, out_dir: str, *, seeds: int = 3) -> str:
         if getattr(o, "language", "python") != "python" or o.old_text is None or not o.changed:
             continue
         items += kernel_items(o.old_text, o.new_text, o.path, opts, category="file", name=o.path)
-        stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", os.path.relpath(o.path) if not os.path.isabs(o.path) else o.path)
+        folders, name = emit_place(o.path)  # the file's own folders: a/k.py, b/k.py and a_k.py stay apart
+        stem = "/".join(folders + [name])
         texts[f"{stem}.old.py"] = o.old_text
         texts[f"{stem}.new.py"] = o.new_text
     return write_bundle(items, out_dir, seeds=seeds, texts=texts,

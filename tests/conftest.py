@@ -15,6 +15,7 @@ def _own_results_cache(tmp_path_factory, monkeypatch):
     """Each test's runs of the tool (in-process or not) share a results cache no other test sees:
     a test that patches a front end must not be answered from another test's entries."""
     monkeypatch.setenv("CPASYNC_MIGRATE_CACHE_DIR", str(tmp_path_factory.mktemp("results-cache")))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("user-cache")))  # the cache's MAC key
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)  # a CI job's own summary gets no test runs
 
 

@@ -54,7 +54,7 @@ def _report(tree, cache, *extra):
 def _memo_entries(cache):
     found = []
     for e in cache.rglob("*.json"):
-        d = json.loads(e.read_text(encoding="utf-8"))
+        d = json.loads(e.read_text(encoding="utf-8"))["v"]  # {"mac": ..., "v": the value} (cache.py)
         if "entries" in d:
             found.append(d["entries"])
     assert len(found) <= 1
@@ -127,8 +127,8 @@ def test_a_damaged_memo_is_read_as_empty(tree, tmp_path, settled, clean_calls):
     first = _report(tree, cache, "-j", "1")
     (memo_file,) = [e for e in cache.rglob("*.json") if "entries" in e.read_text(encoding="utf-8")]
     d = json.loads(memo_file.read_text(encoding="utf-8"))
-    name = next(iter(d["entries"]))
-    d["entries"][name] = "not a stat"
+    name = next(iter(d["v"]["entries"]))
+    d["v"]["entries"][name] = "not a stat"  # its MAC no longer checks: the whole memo is a miss
     memo_file.write_text(json.dumps(d), encoding="utf-8")
     assert _report(tree, cache, "-j", "1") == first
     assert (os.path.basename(name), False) in clean_calls  # that file was read

@@ -216,46 +216,67 @@ def kernel_items(old_text: str, new_text: str, path: str, options: Optional[Veri
 
 def write_bundle(items: list, out_dir: str, *, seeds: int = 3, meta: Optional[dict] = None,
                  texts: Optional[dict] = None) -> str:
-    """Write ``items`` (from :func:`kernel_items`) as a bundle under ``out_dir``; returns bundle.json's path."""
-    os.makedirs(os.path.join(out_dir, "cuda"), exist_ok=True)
-    os.makedirs(os.path.join(out_dir, "expected"), exist_ok=True)
-    out = []
-    for n, src in enumerate(items):
-        it = dict(src)
-        iid = f"k{n:05d}"
-        it["id"] = iid
-        cuda = {}
-        for form in ("old", "new"):
-            code = it.pop(f"{form}_cuda", None)
-            if code is None:
-                continue
-            entry = it["launch"][f"{form}_entry"]
-            pat = f" {entry}("
-            if code.count(pat) != 1:
-                raise ValueError(f"{it['name']}:{it['kernel']}: entry {entry} not found once in the {form} source")
-            code = code.replace(pat, f" {iid}_{form}(")
-            rel = f"cuda/{iid}.{form}.cu"
-            with open(os.path.join(out_dir, rel), "w", encoding="utf-8") as f:
-                f.write(code)
-            cuda[form] = rel
-        if cuda:
-            it["launch"] = dict(it["launch"], old_entry=f"{iid}_old", new_entry=f"{iid}_new")
-            it["cuda"] = cuda
-        exp = it.pop("expected", None)
-        if exp:
-            rel = f"expected/{iid}.npz"
-            np.savez_compressed(os.path.join(out_dir, rel), **exp)
-            it["crosscheck"] = dict(it.get("crosscheck", {}), file=rel)
-        out.append(it)
-    if texts:
-        for rel, text in texts.items():
-            p = os.path.join(out_dir, "texts", rel)
-            os.makedirs(os.path.dirname(p), exist_ok=True)
-            with open(p, "w", encoding="utf-8") as f:
-                f.write(text)
-    doc = {"format": FORMAT, "version": VERSION, "seeds": seeds, "sentinels": list(SENTINELS), "meta": meta or {},
-           "items": out}
-    path = os.path.join(out_dir, "bundle.json")
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=1)
-    return path
+    """Write ``items`` (from :func:`kernel_items`) as a bundle under ``out_dir``; returns bundle.json's path.
+
+    Nothing in ``out_dir`` is followed: its sub-folders are opened without following links (a link
+    there is an error) and every member is a new file renamed over its name
+    (:mod:`cpasync_migrate.safe_write`)."""
+    import io
+
+    from .. import safe_write
+
+    root = safe_write.open_dir(out_dir)
+    opened = {"": root}  # folder (relative, "/"-separated) -> its descriptor
+    try:
+        def folder(rel: str) -> int:
+            """The descriptor of the folder holding member ``rel`` (opened once)."""
+            at = ""
+            for name in rel.split("/")[:-1]:
+                here = f"{at}/{name}" if at else name
+                if here not in opened:
+                    opened[here] = safe_write.open_subdir(opened[at], name, shown=os.path.join(out_dir, here))
+                at = here
+            return opened[at]
+
+        folder("cuda/-")
+        folder("expected/-")
+        out = []
+        for n, src in enumerate(items):
+            it = dict(src)
+            iid = f"k{n:05d}"
+            it["id"] = iid
+            cuda = {}
+            for form in ("old", "new"):
+                code = it.pop(f"{form}_cuda", None)
+                if code is None:
+                    continue
+                entry = it["launch"][f"{form}_entry"]
+                pat = f" {entry}("
+                if code.count(pat) != 1:
+                    raise ValueError(f"{it['name']}:{it['kernel']}: entry {entry} not found once in the {form} source")
+                code = code.replace(pat, f" {iid}_{form}(")
+                rel = f"cuda/{iid}.{form}.cu"
+                safe_write.write_at(folder(rel), rel.rsplit("/", 1)[1], code.encode("utf-8"))
+                cuda[form] = rel
+            if cuda:
+                it["launch"] = dict(it["launch"], old_entry=f"{iid}_old", new_entry=f"{iid}_new")
+                it["cuda"] = cuda
+            exp = it.pop("expected", None)
+            if exp:
+                rel = f"expected/{iid}.npz"
+                buf = io.BytesIO()
+                np.savez_compressed(buf, **exp)
+                safe_write.write_at(folder(rel), rel.rsplit("/", 1)[1], buf.getvalue())
+                it["crosscheck"] = dict(it.get("crosscheck", {}), file=rel)
+            out.append(it)
+        if texts:
+            for rel, text in texts.items():
+                rel = f"texts/{rel}"
+                safe_write.write_at(folder(rel), rel.rsplit("/", 1)[1], text.encode("utf-8"))
+        doc = {"format": FORMAT, "version": VERSION, "seeds": seeds, "sentinels": list(SENTINELS),
+               "meta": meta or {}, "items": out}
+        safe_write.write_at(root, "bundle.json", json.dumps(doc, indent=1).encode("utf-8"))
+    finally:
+        for fd in opened.values():
+            os.close(fd)
+    return os.path.join(out_dir, "bundle.json")

@@ -356,22 +356,54 @@ def lower_cuda(old_text: str, new_text: str, path: str, options: Optional[Verify
 
 
 def emit_cuda(old_text, new_text, path, directory, options: Optional[VerifyOptions] = None, **fields) -> list[str]:
-    """Write ``<stem>.<kernel>.{old,new}.cu`` and ``<stem>.<kernel>.json`` under ``directory``."""
-    os.makedirs(directory, exist_ok=True)
-    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(path) or "kernel")
-    written = []
-    for item in lower_cuda(old_text, new_text, path, VerifyOptions.of(options, **fields)):
-        base = os.path.join(directory, f"{stem}.{item['kernel']}")
-        meta = {k: v for k, v in item.items() if k not in ("old_cuda", "new_cuda")}
-        for form in ("old", "new"):
-            if item.get(f"{form}_cuda"):
-                with open(f"{base}.{form}.cu", "w", encoding="utf-8") as f:
-                    f.write(item[f"{form}_cuda"])
-                written.append(f"{base}.{form}.cu")
-        with open(f"{base}.json", "w", encoding="utf-8") as f:
-            json.dump(meta, f, indent=2)
-        written.append(f"{base}.json")
-    return written
+    """Write ``<path>.<kernel>.{old,new}.cu`` and ``<path>.<kernel>.json`` under ``directory``.
+
+    ``path`` keeps its folders, relative to the current folder (``a/k.py`` and ``b/k.py`` write
+    ``a/k.py.*`` and ``b/k.py.*``); a path outside the current folder is written under ``@abs/`` and
+    its absolute folders (a relative path whose first folder starts with ``@`` gets one more ``@``,
+    so the two never meet).  Nothing in ``directory`` is followed: sub-folders are opened without
+    following links (a link there is an error) and each file is a new file renamed over its name
+    (:mod:`cpasync_migrate.safe_write`)."""
+    from .. import safe_write
+
+    folders, stem = emit_place(path)
+    items = lower_cuda(old_text, new_text, path, VerifyOptions.of(options, **fields))
+    fd = safe_write.open_dir(directory)
+    try:
+        for i, name in enumerate(folders):
+            sub = safe_write.open_subdir(fd, name, shown=os.path.join(directory, *folders[:i + 1]))
+            os.close(fd)
+            fd = sub
+        written = []
+        where = os.path.join(directory, *folders)
+        for item in items:
+            base = f"{stem}.{re.sub(r'[^A-Za-z0-9_.-]', '_', str(item['kernel']))}"
+            meta = {k: v for k, v in item.items() if k not in ("old_cuda", "new_cuda")}
+            for form in ("old", "new"):
+                if item.get(f"{form}_cuda"):
+                    safe_write.write_at(fd, f"{base}.{form}.cu", item[f"{form}_cuda"].encode("utf-8"))
+                    written.append(os.path.join(where, f"{base}.{form}.cu"))
+            safe_write.write_at(fd, f"{base}.json", json.dumps(meta, indent=2).encode("utf-8"))
+            written.append(os.path.join(where, f"{base}.json"))
+        return written
+    finally:
+        os.close(fd)
+
+
+def emit_place(path: str) -> tuple[list[str], str]:
+    """(the folders, the file name) that ``--emit-cuda`` writes ``path``'s kernels under (see
+    :func:`emit_cuda`)."""
+    from ..safe_write import inside
+
+    full = os.path.abspath(path)
+    rel = inside(full, os.getcwd())
+    if rel:
+        parts = rel.split("/")
+        if parts[0].startswith("@"):
+            parts[0] = "@" + parts[0]
+    else:
+        parts = ["@abs"] + [p for p in full.split(os.sep) if p]
+    return parts[:-1], parts[-1] or "kernel"
 
 
 def verify_source_gpu(old_text: str, new_text: str, path: str, options: Optional[VerifyOptions] = None,
