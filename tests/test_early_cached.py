@@ -32,6 +32,7 @@ def _report(tree, cache, *extra):
     return json.loads(r.stdout)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_the_same_report_with_and_without_early_answers(tree, tmp_path, monkeypatch, jobs):
     cache = tmp_path / "cache"

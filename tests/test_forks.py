@@ -369,6 +369,7 @@ void P::VisitExpr_(const CallNode* op, std::ostream& os) {
 MUSA = Path(os.environ.get("CPASYNC_MUSA_MIRROR", "/work/.mirror/tile-ai+tilelang-musa/repo"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rev", ["HEAD", "3207817c"])  # its newest revision; the one that adds its robust op
 def test_an_already_migrated_musa_fork_gets_no_legacy_builder(tmp_path, rev):
     if not (MUSA / "HEAD").is_file():

@@ -18,6 +18,9 @@ import pytest
 from conftest import run_cli
 from test_cli import LEGACY, MANUAL, MIGRATED_CALL
 
+# The attack suites run in CI with -m slow (.ci/run), outside the default run.
+pytestmark = pytest.mark.slow
+
 HANG = 120  # seconds: a run that takes this long is a hang, not a slow run
 EXE = Path(sys.executable).with_name("cpasync-migrate")
 

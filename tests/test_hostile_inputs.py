@@ -19,6 +19,9 @@ import pytest
 from test_cli import LEGACY, MIGRATED_CALL
 from test_hostile import HANG, cli, put
 
+# The attack suites run in CI with -m slow (.ci/run), outside the default run.
+pytestmark = pytest.mark.slow
+
 
 def sites(stdout: str) -> list[str]:
     return sorted(ln.split(":")[0] for ln in stdout.splitlines() if ": CPA" in ln)

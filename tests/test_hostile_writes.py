@@ -18,6 +18,9 @@ import pytest
 
 from test_cli import LEGACY, MIGRATED_CALL
 
+# The attack suites run in CI with -m slow (.ci/run), outside the default run.
+pytestmark = pytest.mark.slow
+
 HANG = 120
 VICTIM = "the victim's own text\n"
 

@@ -357,6 +357,7 @@ READS = {"dotted": "T.ptx_cp_async", "alias": "cp", "string": 'getattr(T, "ptx_c
 CONTEXT_HEAD = "import tilelang\nimport tilelang.language as T\nfrom tilelang.language import ptx_cp_async as cp\nL = T\n"
 
 
+@pytest.mark.slow
 def test_every_context_of_every_spelling_is_a_finding_or_decided_quiet():
     """Through both passes: the same findings; a finding wherever the read is neither followed to a call nor only
     tested or inspected, and no CPA008 where it is."""

@@ -45,6 +45,7 @@ def runs():
             yield pytest.param(case, run, id=f"{case['name']}-{i}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case, run", list(runs()))
 def test_change_set_run(tmp_path, case, run):
     tree = tmp_path / "tree"
