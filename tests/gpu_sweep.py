@@ -3,7 +3,7 @@
 Each case is a kernel written twice from its own parameters: the legacy text
 (``T.ptx_cp_async(dtype, dst, dst_off, src, src_off, bytes)``, offsets in each
 buffer's element type) and its migration, written here by the rules of
-DESIGN.md (pointer type = the buffer's element type; size in bytes for 0.1.8,
+docs/design.md (pointer type = the buffer's element type; size in bytes for 0.1.8,
 elements of the pointer type for 0.1.9; under 0.1.9, when the widths differ,
 both pointers take the wider type and the byte side's offset is divided
 exactly), never by the rewriter.  Predicated cases are written in the 0.1.8 form and migrated to

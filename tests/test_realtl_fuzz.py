@@ -258,7 +258,7 @@ def test_generation_is_deterministic_and_covers_the_dimensions():
 
 def test_the_hand_migration_follows_the_merge_rule():
     """A destination in merged dynamic shared memory is typed by the call's dtype, a static one (or a lone
-    dynamic one) by its own: the generator's own migration states DESIGN.md's rule."""
+    dynamic one) by its own: the generator's own migration states docs/design.md's rule."""
     dyn = fuzz_gen.Alloc("S0", "uint8", 1024, "alloc_shared", "shared.dyn", "default")
     dyn2 = fuzz_gen.Alloc("S1", "float32", 256, "alloc_shared", "shared.dyn", "keyword")
     static = fuzz_gen.Alloc("S2", "float32", 256, "alloc_shared", "shared", "positional")

@@ -1,5 +1,5 @@
 """Property: for any buffer type and cp.async width, the migration written by
-the rules of DESIGN.md is equivalent, and the same call with a pointer type of
+the rules of docs/design.md is equivalent, and the same call with a pointer type of
 another width is refuted."""
 from __future__ import annotations
 

@@ -443,7 +443,7 @@ def check_pair(k_old: Kernel, co: SiteCtx, o, n, no, nn, rules, target, old_mean
                 m = const_value(nn(p.rw_mask))
                 add(f"{side} rw mask", m == want, f"{m} (want {want})")
             if p.extent is not None:
-                # the extent is metadata that must cover the copy (DESIGN.md: extent x sizeof >= bytes); neither
+                # the extent is metadata that must cover the copy (docs/design.md: extent x sizeof >= bytes); neither
                 # 0.1.8's nor 0.1.15's code generation reads it (seen: an extent of twice the copy, past the
                 # end of a global buffer, lowers to the same plain copy)
                 try:

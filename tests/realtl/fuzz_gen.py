@@ -6,7 +6,7 @@ Pure Python (``random.Random(seed)``); nothing here imports TileLang or the tool
 (``0.1.8`` or ``0.1.9``), and candidate new texts written by the generator from the
 same description:
 
-- ``hand``: the migration DESIGN.md's rules give (pointer type: the buffer's element
+- ``hand``: the migration docs/design.md's rules give (pointer type: the buffer's element
   type, or the call's dtype for a destination in merged dynamic shared memory; under
   0.1.9 one common pointer type and ``num_elems``);
 - mutants of it: ``wrong_ptype``, ``scaled_offset``, ``swapped_buffers``,
