@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import os
+import re
 import sys
 import tomllib
 from pathlib import Path
@@ -86,10 +87,22 @@ def test_the_verifier_never_proves_what_real_lowering_refutes(fuzz_run):
 
 @pytest.mark.realtl
 @pytest.mark.skipif(os.environ.get("CPASYNC_REALTL") != "1", reason="opt-in: set CPASYNC_REALTL=1")
-def test_the_verifier_judges_every_pair_and_proves_most_agreeing_ones(fuzz_run):
+# Why a pair real lowering agrees on may be inconclusive: constructs docs/verify.md declares outside the modelled
+# subset (index arithmetic that leaves int32 other than by a left shift, whose lowering TileLang's simplifier
+# decides; static shared tiles, merged only under a pass option the text does not show).
+OUTSIDE_THE_MODEL = re.compile(r"index arithmetic .* overflows int|does not decide the shared-memory merge")
+
+
+def test_the_verifier_judges_every_pair_and_proves_what_it_models(fuzz_run):
     counts = fuzz_truth.tally(fuzz_run)
     assert counts["verifier error"] == 0, [p.reasons for p in fuzz_run["pairs"] if p.verdict == "error"]
-    assert counts["proven among real-agree"] >= 0.5 * counts["real-agree"], counts
+    assert counts["agree and mismatch (false alarms)"] == 0, counts
+    agree = [p for p in fuzz_run["pairs"] if p.truth == "agree"]
+    inside = [p for p in agree if not (p.verdict == "inconclusive"
+                                       and any(OUTSIDE_THE_MODEL.search(r) for r in p.reasons))]
+    unproven = [(p.case, p.kind, p.target, p.reasons[:1]) for p in inside if p.verdict != "equivalent"]
+    assert len(inside) >= 0.3 * len(agree), (len(inside), len(agree))  # the run reaches the modelled subset
+    assert len(unproven) <= 0.1 * len(inside), unproven
 
 
 # ---------------------------------------------------------------- unit tests (always run)
