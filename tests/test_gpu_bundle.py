@@ -258,3 +258,29 @@ def test_sweep_pairs_are_equivalent_in_the_cpu_interpreter(name):
     c = {c["name"]: c for c in gpu_sweep.cases()}[name]
     vs = verify_source(c["old"], c["new"], name, rules=RULES, target=c["target"], source=c["source"], seeds=1)
     assert [v.verdict for v in vs] == ["equivalent"], [v.reason for v in vs]
+
+
+def test_a_kernel_that_keeps_a_legacy_call_is_refuted_in_the_bundle_as_on_the_cpu():
+    """0.1.8 loads only the access-pointer form: a new text that still reaches a six-argument call (a site left
+    for a person) is a mismatch on the GPU path too, never run and proven there."""
+    from fixture_args import fixture_options
+
+    py = Path(__file__).parent / "fixtures" / "python"
+    seen = 0
+    for cfg_path in sorted(py.glob("*.toml")):
+        name = cfg_path.stem
+        old_p, new_p = py / f"{name}.in.py", py / f"{name}.out.py"
+        if not (old_p.exists() and new_p.exists()):
+            continue
+        opt = fixture_options(RULES, tomllib.loads(cfg_path.read_text()).get("args", []))
+        old, new = old_p.read_text(), new_p.read_text()
+        cpu = {v.kernel: v for v in verify_source(old, new, old_p.name, rules=RULES, target=opt["target"],
+                                                  source=opt["source"], binds=opt["binds"] or None)}
+        for it in kernel_items(old, new, old_p.name, rules=RULES, target=opt["target"], source=opt["source"],
+                               binds=opt["binds"] or None):
+            v = cpu.get(it["kernel"])
+            if v is None or "the new text would not build" not in v.reason:
+                continue
+            seen += 1
+            assert (it.get("decided") or {}).get("verdict") == "mismatch", (name, it["kernel"], it.get("decided"))
+    assert seen >= 10, seen

@@ -133,6 +133,9 @@ def kernel_items(old_text: str, new_text: str, path: str, options: Optional[Veri
         if bn is None:
             it["decided"] = {"verdict": "mismatch", "reason": "the kernel is missing from the new text"}
             continue
+        if bn.foreign and not bo.foreign:  # as the CPU verifier: a form the target does not load, or another construct
+            it["decided"] = {"verdict": "mismatch", "reason": f"new form: {bn.foreign} (the new text would not build)"}
+            continue
         it["unchanged"] = bo.fingerprint == bn.fingerprint
         if unchanged_text(bo, bn, source, target) and (bo.error is not None or bo.kernel.unsupported):
             # as the CPU verifier: identical texts under the same meaning need no run (and this one cannot run)
