@@ -120,6 +120,21 @@ def relocate_written(outcomes: Iterable[FileOutcome]) -> None:
             f.end_line, f.end_column = offset_to_linecol(new_starts, max(ne, ns))
 
 
+def level(f: Finding) -> str:
+    """``error``, ``warning`` or ``note``: the finding's severity, where an unsafe fix not applied is a
+    warning (the GitHub, SARIF, JUnit and GitLab reports all read it so)."""
+    if f.status is Status.UNSAFE:
+        return "warning"
+    return f.severity or SEVERITY[f.status]
+
+
+def message_with_assumptions(f: Finding) -> str:
+    """The message, and an unsafe fix's assumptions after it in parentheses."""
+    if f.fix and f.fix.assumptions:
+        return f.message + " (assumptions: " + "; ".join(f.fix.assumptions) + ")"
+    return f.message
+
+
 def reported(f: Finding, mode: str) -> bool:
     """Whether github and sarif output list the finding: what remains (after a write, a site the
     run just rewrote is gone) and is not suppressed."""
@@ -433,9 +448,7 @@ def github_lines(outcomes: list[FileOutcome], mode: str = "check") -> list[str]:
     for f in all_findings(outcomes):
         if f.status is Status.SUPPRESSED or not reported(f, mode):
             continue
-        level = {"error": "error", "warning": "warning", "note": "notice"}[f.severity or SEVERITY[f.status]]
-        if f.status is Status.UNSAFE:
-            level = "warning"
+        gh_level = {"error": "error", "warning": "warning", "note": "notice"}[level(f)]
         msg = f.message
         if f.fix and f.fix.assumptions:
             msg += "\nassumptions: " + "; ".join(f.fix.assumptions)
@@ -444,7 +457,7 @@ def github_lines(outcomes: list[FileOutcome], mode: str = "check") -> list[str]:
         else:  # GitHub takes columns only on an annotation of one line
             where = f"line={f.line},endLine={f.end_line}"
         props = f"file={_gh_escape_prop(rel(f.path))},{where},title={_gh_escape_prop(f.code)}"
-        lines.append(f"::{level} {props}::{_gh_escape_data(msg)}")
+        lines.append(f"::{gh_level} {props}::{_gh_escape_data(msg)}")
     for o in outcomes:
         for v in o.verdicts:
             if v.get("verdict") == "mismatch":

@@ -14,7 +14,7 @@ _SEVERITY = {"error": "major", "warning": "minor", "note": "info"}
 
 
 def gitlab_report(outcomes: list[FileOutcome], mode: str = "check") -> list[dict]:
-    from .report import SEVERITY, all_findings, reported
+    from .report import all_findings, level, message_with_assumptions, reported
     from .report_sarif import fingerprints
 
     prints = fingerprints(outcomes)
@@ -22,17 +22,12 @@ def gitlab_report(outcomes: list[FileOutcome], mode: str = "check") -> list[dict
     for f in all_findings(outcomes):
         if f.status is Status.SUPPRESSED or not reported(f, mode):
             continue
-        level = f.severity or SEVERITY[f.status]
-        if f.status is Status.UNSAFE:
-            level = "warning"
-        msg = f.message
-        if f.fix and f.fix.assumptions:
-            msg += " (assumptions: " + "; ".join(f.fix.assumptions) + ")"
+        msg = message_with_assumptions(f)
         out.append({
             "description": f"{f.code} {msg}",
             "check_name": f.code,
             "fingerprint": prints[id(f)],
-            "severity": _SEVERITY[level],
+            "severity": _SEVERITY[level(f)],
             "location": {"path": rel(f.path).replace("\\", "/"),
                          "lines": {"begin": f.line, "end": f.end_line or f.line}},
         })

@@ -30,7 +30,7 @@ def _attr(s: str) -> str:
 
 
 def junit_report(outcomes: list[FileOutcome], mode: str = "check") -> str:
-    from .report import SEVERITY, all_findings, reported
+    from .report import all_findings, level, message_with_assumptions, reported
 
     by_file: dict[str, list] = {}
     for f in all_findings(outcomes):
@@ -45,15 +45,10 @@ def junit_report(outcomes: list[FileOutcome], mode: str = "check") -> str:
         cases = []
         n_fail = 0
         for f in by_file.get(path, ()):
-            level = f.severity or SEVERITY[f.status]
-            if f.status is Status.UNSAFE:
-                level = "warning"
-            msg = f.message
-            if f.fix and f.fix.assumptions:
-                msg += " (assumptions: " + "; ".join(f.fix.assumptions) + ")"
+            msg = message_with_assumptions(f)
             body = f"{name}:{f.line}:{f.column}: {f.code} {msg}"
             case = f'    <testcase classname={_attr(name)} name={_attr(f"{f.code} at {f.line}:{f.column}")}'
-            if level == "error":
+            if level(f) == "error":
                 n_fail += 1
                 cases.append(f"{case}>\n      <failure message={_attr(msg)} type={_attr(f.code)}>"
                              f"{_text(body)}</failure>\n    </testcase>")

@@ -131,7 +131,8 @@ def verdict_properties(f: Finding, by_line: dict, by_kernel: dict) -> Optional[d
 
 def sarif_report(outcomes: list[FileOutcome], target_info: dict, rules_versions: dict,
                  mode: str = "check") -> dict:
-    from .report import SEVERITY, all_findings, reported
+    from .report import all_findings, message_with_assumptions, reported
+    from .report import level as finding_level
 
     prints = fingerprints(outcomes)
     verdicts = {o.path: _verdicts_by_site(o) for o in outcomes if o.verdicts}
@@ -141,9 +142,7 @@ def sarif_report(outcomes: list[FileOutcome], target_info: dict, rules_versions:
     rules = [rule(c) for c in used]
     results = []
     for f in findings:
-        level = {"error": "error", "warning": "warning", "note": "note"}[f.severity or SEVERITY[f.status]]
-        if f.status is Status.UNSAFE:
-            level = "warning"
+        level = finding_level(f)
         props = {"status": f.status.value, "function": f.function,
                  "steps": list(f.fix.steps) if f.fix else [],
                  **({"set_id": f.set_id, "role": f.role} if f.set_id else {})}
@@ -155,8 +154,7 @@ def sarif_report(outcomes: list[FileOutcome], target_info: dict, rules_versions:
             "ruleId": f.code,
             "ruleIndex": rule_index[f.code],
             "level": level,
-            "message": {"text": f.message + (" (assumptions: " + "; ".join(f.fix.assumptions) + ")"
-                                             if f.fix and f.fix.assumptions else "")},
+            "message": {"text": message_with_assumptions(f)},
             "locations": [{
                 "physicalLocation": {
                     "artifactLocation": {"uri": _uri(f.path), "uriBaseId": "%SRCROOT%"},

@@ -393,13 +393,14 @@ def test_readme_github_actions_example(monkeypatch):
     steps = yaml.safe_load(block)["jobs"]["cpasync"]["steps"]
     uses = [s.get("uses", "") for s in steps]
     commands = [s["run"] for s in steps if "cpasync-migrate --" in s.get("run", "")]
-    assert len(commands) == 2
-    for cmd in commands:
-        argv = shlex.split(cmd.split(">")[0].replace("${{ github.base_ref || 'main' }}", "main"))
-        assert argv[0] == "cpasync-migrate"
-        args = build_parser().parse_args(argv[1:])
-        assert args.check and args.paths == ["."]
-    assert "--format github" in commands[0] and "--since" in commands[0]
+    assert len(commands) == 1, "one run gives every report"
+    argv = shlex.split(commands[0])
+    assert argv[0] == "cpasync-migrate"
+    args = build_parser().parse_args(argv[1:])
+    assert args.check and args.paths == ["."] and args.format == "github"
+    [(fmt, sarif)] = args.report
+    upload = next(s for s in steps if s.get("uses", "").startswith("github/codeql-action/upload-sarif"))
+    assert fmt == "sarif" and upload["with"]["sarif_file"] == sarif and upload.get("if") == "always()"
     installs = [s["run"] for s in steps if s.get("run", "").startswith("pip install")]
     assert len(installs) == 1
     target = shlex.split(installs[0])[2]
