@@ -214,7 +214,25 @@ def kernel_items(old_text: str, new_text: str, path: str, options: Optional[Veri
                 it["crosscheck"] = {"seeds": list(CROSSCHECK_SEEDS)}
             except KernelError as e:
                 it["crosscheck"] = {"interpreter_error": str(e)}
+    _decide_uncovered(items, old_text, new_text, opts, base)
     return items
+
+
+def _decide_uncovered(items: list, old_text: str, new_text: str, opts, base) -> None:
+    """As the CPU and GPU verifiers: a cp.async site of either text that no kernel of the bundle builds makes
+    the kernel holding it (every kernel, when no prim_func holds it) inconclusive, decided here, not run."""
+    from .verifier import Verdict, _gpu_coverage
+
+    vs = [Verdict(it["kernel"], it["line"], (it.get("decided") or {}).get("verdict", "equivalent"), "", [],
+                  {"unchanged": True} if it.get("unchanged") else {}) for it in items]
+    _gpu_coverage(vs, old_text, new_text, opts)
+    for it, v in zip(items, vs):
+        if v.detail.get("uncovered_sites") and not it.get("decided"):
+            it["decided"] = {"verdict": "inconclusive", "reason": v.reason}
+    for v in vs[len(items):]:  # sites in no prim_func of a file without one the verifier builds
+        it = base(v.kernel, v.line)
+        it["decided"] = {"verdict": "inconclusive", "reason": v.reason}
+        items.append(it)
 
 
 def write_bundle(items: list, out_dir: str, *, seeds: int = 3, meta: Optional[dict] = None,
