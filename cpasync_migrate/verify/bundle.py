@@ -17,6 +17,7 @@ numpy).  The repository's own evidence bundle (fixtures, examples, mutants, the 
 """
 from __future__ import annotations
 
+import ast
 import json
 import os
 from typing import Optional
@@ -31,7 +32,7 @@ from .interp import Interpreter, KernelError, stmt_exprs
 from .ir import Bin, Cast, Const, CopyRegion, CpAsync, Math, Store, Unary, Unsupported, show, walk_expr, walk_stmts
 from .options import VerifyOptions
 from .pairing import has_access_ptr_sites, pair_kernels, unchanged_text
-from . import smem
+from . import coverage, smem
 from .sites import check_sites
 
 CROSSCHECK_BYTES = 1 << 20  # parameters of at most this many bytes get the interpreter cross-check
@@ -214,25 +215,38 @@ def kernel_items(old_text: str, new_text: str, path: str, options: Optional[Veri
                 it["crosscheck"] = {"seeds": list(CROSSCHECK_SEEDS)}
             except KernelError as e:
                 it["crosscheck"] = {"interpreter_error": str(e)}
-    _decide_uncovered(items, old_text, new_text, opts, base)
+    _decide_uncovered(items, old, new, old_text, new_text, base)
     return items
 
 
-def _decide_uncovered(items: list, old_text: str, new_text: str, opts, base) -> None:
+def _decide_uncovered(items: list, old: list, new: list, old_text: str, new_text: str, base) -> None:
     """As the CPU and GPU verifiers: a cp.async site of either text that no kernel of the bundle builds makes
     the kernel holding it (every kernel, when no prim_func holds it) inconclusive, decided here, not run."""
-    from .verifier import Verdict, _gpu_coverage
-
-    vs = [Verdict(it["kernel"], it["line"], (it.get("decided") or {}).get("verdict", "equivalent"), "", [],
-                  {"unchanged": True} if it.get("unchanged") else {}) for it in items]
-    _gpu_coverage(vs, old_text, new_text, opts)
-    for it, v in zip(items, vs):
-        if v.detail.get("uncovered_sites") and not it.get("decided"):
-            it["decided"] = {"verdict": "inconclusive", "reason": v.reason}
-    for v in vs[len(items):]:  # sites in no prim_func of a file without one the verifier builds
-        it = base(v.kernel, v.line)
-        it["decided"] = {"verdict": "inconclusive", "reason": v.reason}
+    if old_text == new_text:
+        return
+    trees = (ast.parse(old_text), ast.parse(new_text))
+    covered: tuple = (set(), set())
+    by_kernel = {it["kernel"]: it for it in items}
+    for bo, bn in pair_kernels(old, new):
+        it = by_kernel.get(bo.qualname)
+        coverage.record(covered, bo, bn, bool(it and it.get("unchanged")), trees)
+    missing = coverage.uncovered(trees, covered)
+    if not missing:
+        return
+    if not items:
+        it = base("<file>", missing[0][1])
+        names = ", ".join(f"{t} text line {ln}" for t, ln, _ in missing)
+        it["decided"] = {"verdict": "inconclusive", "reason": f"cp.async site(s) at {names} are in no prim_func "
+                                                              "the verifier builds, so none is checked"}
         items.append(it)
+        return
+    for it in items:
+        mine = [(t, ln) for t, ln, owner in missing if owner in (None, it["kernel"])]
+        if mine and not it.get("decided"):
+            names = ", ".join(f"{t} text line {ln}" for t, ln in mine)
+            it["decided"] = {"verdict": "inconclusive", "reason": f"cp.async site(s) at {names} not built or "
+                                                                  "checked (no binding the text gives reaches "
+                                                                  "them; --bind can)"}
 
 
 def write_bundle(items: list, out_dir: str, *, seeds: int = 3, meta: Optional[dict] = None,

@@ -15,6 +15,8 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from .ir import CpAsync, Opaque, walk_stmts
+
 NAME = "ptx_cp_async"
 MAX_BINDINGS = 16  # bindings a kernel is checked under, beyond its defaults
 
@@ -189,3 +191,32 @@ def covering_kernel(tree: ast.Module, line: int) -> Optional[str]:
 
     walk(tree.body, "")
     return best
+
+
+# ---------------------------------------------------------------- what the checks built
+def built_site_lines(bk) -> set:
+    """The cp.async site lines a built kernel (a ``BuiltKernel``) holds."""
+    if bk is None or bk.kernel is None:
+        return set()
+    return {st.line for st in walk_stmts(bk.kernel.body)
+            if isinstance(st, CpAsync) or (isinstance(st, Opaque) and st.site)}
+
+
+def record(covered: tuple, bo, bn, unchanged: bool, trees: tuple) -> None:
+    """Add to ``covered`` (a set of lines per text) the site lines a checked kernel pair covers: those it
+    built, and for a kernel judged by its unchanged text, every site line inside its prim_func."""
+    for side, bk, tree in ((0, bo, trees[0]), (1, bn, trees[1])):
+        covered[side].update(built_site_lines(bk))
+        if unchanged and bk is not None:
+            reach = reached_lines(tree, bo.qualname)
+            covered[side].update(ln for ln in site_lines(tree) if ln in reach)
+
+
+def uncovered(trees: tuple, covered: tuple) -> list:
+    """``(text, line, kernel or None)`` for every site line of either text that ``covered`` lacks."""
+    missing = []
+    for side, tree in enumerate(trees):
+        for ln in site_lines(tree):
+            if ln not in covered[side]:
+                missing.append((("old", "new")[side], ln, covering_kernel(tree, ln)))
+    return missing

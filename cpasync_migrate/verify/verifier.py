@@ -14,7 +14,7 @@ from typing import Optional
 from .build import BuiltKernel, accepted_forms, build_kernels
 from . import coverage
 from .dynamic import run_pair
-from .ir import CpAsync, Opaque, walk_stmts
+from .ir import CpAsync
 from .options import VerifyOptions
 from .pairing import pair_kernels, unchanged_text
 from . import smem, structure
@@ -216,31 +216,14 @@ def _fmt_binds(b: dict) -> str:
     return ", ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in b.items())
 
 
-def _built_site_lines(bk: Optional[BuiltKernel]) -> set:
-    if bk is None or bk.kernel is None:
-        return set()
-    return {st.line for st in walk_stmts(bk.kernel.body)
-            if isinstance(st, CpAsync) or (isinstance(st, Opaque) and st.site)}
-
-
 def _record(covered: tuple, bo: BuiltKernel, bn: Optional[BuiltKernel], v: Verdict, trees: tuple):
-    """The site lines of both texts a checked kernel covers: those it built, and for a kernel proven by its
-    unchanged text, every site line inside its prim_func."""
-    for side, bk, tree in ((0, bo, trees[0]), (1, bn, trees[1])):
-        covered[side].update(_built_site_lines(bk))
-        if v.detail.get("unchanged") and bk is not None:
-            reach = coverage.reached_lines(tree, bo.qualname)
-            covered[side].update(ln for ln in coverage.site_lines(tree) if ln in reach)
+    coverage.record(covered, bo, bn, bool(v.detail.get("unchanged")), trees)
 
 
 def _require_coverage(out: list, trees: tuple, covered: tuple):
     """An equivalent verdict covers every cp.async site of both texts: a site no check built (under any
     binding) makes the kernel that holds it, or every kernel when no prim_func holds it, inconclusive."""
-    missing = []
-    for side, tree in enumerate(trees):
-        for ln in coverage.site_lines(tree):
-            if ln not in covered[side]:
-                missing.append((("old", "new")[side], ln, coverage.covering_kernel(tree, ln)))
+    missing = coverage.uncovered(trees, covered)
     if not missing:
         return
     if not out:
