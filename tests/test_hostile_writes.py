@@ -229,7 +229,8 @@ def test_write_mode_never_applies_an_edit_it_did_not_compute(tree, tmp_path, mon
 
 
 def test_a_forged_stat_memo_cannot_make_a_file_skipped(tree, tmp_path, monkeypatch):
-    from conftest import run_inproc
+    import time
+
     from cpasync_migrate import cache, stat_memo
 
     attacker, victim = tmp_path / "attacker", tmp_path / "victim"
@@ -237,8 +238,11 @@ def test_a_forged_stat_memo_cannot_make_a_file_skipped(tree, tmp_path, monkeypat
     k = tree / "k.py"
     k.write_text("x = 1\n")
     monkeypatch.setenv("XDG_CACHE_HOME", str(attacker))
-    monkeypatch.setattr(stat_memo, "RACY_NS", -3600 * 10**9)  # the clean file counts as written long ago
-    assert run_inproc("--check", "--cache-dir", str(store), ".", cwd=tree).returncode == 0
+    # Every run in a process of its own, as the tool is installed (an in-process run reads the checkout's
+    # package, whose digest, and so whose memo key, differs from an installed copy's).  The clean file must be
+    # older than the racy window to be recorded.
+    time.sleep(stat_memo.RACY_NS / 1e9 + 0.2)
+    assert cli("--check", "--cache-dir", store, ".", cwd=tree, home=attacker).returncode == 0
     k.write_text(LEGACY)
     forged = 0
     for e in sorted(store.rglob("*.json")):
