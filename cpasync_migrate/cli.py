@@ -369,7 +369,9 @@ def _emit_kept(outcomes, scanned, mode, args, target_info, rules, sets, **kw) ->
     try:
         if args.output_file:  # -o: the report to that file (a stdin run's migrated text stays on stdout)
             kw.pop("out", None)
-            with open(args.output_file, "w", encoding="utf-8", errors="backslashreplace", newline="") as fh:
+            from .emit import open_document
+
+            with open_document(args.output_file) as fh:
                 return emit(outcomes, scanned, mode, args, target_info, rules, sets, out=fh, **kw)
         return emit(outcomes, scanned, mode, args, target_info, rules, sets, **kw)
     except BrokenPipeError:

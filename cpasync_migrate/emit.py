@@ -89,10 +89,14 @@ def render(fmt: str, outcomes, scanned: int, mode: str, target_info: dict, rules
     raise ValueError(f"unknown report format {fmt!r}")
 
 
-def write_document(path: str, text: str) -> None:
-    """A report file named on the command line (-o, --report): written whole, text the terminal could not
+def open_document(path: str):
+    """A report file named on the command line (-o, --report), open for writing: text that UTF-8 cannot
     encode (a file name that is not UTF-8) escaped rather than fatal."""
-    with open(path, "w", encoding="utf-8", errors="backslashreplace", newline="") as fh:
+    return open(path, "w", encoding="utf-8", errors="backslashreplace", newline="")
+
+
+def write_document(path: str, text: str) -> None:
+    with open_document(path) as fh:
         fh.write(text)
 
 

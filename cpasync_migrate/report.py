@@ -7,9 +7,7 @@ The JSON layout is documented in README.md and described by
 from __future__ import annotations
 
 import difflib
-import json
 import os
-import sys
 from collections import Counter
 from typing import Iterable, TextIO
 
@@ -464,8 +462,3 @@ def github_lines(outcomes: list[FileOutcome], mode: str = "check") -> list[str]:
                 lines.append(f"::error file={_gh_escape_prop(rel(o.path))},line={v.get('line', 1)},"
                              f"title=verify::{_gh_escape_data(str(v.get('kernel')) + ': ' + str(v.get('reason')))}")
     return lines
-
-
-def dump_json(obj: dict, out: TextIO = sys.stdout) -> None:
-    json.dump(obj, out, indent=2, sort_keys=False)
-    out.write("\n")
