@@ -102,7 +102,7 @@ def _python_encoding(raw: bytes) -> str:
     return "utf-8"
 
 
-DEFAULT_MAX_FILE_SIZE = 1024 * 1024  # bytes; 0: no limit (see README, "Safety"; docs/benchmarks.md, "Big single files")
+DEFAULT_MAX_FILE_SIZE = 1024 * 1024  # bytes; 0: no limit (see docs/safety.md; docs/benchmarks.md, "Big single files")
 
 _OPEN_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
 

@@ -1,7 +1,7 @@
 """Reports: check lines, a summary, unified diffs, JSON, GitHub annotations, SARIF.
 
 Every format is built from the same list of :class:`FileOutcome` objects.
-The JSON layout is documented in README.md and described by
+The JSON layout is documented in docs/usage.md and described by
 ``cpasync_migrate/schemas/report.schema.json``.
 """
 from __future__ import annotations

@@ -1,0 +1,137 @@
+"""The house: the front door's links and commands, one home per fact, one copy per page."""
+from __future__ import annotations
+
+import re
+import shlex
+import tomllib
+import unicodedata
+
+import pytest
+
+from conftest import ROOT
+
+README = ROOT / "README.md"
+CONTRIBUTING = ROOT / "CONTRIBUTING.md"
+DOC_PAGES = [README, CONTRIBUTING, *sorted((ROOT / "docs").glob("*.md"))]
+
+_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+_FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    h = heading.strip().lower()
+    h = "".join(ch for ch in h if ch in " -_" or unicodedata.category(ch)[0] in "LN")
+    return h.replace(" ", "-")
+
+
+def _anchors(path) -> set:
+    text = _FENCE.sub("", path.read_text(encoding="utf-8"))
+    return {_anchor(m.group(1)) for m in re.finditer(r"^#{1,6} (.+)$", text, re.M)}
+
+
+def _links(path) -> list:
+    text = _FENCE.sub("", path.read_text(encoding="utf-8"))
+    text = re.sub(r"`[^`\n]*`", "", text)  # code spans are not links
+    return [m.group(1) for m in _LINK.finditer(text)]
+
+
+def _broken(path) -> list:
+    bad = []
+    for target in _links(path):
+        if re.match(r"[a-z]+:", target):  # https:, mailto:: not checked offline
+            continue
+        file, _, frag = target.partition("#")
+        dest = (path.parent / file).resolve() if file else path
+        if not dest.exists():
+            bad.append(f"{target}: no such file")
+        elif frag and dest.suffix == ".md" and frag not in _anchors(dest):
+            bad.append(f"{target}: no heading #{frag} in {dest.name}")
+    return bad
+
+
+def test_anchor_rule():
+    assert _anchor("Change sets: one migration of one program") == "change-sets-one-migration-of-one-program"
+    assert _anchor("Proving the rewrite: `--verify`") == "proving-the-rewrite---verify"
+    assert _anchor("In CI: reports, pre-commit, editors") == "in-ci-reports-pre-commit-editors"
+
+
+def test_link_checker_sees_a_broken_link(tmp_path):
+    page = tmp_path / "p.md"
+    page.write_text("# Top\n\n[ok](#top) [gone](nowhere.md) [bad](#bottom) `[code](x.md)`\n"
+                    "```\n[fenced](y.md)\n```\n", encoding="utf-8")
+    assert _broken(page) == ["nowhere.md: no such file", "#bottom: no heading #bottom in p.md"]
+
+
+@pytest.mark.parametrize("page", DOC_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_links_resolve(page):
+    assert _broken(page) == []
+
+
+def test_readme_is_a_front_door():
+    text = README.read_text(encoding="utf-8")
+    n = text.count("\n")
+    assert n < 300, f"README has {n} lines"
+    for heading in ("## Quick start", "## Usage", "## Modes", "### Exit codes", "## Configuration",
+                    "## Diagnostic codes"):
+        assert f"\n{heading}" in text
+    assert "CONTRIBUTING.md" in text and "docs/design.md" in text
+
+
+def _quick_start_commands() -> list[str]:
+    text = README.read_text(encoding="utf-8")
+    section = text.split("\n## Quick start", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```sh\n(.*?)\n```", section, re.S)
+
+
+def test_quick_start_commands_name_real_things():
+    """The two fresh-machine commands: install and run on the bundled examples, install and test."""
+    install_run, install_test = _quick_start_commands()
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    script = next(iter(project["scripts"]))
+    for cmd in (install_run, install_test):
+        parts = [shlex.split(p) for p in cmd.split("&&")]
+        assert parts[0] == ["python3", "-m", "venv", ".venv"]
+        assert parts[1][:2] == [".venv/bin/pip", "install"]
+    # install . + run the console script on a folder of the repository that holds kernels
+    _, pip, run = (shlex.split(p) for p in install_run.split("&&"))
+    assert pip[2] == "."
+    assert run[0] == f".venv/bin/{script}"
+    folder = ROOT / run[-1]
+    assert folder.is_dir() and any("ptx_cp_async(" in f.read_text() for f in folder.glob("*.py"))
+    # install the test extra + pytest, whose -n needs pytest-xdist from that extra
+    _, pip, test = (shlex.split(p) for p in install_test.split("&&"))
+    extra = re.fullmatch(r"\.\[(\w+)\]", pip[2]).group(1)
+    deps = project["optional-dependencies"][extra]
+    assert any(d.startswith("pytest>") for d in deps)
+    assert test[:3] == [".venv/bin/python", "-m", "pytest"]
+    if "-n" in test:
+        assert any(d.startswith("pytest-xdist") for d in deps)
+    assert (ROOT / "tests").is_dir() and (ROOT / ".ci" / "run").is_file()
+
+
+def test_readme_claims_no_qualified_name_provider():
+    """The Python front end resolves names through ScopeProvider on demand, not QualifiedNameProvider."""
+    for page in DOC_PAGES:
+        text = page.read_text(encoding="utf-8")
+        for m in re.finditer(r"QualifiedNameProvider", text):
+            around = text[max(0, m.start() - 200): m.end() + 40]
+            assert "not used" in around, f"{page.name} says calls are resolved by QualifiedNameProvider"
+    code = "\n".join(p.read_text() for p in (ROOT / "cpasync_migrate" / "python").glob("*.py"))
+    assert "QualifiedNameProvider," not in code and "QualifiedNameProvider)" not in code
+
+
+def test_dated_benchmark_run_only_in_benchmarks_page():
+    stamp = re.compile(r"20\d\d-\d\d-\d\d,? \d\d:\d\d to \d\d:\d\d UTC")
+    homes = [p.relative_to(ROOT) for p in DOC_PAGES if stamp.search(p.read_text(encoding="utf-8"))]
+    assert [str(h) for h in homes] == ["docs/benchmarks.md"]
+
+
+def test_cpp_chapter_has_one_copy():
+    readme = README.read_text(encoding="utf-8")
+    cpp = (ROOT / "docs" / "cpp.md").read_text(encoding="utf-8")
+    assert "README: the C++ section" not in cpp
+    assert "**What is found**" in cpp and "**What is found**" not in readme
+    # a long sentence of the chapter is in one of the two only
+    probe = "Vendored TVM sources (`3rdparty/tvm`) use TVM's own `ptx_cp_async`"
+    assert (probe in readme) + (probe in cpp) == 1
