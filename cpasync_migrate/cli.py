@@ -273,7 +273,7 @@ def tree_definition(paths, rules) -> Optional[tuple]:
             except (OSError, SyntaxError, ValueError):
                 continue
             for node in tree.body:
-                if isinstance(node, ast.FunctionDef) and node.name == "ptx_cp_async":
+                if isinstance(node, ast.FunctionDef) and node.name == rules.intrinsic:
                     params = tuple(a.arg for a in node.args.args)
                     for gen in rules.generations:
                         if params == tuple(gen.python_params):

@@ -35,7 +35,10 @@ def cost_of(path: str) -> int:
     if _LEGACY_LOOKING is None:
         import re
 
-        _LEGACY_LOOKING = re.compile(rb"ptx_cp_async\s*\((?:(?!access_ptr)[^)]){0,400}\)")
+        from .rules import intrinsic_name
+
+        name = re.escape(intrinsic_name().encode("ascii"))
+        _LEGACY_LOOKING = re.compile(name + rb"\s*\((?:(?!access_ptr)[^)]){0,400}\)")
     try:
         fd = os.open(path, files._OPEN_READ)
         try:

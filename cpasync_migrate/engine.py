@@ -15,7 +15,7 @@ from .codes import FILE_ERROR as CODE_FILE_ERROR
 from .findings import Edit, FileOutcome, Finding, FrontEndOptions, Status, apply_edits, line_starts, offset_to_linecol
 
 
-_SITE_RE = re.compile(r"\bptx_cp_async\b(?!_)\s*\(")
+_SITE_RE: Optional[re.Pattern] = None  # a call of the intrinsic by its name (rules/namespaces.toml), when first asked
 
 
 @dataclass
@@ -124,6 +124,11 @@ def line_length_of(path: str) -> int:
 
 def _count_sites(text: str) -> list[tuple[int, int]]:
     starts = line_starts(text)
+    global _SITE_RE
+    if _SITE_RE is None:
+        from .rules import intrinsic_name
+
+        _SITE_RE = re.compile(rf"\b{re.escape(intrinsic_name())}\b(?!_)\s*\(")
     return [offset_to_linecol(starts, m.start()) for m in _SITE_RE.finditer(text)]
 
 

@@ -15,12 +15,11 @@ import stat
 from dataclasses import dataclass
 from typing import Optional
 
-NEEDLE = b"ptx_cp_async"
-# Byte strings one of which every file worth parsing contains: the intrinsic's name, and the names
-# of the helpers that carry its legacy layout without naming it (the Python runtime helpers of
-# rules/python_api.toml, the C++ printer helpers of rules/cpp.toml; a test checks every name
-# listed there contains one of these).
-NEEDLES = (NEEDLE, b"cp_async_gs", b"CpAsyncAssembly")
+# Byte strings one of which every file worth parsing contains: the intrinsic's name (NEEDLE, from
+# rules/namespaces.toml, read when first asked), and the names of the helpers that carry its legacy
+# layout without naming it (the Python runtime helpers of rules/python_api.toml, the C++ printer helpers
+# of rules/cpp.toml; a test checks every name listed there contains one of these).
+HELPER_NEEDLES = (b"cp_async_gs", b"CpAsyncAssembly")
 
 
 def _common_part(needles) -> bytes:
@@ -34,11 +33,27 @@ def _common_part(needles) -> bytes:
     return b""
 
 
-COMMON = _common_part(NEEDLES)  # b"sync"
+def _needles() -> tuple:
+    """Set NEEDLE, NEEDLES and COMMON (the longest part every needle holds: b"sync") from the rules."""
+    global NEEDLE, NEEDLES, COMMON
+    from .rules import intrinsic_name
+
+    NEEDLE = intrinsic_name().encode("ascii")
+    NEEDLES = (NEEDLE, *HELPER_NEEDLES)
+    COMMON = _common_part(NEEDLES)
+    return NEEDLES
+
+
+def __getattr__(name: str):  # files.NEEDLE, files.NEEDLES, files.COMMON: computed on first use
+    if name in ("NEEDLE", "NEEDLES", "COMMON"):
+        _needles()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def has_needle(data) -> bool:
-    return any(n in data for n in NEEDLES)
+    needles = globals().get("NEEDLES") or _needles()
+    return any(n in data for n in needles)
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 CPP_SUFFIXES = (".cc", ".cpp", ".cxx", ".h", ".hpp", ".cu", ".cuh")
@@ -122,7 +137,7 @@ def _needle_in(fd: int) -> bool:
 
     try:
         with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as m:
-            return any(m.find(n) != -1 for n in NEEDLES)
+            return any(m.find(n) != -1 for n in (globals().get("NEEDLES") or _needles()))
     except (OSError, ValueError):
         return True  # cannot tell: treat it as a candidate (reported as too large)
 

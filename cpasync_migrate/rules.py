@@ -149,6 +149,13 @@ class Rules:
         raise RulesError(f"no API generation covers TileLang {version}")
 
 
+def intrinsic_name() -> str:
+    """The intrinsic's name (``[intrinsic] name`` of ``namespaces.toml``), for modules that match it
+    before a :class:`Rules` reaches them: the byte prefilter, the site count, the cost model, the Python
+    front end's patterns.  Read from the rules folder of this process (``rules_dir``), when first asked."""
+    return load_rules().intrinsic
+
+
 def version_spec(text: str) -> str:
     """A --target/--from value without its package name: "tilelang==0.1.13" -> "0.1.13"."""
     s = text.strip()

@@ -135,3 +135,77 @@ def test_cpp_chapter_has_one_copy():
     # a long sentence of the chapter is in one of the two only
     probe = "Vendored TVM sources (`3rdparty/tvm`) use TVM's own `ptx_cp_async`"
     assert (probe in readme) + (probe in cpp) == 1
+
+
+# ------------------------------------------------------------------ one home per fact: the intrinsic's name
+
+def _rules_intrinsic() -> str:
+    data = tomllib.loads((ROOT / "rules" / "namespaces.toml").read_text(encoding="utf-8"))
+    return data["intrinsic"]["name"]
+
+
+def _string_spellings(name: str) -> list[str]:
+    """Every string or bytes literal of the package (docstrings aside) that holds ``name`` and no white
+    space: a spelling code matches against (a message to a person has spaces)."""
+    import ast
+
+    out = []
+    for f in sorted((ROOT / "cpasync_migrate").rglob("*.py")):
+        tree = ast.parse(f.read_text(encoding="utf-8"))
+        docs = {id(n.body[0].value) for n in ast.walk(tree)
+                if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Constant) and isinstance(n.value, (str, bytes)) and id(n) not in docs:
+                v = n.value.decode("latin-1") if isinstance(n.value, bytes) else n.value
+                if name in v and not re.search(r"\s", v):
+                    out.append(f"{f.relative_to(ROOT)}:{n.lineno}: {v!r}")
+    return out
+
+
+# Spellings of the intrinsic's name that stay in code, each with its reason (none today).
+NAME_ALLOWED: dict[str, str] = {}
+
+
+def test_intrinsic_name_is_spelled_only_in_the_rules():
+    name = _rules_intrinsic()
+    assert _string_spellings(name) == sorted(NAME_ALLOWED)
+    assert _string_spellings("ptx_cp_async") == sorted(NAME_ALLOWED)  # the scan reads what is there
+
+
+def test_spelling_scan_sees_a_spelling(tmp_path, monkeypatch):
+    pkg = tmp_path / "cpasync_migrate"
+    pkg.mkdir()
+    (pkg / "m.py").write_text('"""ptx_cp_async in a docstring."""\nX = "ptx_cp_async"\nY = "a ptx_cp_async call"\n')
+    monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
+    assert _string_spellings("ptx_cp_async") == ["cpasync_migrate/m.py:2: 'ptx_cp_async'"]
+
+
+def test_a_renamed_intrinsic_is_what_every_matcher_looks_for(tmp_path):
+    """A rules folder whose [intrinsic] name differs: the byte prefilter, the site count, the cost model, the
+    Python front end's patterns, the fork-definition probe and the verifier all follow it."""
+    import shutil
+    import subprocess
+    import sys
+
+    rules = tmp_path / "rules"
+    shutil.copytree(ROOT / "rules", rules)
+    ns = rules / "namespaces.toml"
+    ns.write_text(ns.read_text(encoding="utf-8").replace('name = "ptx_cp_async"', 'name = "cp_async_v2"'),
+                  encoding="utf-8")
+    probe = r'''
+import ast
+from cpasync_migrate import engine, files, rules
+from cpasync_migrate.python import calls, fast
+from cpasync_migrate.verify import coverage
+assert rules.load_rules().intrinsic == "cp_async_v2"
+assert files.NEEDLE == b"cp_async_v2" and files.has_needle(b"x cp_async_v2(") and not files.has_needle(b"ptx_cp_async(")
+assert calls.INTRINSIC == "cp_async_v2"
+assert engine._count_sites("T.cp_async_v2(a)\nT.ptx_cp_async(b)\n") == [(1, 3)]
+assert fast.may_call("T.cp_async_v2(a)") and not fast._CALL_TEXT.search("T.ptx_cp_async(a)")
+assert coverage.site_lines(ast.parse("T.ptx_cp_async(1)\nT.cp_async_v2(2)\n")) == [2]
+print("ok")
+'''
+    env = {**__import__("os").environ, "CPASYNC_MIGRATE_RULES": str(rules)}
+    r = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-3000:]

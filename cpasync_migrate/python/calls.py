@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from ..rules import intrinsic_name
+
 SUFFIXES = (".py", ".pyi")
-INTRINSIC = "ptx_cp_async"
+INTRINSIC = intrinsic_name()  # rules/namespaces.toml, [intrinsic] name
 SUPPRESS_RE = re.compile(r"#\s*cpasync-migrate:\s*ignore\b")
 TVM_MESSAGE = (
     "ptx_cp_async resolves to TVM's own wrapper, which keeps the legacy signature; a rewrite would break "

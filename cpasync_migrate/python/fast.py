@@ -67,18 +67,19 @@ DECIDE_DEFINITIONS = os.environ.get("CPASYNC_MIGRATE_FAST_DEFINITIONS", "1") != 
 DECIDE_READS = os.environ.get("CPASYNC_MIGRATE_FAST_READS", "1") != "0"
 
 
-_CALL_TEXT = re.compile(r"ptx_cp_async(?:\s|\\|#[^\n]*)*\(|ptx_cp_async(?:\s|\\)+as(?:\s|\\)")
+_NAME = re.escape(INTRINSIC)
+_CALL_TEXT = re.compile(rf"{_NAME}(?:\s|\\|#[^\n]*)*\(|{_NAME}(?:\s|\\)+as(?:\s|\\)")
 _DEF_BEFORE = re.compile(r"(?:^|[^\w.])def(?:\s|\\)+$")
 
 
 # The intrinsic used as a value (``cp = T.ptx_cp_async``, ``getattr(T, "ptx_cp_async")``, a bare name
 # bound by an import): a call through that binding can reach it.
-_VALUE_TEXT = re.compile(r"""(?<![\w'"])ptx_cp_async(?!\w|\s*\(|['"])|['"]ptx_cp_async['"]""")
+_VALUE_TEXT = re.compile(rf"""(?<![\w'"]){_NAME}(?!\w|\s*\(|['"])|['"]{_NAME}['"]""")
 
 
 # A read of the intrinsic as a value needs its name not followed by "(" or an import's alias of it (a lookup by its
 # name in a string sends the file to libcst before: ``Scan.getattr_intrinsic``, ``Scan.lookup_intrinsic``).
-_NAME_READ = re.compile(r"""(?<![\w'"])ptx_cp_async(?!\w|\s*\(|['"])""")
+_NAME_READ = re.compile(rf"""(?<![\w'"]){_NAME}(?!\w|\s*\(|['"])""")
 
 
 def _may_read(text: str, s) -> bool:

@@ -15,14 +15,15 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from ..rules import intrinsic_name
 from .ir import CpAsync, Opaque, walk_stmts
 
-NAME = "ptx_cp_async"
 MAX_BINDINGS = 16  # bindings a kernel is checked under, beyond its defaults
 
 
 def _names_intrinsic(node) -> bool:
-    return (isinstance(node, ast.Attribute) and node.attr == NAME) or (isinstance(node, ast.Name) and node.id == NAME)
+    name = intrinsic_name()  # rules/namespaces.toml, [intrinsic] name
+    return (isinstance(node, ast.Attribute) and node.attr == name) or (isinstance(node, ast.Name) and node.id == name)
 
 
 def site_lines(tree: ast.AST) -> list[int]:

@@ -279,6 +279,6 @@ def text_forms(mod, tree: ast.Module) -> dict:
     """Every ``T.ptx_cp_async`` call of a module by form: {"legacy": [lines], "access_ptr": [lines]}."""
     out: dict = {"legacy": [], "access_ptr": []}
     for n in ast.walk(tree):
-        if isinstance(n, ast.Call) and mod.op_name(n.func) == "ptx_cp_async":
+        if isinstance(n, ast.Call) and mod.op_name(n.func) == mod.rules.intrinsic:
             out[call_form(mod, n)].append(n.lineno)
     return out

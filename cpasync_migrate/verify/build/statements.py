@@ -92,7 +92,7 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext):
         """Keep going past an unsupported statement so that per-site checks still see the rest."""
         is_site = False
         for node in ast.walk(st):
-            if isinstance(node, ast.Call) and self.op(node.func) == "ptx_cp_async":
+            if isinstance(node, ast.Call) and self.op(node.func) == self.rules.intrinsic:
                 is_site = True
                 break
         op = Opaque(err.construct, err.line or getattr(st, "lineno", 0) or 0,
@@ -308,7 +308,7 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext):
             # an allocation bound to no name: nothing can touch it (the merge rule does not count it)
             self.allocs.append(self.make_buffer("unnamed", self.bind_call(op, call, scope), op, scope))
             return []
-        if op == "ptx_cp_async":
+        if op == self.rules.intrinsic:
             site = self.cp_async(call, scope)
             self.sites.append(site)
             return [site]
