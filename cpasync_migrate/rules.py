@@ -229,13 +229,28 @@ def parse_version(text: str) -> tuple:
 SCHEMA = 1  # the rules format this version of the tool reads
 
 
+# A value's kind: what TOML type (and, for lists, what element type) the key must hold.
+_KINDS = {
+    "int": ("an integer", lambda v: type(v) is int),
+    "str": ("a string", lambda v: type(v) is str),
+    "bool": ("true or false", lambda v: type(v) is bool),
+    "ints": ("a list of integers", lambda v: type(v) is list and all(type(x) is int for x in v)),
+    "strs": ("a list of strings", lambda v: type(v) is list and all(type(x) is str for x in v)),
+    "int|ints": ("an integer or a list of integers",
+                 lambda v: type(v) is int or (type(v) is list and all(type(x) is int for x in v))),
+}
+
+
 class _Key:
-    """A value (not a table).  (Plain classes, not dataclasses: the lint's start-up pays for each.)"""
+    """A value (not a table) of one kind (``_KINDS``), optionally one of ``choices``.
+    (Plain classes, not dataclasses: the lint's start-up pays for each.)"""
 
-    __slots__ = ("required",)
+    __slots__ = ("required", "kind", "choices")
 
-    def __init__(self, required: bool = True):
-        self.required = required
+    def __init__(self, kind: str, required: bool = True, choices: tuple = ()):
+        if kind not in _KINDS:
+            raise ValueError(f"unknown value kind {kind!r}")
+        self.required, self.kind, self.choices = required, kind, choices
 
 
 class _Table:
@@ -248,85 +263,108 @@ class _Table:
 
 
 class _Data:
-    """A table whose keys are data (dtype names, spellings, file names); ``values``, when
-    given, is the layout of each value (an inline table)."""
+    """A table whose keys are data (dtype names, spellings, file names); each value is either of
+    kind ``kind`` or, when ``values`` is given, an inline table of that layout."""
 
-    __slots__ = ("required", "values")
+    __slots__ = ("required", "values", "kind")
 
-    def __init__(self, required: bool = True, values: Optional[_Table] = None):
+    def __init__(self, required: bool = True, values: Optional[_Table] = None, kind: Optional[str] = None):
         self.required, self.values = required, values
+        self.kind = _Key(kind) if kind is not None else None
 
 
-_REQ, _OPT = _Key(True), _Key(False)
-_HEAD = {"schema": _REQ, "rules_version": _REQ}
+def _req(kind: str, *choices) -> _Key:
+    return _Key(kind, True, choices)
+
+
+def _opt(kind: str, *choices) -> _Key:
+    return _Key(kind, False, choices)
+
+
+_HEAD = {"schema": _req("int"), "rules_version": _req("str")}
+_STR, _STRS, _INT = _req("str"), _req("strs"), _req("int")
 
 _GENERATION = _Table({
     **_HEAD,
     "generation": _Table({
-        "name": _REQ, "title": _REQ, "covers_min": _REQ, "covers_max": _REQ, "form": _REQ,
-        "size_meaning": _REQ, "widths": _REQ, "size_literal": _REQ, "same_width": _REQ,
+        "name": _STR, "title": _STR, "covers_min": _STR, "covers_max": _STR,
+        "form": _req("str", "offset", "access_ptr"),
+        "size_meaning": _req("str", "bytes", "num_elems"), "widths": _req("ints"),
+        "size_literal": _req("bool"), "same_width": _req("bool"),
         # the access pointers' masks: required when form = "access_ptr"
-        "dst_rw_mask": _OPT, "src_rw_mask": _OPT,
+        "dst_rw_mask": _opt("int"), "src_rw_mask": _opt("int"),
     }),
     "python": _Table({
-        "params": _REQ,
+        "params": _STRS,
         # required when form = "access_ptr"
-        "access_ptr": _OPT, "type_annotation": _OPT,
+        "access_ptr": _opt("str"), "type_annotation": _opt("str"),
         # T.access_ptr(buf[index], rw, extent): dst_rw and src_rw required with buffer_access_ptr
-        "buffer_access_ptr": _OPT, "dst_rw": _OPT, "src_rw": _OPT,
+        "buffer_access_ptr": _opt("str"), "dst_rw": _opt("str"), "src_rw": _opt("str"),
         # an expression of a dtype's bits at kernel build time, where the size need not be a literal
-        "dtype_bits": _OPT,
+        "dtype_bits": _opt("str"),
         # the loop (T.<name>(N)) inside which the compiler widens the call by its N lanes
-        "widening_loop": _OPT,
+        "widening_loop": _opt("str"),
     }),
-    "cpp": _Table({"args": _REQ, "arity": _REQ, "num_inputs": _REQ, "size_meaning_per_op": _Data(required=False),
-                   "tl_access_ptr": _OPT}),
-    "step": _Table({"from": _REQ}, required=False),  # every generation but the first
+    "cpp": _Table({"args": _STRS, "arity": _req("ints"), "num_inputs": _req("int|ints"),
+                   "size_meaning_per_op": _Data(required=False, kind="str"), "tl_access_ptr": _opt("str")}),
+    "step": _Table({"from": _STR}, required=False),  # every generation but the first
 })
 
+_DECLARATION = _Table({"position": _INT, "keyword": _STR, "default": _opt("str")})
+
 _LAYOUTS = {
-    "dtypes.toml": _Table({**_HEAD, "sizes": _Data(), "aliases": _Data()}),
+    "dtypes.toml": _Table({**_HEAD, "sizes": _Data(kind="int"), "aliases": _Data(kind="str")}),
     "namespaces.toml": _Table({
         **_HEAD,
-        "intrinsic": _Table({"name": _REQ}),
-        "suppress": _Table({"comment": _REQ}),
-        "tilelang": _Table({"modules": _REQ, "emit_module": _REQ, "emit_alias": _REQ, "emit_fallback_alias": _REQ}),
-        "tvm": _Table({"modules": _REQ}),
-        "declarations": _Data(values=_Table({"position": _REQ, "keyword": _REQ, "default": _OPT})),
+        "intrinsic": _Table({"name": _STR}),
+        "suppress": _Table({"comment": _STR}),
+        "tilelang": _Table({"modules": _STRS, "emit_module": _STR, "emit_alias": _STR, "emit_fallback_alias": _STR}),
+        "tvm": _Table({"modules": _STRS}),
+        "declarations": _Data(values=_DECLARATION),
     }),
     "shared_memory.toml": _Table({
         **_HEAD,
-        "merged_scope": _REQ, "static_scope": _REQ, "min_allocations": _REQ, "static_merge_config": _REQ,
-        "allocations": _Data(values=_Table({"position": _REQ, "keyword": _REQ, "default": _REQ})),
-        "allocations_forced": _Data(values=_Table({"dtypes": _REQ, "scope": _REQ})),
-        "uses": _Table({"annotations": _REQ}),
-        "workspaces": _Table({"ops": _REQ}),
-        "functions": _Table({"prim_func": _REQ, "macro": _REQ, "python_builtins": _REQ}),
+        "merged_scope": _STR, "static_scope": _STR, "min_allocations": _INT, "static_merge_config": _STR,
+        "allocations": _Data(values=_Table({"position": _INT, "keyword": _STR, "default": _STR})),
+        "allocations_forced": _Data(values=_Table({"dtypes": _STRS, "scope": _STR})),
+        "uses": _Table({"annotations": _STRS}),
+        "workspaces": _Table({"ops": _STRS}),
+        "functions": _Table({"prim_func": _STRS, "macro": _STRS, "python_builtins": _STRS}),
     }),
     "python_api.toml": _Table({
         **_HEAD,
-        "definition": _Table({"forwards_to": _REQ, "op": _REQ,
-                              "emit": _Data(values=_Table({"params": _REQ, "body": _REQ}))}),
-        "helpers": _Table({"names": _REQ, "offset_param": _REQ, "op": _REQ}),
-        "upstream": _Data(),
+        "definition": _Table({"forwards_to": _STRS, "op": _STR,
+                              "emit": _Data(values=_Table({"params": _STR, "body": _STR}))}),
+        "helpers": _Table({"names": _STRS, "offset_param": _STR, "op": _STR}),
+        "upstream": _Data(kind="str"),
     }),
     "cpp.toml": _Table({
         **_HEAD,
         "op": _Table({
-            "qualifiers": _REQ, "call_constructors": _REQ, "array_types": _REQ, "append_methods": _REQ,
-            "op_types": _REQ, "ops": _Data(), "access_pointer_calls": _REQ, "access_pointer_name": _REQ,
-            "context": _Table({"default": _REQ, "namespaces": _Data(), "using": _Data()}),
+            "qualifiers": _STRS, "call_constructors": _STRS, "array_types": _STRS, "append_methods": _STRS,
+            "op_types": _STRS, "ops": _Data(kind="str"), "access_pointer_calls": _STRS, "access_pointer_name": _STR,
+            "context": _Table({"default": _STR, "namespaces": _Data(kind="str"), "using": _Data(kind="str")}),
         }),
-        "consumer": _Table({"same_as": _REQ, "op_field": _REQ, "args_field": _REQ, "check_macros": _REQ,
-                            "condition_macros": _REQ, "offset_join": _REQ, "offset_name": _REQ}),
-        "roles": _Data(),
-        "emit": _Table({k: _REQ for k in (
-            "call", "args", "args_rest", "builtin_scope", "pointer_dtype", "pointer_dtype_helper",
-            "pointer_dtype_helper_name", "data_field", "var_types", "extent", "size_primexpr", "size_wrappers")}),
-        "registration": _Table({"arity_method": _REQ, "macros": _Data()}),
-        "helpers": _Table({"names": _REQ, "pointer_param": _REQ, "offset_param": _REQ, "op": _REQ, "exclude": _REQ}),
+        "consumer": _Table({"same_as": _STR, "op_field": _STR, "args_field": _STR, "check_macros": _STRS,
+                            "condition_macros": _STRS, "offset_join": _STRS, "offset_name": _STR}),
+        "roles": _Data(kind="str"),
+        "emit": _Table({
+            **{k: _STR for k in ("call", "args", "args_rest", "builtin_scope", "pointer_dtype", "pointer_dtype_helper",
+                                 "pointer_dtype_helper_name", "data_field", "extent", "size_primexpr")},
+            "var_types": _STRS, "size_wrappers": _STRS}),
+        "registration": _Table({"arity_method": _STR, "macros": _Data(kind="str")}),
+        "helpers": _Table({"names": _STRS, "pointer_param": _STR, "offset_param": _STR, "op": _STR, "exclude": _STR}),
     }),
 }
+
+
+def _check_value(value, spec: _Key, path: Path, label: str, key: str) -> None:
+    """Refuse a value of the wrong kind, or not one of the key's choices, naming the file and the key."""
+    what, ok = _KINDS[spec.kind]
+    if not ok(value):
+        raise RulesError(f"{path}: {key} = {value!r} in {label}: expected {what}")
+    if spec.choices and value not in spec.choices:
+        raise RulesError(f"{path}: {key} = {value!r} in {label}: expected one of {', '.join(map(repr, spec.choices))}")
 
 
 def _check_table(data: dict, layout: _Table, path: Path, where: str) -> None:
@@ -341,6 +379,7 @@ def _check_table(data: dict, layout: _Table, path: Path, where: str) -> None:
         if isinstance(spec, _Key):
             if isinstance(value, dict):
                 raise RulesError(f"{path}: {key!r} in {label} is a table; expected a value")
+            _check_value(value, spec, path, label, key)
             continue
         if not isinstance(value, dict):
             raise RulesError(f"{path}: {key!r} in {label} is a value; expected a table [{name}]")
@@ -351,6 +390,11 @@ def _check_table(data: dict, layout: _Table, path: Path, where: str) -> None:
                 if not isinstance(inner, dict):
                     raise RulesError(f"{path}: {item!r} in [{name}] is a value; expected an inline table")
                 _check_table(inner, spec.values, path, f"{name}.{item}")
+        elif spec.kind is not None:
+            for item, inner in value.items():
+                if isinstance(inner, dict):
+                    raise RulesError(f"{path}: {item!r} in [{name}] is a table; expected a value")
+                _check_value(inner, spec.kind, path, f"[{name}]", repr(item) if "." in item else item)
     for key, spec in layout.keys.items():
         if spec.required and key not in data:
             what = "table" if not isinstance(spec, _Key) else "key"

@@ -209,3 +209,62 @@ print("ok")
     env = {**__import__("os").environ, "CPASYNC_MIGRATE_RULES": str(rules)}
     r = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-3000:]
+
+
+# ------------------------------------------------------------------ rule values are typed at load
+
+def _rules_copy(tmp_path, file: str, old: str, new: str):
+    import shutil
+
+    d = tmp_path / "rules"
+    shutil.copytree(ROOT / "rules", d)
+    f = d / file
+    text = f.read_text(encoding="utf-8")
+    assert old in text, (file, old)
+    f.write_text(text.replace(old, new, 1), encoding="utf-8")
+    return d
+
+
+@pytest.mark.parametrize("file,old,new,key,why", [
+    ("tilelang-0.1.9.toml", "widths = [4, 8, 16]", 'widths = "sixteen"', "widths = 'sixteen' in [generation]",
+     "a list of integers"),
+    ("tilelang-0.1.8.toml", "widths = [4, 8, 16]", 'widths = [4, "8", 16]', "widths = [4, '8', 16] in [generation]",
+     "a list of integers"),
+    ("legacy.toml", "size_literal = false", "size_literal = 0", "size_literal = 0 in [generation]", "true or false"),
+    ("tilelang-0.1.8.toml", 'form = "access_ptr"', 'form = "access_pointer"',
+     "form = 'access_pointer' in [generation]", "one of 'offset', 'access_ptr'"),
+    ("tilelang-0.1.8.toml", "num_inputs = -1", 'num_inputs = "-1"', "num_inputs = '-1' in [cpp]",
+     "an integer or a list of integers"),
+    ("dtypes.toml", "float16 = 2", 'float16 = "two"', "float16 = 'two' in [sizes]", "an integer"),
+    ("namespaces.toml", 'name = "ptx_cp_async"', "name = 7", "name = 7 in [intrinsic]", "a string"),
+    ("namespaces.toml", "emit_alias = ", "emit_alias = [] #", "emit_alias = [] in [tilelang]", "a string"),
+    ("shared_memory.toml", "min_allocations = 2", "min_allocations = 2.0", "min_allocations = 2.0 in the top level",
+     "an integer"),
+    ("cpp.toml", '"builtin" = "tir.ptx_cp_async"', '"builtin" = 1', "builtin = 1 in [op.ops]", "a string"),
+])
+def test_rule_values_are_type_checked(tmp_path, file, old, new, key, why):
+    from cpasync_migrate.rules import RulesError, load_rules
+
+    d = _rules_copy(tmp_path, file, old, new)
+    with pytest.raises(RulesError) as e:
+        load_rules(str(d))
+    assert str(e.value) == f"{d / file}: {key}: expected {why}"
+
+
+def test_the_bundled_rules_load_typed():
+    from cpasync_migrate.rules import load_rules
+
+    r = load_rules(str(ROOT / "rules"))
+    assert all(isinstance(w, int) for g in r.generations for w in g.widths)
+    assert [g.form for g in r.generations] == ["offset", "access_ptr", "access_ptr"]
+
+
+def test_a_mistyped_rules_folder_is_a_usage_error(tmp_path):
+    from conftest import run_cli
+
+    d = _rules_copy(tmp_path, "tilelang-0.1.9.toml", "widths = [4, 8, 16]", 'widths = "sixteen"')
+    k = tmp_path / "k.py"
+    k.write_text("x = 1\n")
+    r = run_cli("--check", k, env={"CPASYNC_MIGRATE_RULES": str(d)})
+    assert r.returncode == 3
+    assert f"{d / 'tilelang-0.1.9.toml'}: widths = 'sixteen' in [generation]: expected a list of integers" in r.stderr
