@@ -268,3 +268,85 @@ def test_a_mistyped_rules_folder_is_a_usage_error(tmp_path):
     r = run_cli("--check", k, env={"CPASYNC_MIGRATE_RULES": str(d)})
     assert r.returncode == 3
     assert f"{d / 'tilelang-0.1.9.toml'}: widths = 'sixteen' in [generation]: expected a list of integers" in r.stderr
+
+
+# ------------------------------------------------------------------ one copy of each code's page
+
+# The modules whose findings carry these codes; each docstring names the code and points to its page.
+CHECK_MODULES = {
+    "python/checks/legacy_call.py": ("CPA001", "CPA002"),
+    "python/checks/access_ptr_call.py": ("CPA004", "CPA005"),
+    "python/definitions.py": ("CPA006", "CPA007"),
+    "python/checks/value_read.py": ("CPA008",),
+    "cpp/constructions.py": ("CPA101", "CPA102", "CPA110"),
+    "cpp/consumers.py": ("CPA103", "CPA104", "CPA106", "CPA107"),
+    "cpp/declarations.py": ("CPA105", "CPA109"),
+    "cpp/merge.py": ("CPA111",),
+}
+# Codes made outside a check module: CPA003 where a call is resolved (rewrite.py, fast.py), CPA010 by the
+# suppression pass, CPA108 by any C++ family (cpp/context.py), CPA900 by the engine.
+NOT_IN_A_CHECK_MODULE = {"CPA003", "CPA010", "CPA108", "CPA900"}
+# Docstrings that use What:/Why: for something that is no code's page.
+SECTIONS_ALLOWED = {"python/reach.py": "which calls reach the intrinsic: the module's own job, no code's page"}
+_PAGE_SECTION = re.compile(r"^\s*(What|Why|Example|Fix safety|Fix)( \(\w+\))?:{1,2}", re.M)
+
+
+def _docstrings(path):
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            d = ast.get_docstring(n, clean=True)
+            if d:
+                yield getattr(n, "name", "<module>"), d
+
+
+def test_every_code_has_its_check_module_or_a_reason():
+    from cpasync_migrate import codes
+
+    listed = [c for cs in CHECK_MODULES.values() for c in cs]
+    assert len(listed) == len(set(listed))
+    assert set(listed) | NOT_IN_A_CHECK_MODULE == set(codes.CODES)
+
+
+@pytest.mark.parametrize("module", sorted(CHECK_MODULES))
+def test_a_check_module_points_to_its_pages_and_does_not_repeat_them(module):
+    from cpasync_migrate import codes
+
+    path = ROOT / "cpasync_migrate" / module
+    doc = dict(_docstrings(path))["<module>"]
+    for code in CHECK_MODULES[module]:
+        line = f"{code} {codes.CODES[code].name}: docs/codes/{code}.md"
+        assert line in doc, f"{module} does not point to {code}'s page as {line!r}"
+        assert (ROOT / "docs" / "codes" / f"{code}.md").is_file()
+    assert _PAGE_SECTION.search(doc) is None, f"{module} repeats a page section"
+
+
+def test_no_docstring_of_the_package_repeats_a_page():
+    found = []
+    for path in sorted((ROOT / "cpasync_migrate").rglob("*.py")):
+        rel = str(path.relative_to(ROOT / "cpasync_migrate"))
+        for where, doc in _docstrings(path):
+            if re.search(r"CPA\d{3}", doc) and _PAGE_SECTION.search(doc) and rel not in SECTIONS_ALLOWED:
+                found.append(f"{rel}:{where}")
+    assert found == []
+
+
+def test_the_page_section_rule_sees_a_copy():
+    doc = "CPA101 (cpp-construction-brace-list)\n    What: a call.\n    Why: because.\n    Fix (unsafe): this."
+    assert _PAGE_SECTION.search(doc) and not _PAGE_SECTION.search("CPA101 cpp-construction-brace-list: docs/codes/CPA101.md.")
+
+
+def test_one_registry_of_codes():
+    """cpp/ has no codes of its own and rewrite.py no aliases: both read cpasync_migrate/codes.py."""
+    assert not (ROOT / "cpasync_migrate" / "cpp" / "codes.py").exists()
+    pkg = ROOT / "cpasync_migrate"
+    aliases = []
+    for path in sorted(pkg.rglob("*.py")):
+        if path.name == "codes.py" and path.parent == pkg:
+            continue
+        text = path.read_text(encoding="utf-8")
+        aliases += [f"{path.relative_to(pkg)}: {m.group(0)}"
+                    for m in re.finditer(r"^\w+ = (codes\.[A-Z_0-9]+|\"CPA\d{3}\")$", text, re.M)]
+    assert aliases == []

@@ -10,7 +10,7 @@ site family:
 - ``merge.py``: CPA111 (the shared-memory merge pass's legacy branch);
 - ``declarations.py``: CPA105 (printer helpers), CPA109 (macros that name the op);
 - ``context.py``: what they share (the file, the rules, op spellings and contexts,
-  :class:`~.context.PendingSite`); ``codes.py``: the codes.
+  :class:`~.context.PendingSite`); the codes are ``cpasync_migrate/codes.py``'s.
 
 Any family may report CPA108 (a site inside or next to a parse error, not edited).  Every
 finding carries the IR op it concerns (``Finding.op``: TVM's builtin or TileLang's own op, by

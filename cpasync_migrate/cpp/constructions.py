@@ -1,42 +1,12 @@
 """Constructions: C++ code that builds a legacy ``ptx_cp_async`` IR call, and the op's registration.
 
-CPA101 (cpp-construction-brace-list)
-    What: ``Call(dtype, <op>, {dst_data, dst_offset, src_data, src_offset, bytes[, predicate]})``
-    with the op spelled in the call.
-    Why: from the access-pointer API (upstream PR #1590) the call carries
-    ``{dst_access_ptr, src_access_ptr, bytes[, predicate]}``; a builder left on the old layout
-    feeds every reader the wrong arguments.
-    Example::
+CPA101 cpp-construction-brace-list: docs/codes/CPA101.md.
+CPA102 cpp-construction-args-array: docs/codes/CPA102.md.
+CPA110 cpp-registration-legacy-arity: docs/codes/CPA110.md.
 
-        return Call(DataType::Handle(), builtin::ptx_cp_async(),
-                    {dst->data, dst_off, src->data, src_off, PrimExpr(16)});
-
-    Fix: each side becomes ``tvm_access_ptr(TypeAnnotation(<data's own element type>), data,
-    offset, floordiv(bytes, ptype.bytes()), rw_mask)``.  Safe when the byte count is a name, a
-    literal or a wrapper of one (it is written again in each extent); unsafe otherwise, with
-    the assumption that it is pure.  Left for a person when a data argument is not visibly a
-    ``tir::Var`` (its element type cannot be named), when the list holds comments, or when the
-    target counts the op's size in elements (the element types are known only when the pass
-    runs).
-
-CPA102 (cpp-construction-args-array)
-    What: the same construction through a local argument array (``Array<PrimExpr> args =
-    {...}; args.push_back(pred);``) and/or a local ``Op`` variable, or through an expression
-    the source does not show.
-    Why: as CPA101.  Fix: as CPA101 when every list the array gets is visible in the function
-    and nothing else touches the array but appends of the predicate (at most one on any path),
-    or when the lists are those a function of the same file returns and that function is used
-    only as the arguments of the op's calls; else left for a person with the reason.  A list
-    built where the Op variable holds another op, or holding access pointers, is no legacy list.
-
-CPA110 (cpp-registration-legacy-arity)
-    What: ``MACRO(ptx_cp_async).set_num_inputs(5)`` (or 6), a registration that declares a
-    legacy arity.  Why: the access-pointer layout has 3 or 4 arguments; the registration
-    would refuse every new call.  Fix (unsafe): the target's declared arity (-1, variadic, as
-    upstream registers it), with the assumption that every builder and reader moves in the
-    same change.
-
-A construction next to a parse error is CPA108 and not edited.
+Each side of a rewritten construction becomes ``tvm_access_ptr(TypeAnnotation(<data's own element
+type>), data, offset, floordiv(bytes, ptype.bytes()), rw_mask)``.  A construction next to a parse
+error is CPA108 and not edited.
 """
 from __future__ import annotations
 
@@ -44,7 +14,7 @@ import re
 from typing import Optional
 
 from ..findings import Applicability
-from . import codes
+from .. import codes
 from .context import PendingSite, int_value, short
 from .source import ancestors, named, squash, walk
 
@@ -74,7 +44,7 @@ class ConstructionChecks:
         via_var = not self.is_op_call(args[1])
         arr = args[2]
         if self.near_error(call) or any(self.near_error(a) or a.has_error for a in args):
-            site = PendingSite(call, codes.NEAR_PARSE_ERROR, (
+            site = PendingSite(call, codes.CPP_SITE_NEAR_PARSE_ERROR, (
                 f"`{self.cpp.op_name}` call next to a parse error (a macro or #if block tree-sitter cannot follow)"
             ))
             site.park(
@@ -93,7 +63,7 @@ class ConstructionChecks:
                 return  # on this path the Op variable holds another op
             if self._access_pointer_list(elems, fn):
                 return  # access pointers already: the new layout, with more arguments than ours
-            code = codes.CONSTRUCTION_INDIRECT if via_var else codes.CONSTRUCTION_LIST
+            code = codes.CPP_CONSTRUCTION_ARGS_ARRAY if via_var else codes.CPP_CONSTRUCTION_BRACE_LIST
             how = f"through the Op variable `{self.text_of(args[1])}` " if via_var else ""
             site = PendingSite(call, code, (
                 f"`{self.cpp.op_name}` call built {how}with the legacy {len(elems)}-element argument list "
@@ -110,7 +80,7 @@ class ConstructionChecks:
             self._helper_construction(call, arr, helper, op, via_var)
             return
         # An argument array made by an expression the tool cannot follow.
-        site = PendingSite(call, codes.CONSTRUCTION_INDIRECT, (
+        site = PendingSite(call, codes.CPP_CONSTRUCTION_ARGS_ARRAY, (
             f"`{self.cpp.op_name}` call built from the argument expression `{short(self.text_of(arr))}`, whose layout the "
             f"source does not show here; check it builds {self._layout(self.target, target_arity[0])}"
             f"[, {self._arg(self.target, target_arity[-1] - 1)}]"
@@ -179,7 +149,7 @@ class ConstructionChecks:
             return  # already the new layout
         if lists and not legacy_sizes:
             return  # some other array; not ours to judge
-        site = PendingSite(call, codes.CONSTRUCTION_INDIRECT)
+        site = PendingSite(call, codes.CPP_CONSTRUCTION_ARGS_ARRAY)
         how = f" and the Op variable `{self.text_of(args[1])}`" if via_var else ""
         if not lists:
             where = "is declared here without a visible value" if declared else "is not built in this function"
@@ -291,7 +261,7 @@ class ConstructionChecks:
             return
         how = f" through the Op variable `{self.text_of(call.child_by_field_name('arguments').named_children[1])}`" \
             if via_var else ""
-        site = PendingSite(call, codes.CONSTRUCTION_INDIRECT, (
+        site = PendingSite(call, codes.CPP_CONSTRUCTION_ARGS_ARRAY, (
             f"`{self.cpp.op_name}` call built{how} from the array that `{hname}` returns, with the legacy layout "
             f"({self._layout(self.legacy, max(s for s in sizes if s in self.legacy.cpp_arity))})"
         ))
@@ -593,7 +563,7 @@ class ConstructionChecks:
         target = self.target.cpp_num_inputs
         if value not in legacy:
             return  # the new arity, or a fork's own: not this API's legacy layout
-        site = PendingSite(arity, codes.REGISTRATION, function=f"{self.text_of(fn)}({self.cpp.op_name})", message=(
+        site = PendingSite(arity, codes.CPP_REGISTRATION_LEGACY_ARITY, function=f"{self.text_of(fn)}({self.cpp.op_name})", message=(
             f"`{self.text_of(fn)}({self.cpp.op_name})` registers `{op}` with {self.cpp.arity_method}({value}), a legacy "
             f"arity ({'/'.join(map(str, self.legacy.cpp_arity))} arguments); the access-pointer layout has "
             f"{'/'.join(map(str, self.target.cpp_arity))}"

@@ -6,37 +6,12 @@ position the target layout does not have, compares ``X->args.size()`` with a leg
 declares a local named like an offset from ``X->args[K]``, or takes a legacy data position as
 a ``Var`` (``Downcast<Var>(X->args[0])``).  Readers must move with the builders: a tree whose
 passes build the new layout while a code generator still reads the old one is a broken
-compiler (docs/cpp.md, "change sets").
+compiler (docs/cpp.md, "Assumptions a change set discharges").
 
-CPA103 (cpp-consumer-rewritable)
-    What: the upstream code generator's printer shape: locals read from ``args[0..4]`` and
-    printed as ``<< dst << "+" << dst_offset``, the predicated form told by ``args.size()``.
-    Example::
-
-        std::string dst = PrintExpr(op->args[0]);
-        std::string dst_offset = PrintExpr(op->args[1]);
-        ...
-        stream << "cp_async(" << dst << " + " << dst_offset << ", ...";
-
-    Fix (unsafe): read ``{dst_access_ptr, src_access_ptr, bytes}[, predicate]`` (indices
-    renumbered, the offset locals and their ``+ offset`` printing deleted, ``args.size()``
-    compared with 3/4) and print each access pointer as it is; the assumption is that every
-    producer builds the new layout in the same change.
-
-CPA104 (cpp-consumer-manual)
-    What: any other reader of legacy positions.  The message maps every legacy index to its
-    new place (``args[1] dst_offset -> offset inside args[0] dst_access_ptr``), and for a
-    merge-style pass that re-bases the destination, or a printer that passes the offsets to a
-    runtime helper, says what a person changes.  No fix.
-
-CPA106 (cpp-dead-duplicate-branch)
-    What: an ``else if`` that repeats an earlier condition of the same chain word for word, or
-    one ``||`` operand of one; it never runs.  Fix (safe): delete it (no behaviour changes).  No member of a change set
-    (no role): its deletion does not depend on the rest of the program.
-
-CPA107 (cpp-dual-layout-branch)
-    What: a branch that accepts both layouts on purpose (it compares ``args.size()`` with a
-    legacy and a new count).  Information only.
+CPA103 cpp-consumer-rewritable: docs/codes/CPA103.md.
+CPA104 cpp-consumer-manual: docs/codes/CPA104.md.
+CPA106 cpp-dead-duplicate-branch: docs/codes/CPA106.md.
+CPA107 cpp-dual-layout-branch: docs/codes/CPA107.md.
 
 The merge pass's own legacy branch (CPA111) is recognised in ``merge.py``; a consumer next
 to a parse error is CPA108 and not edited.
@@ -47,7 +22,7 @@ import re
 from typing import Optional
 
 from ..findings import Applicability
-from . import codes
+from .. import codes
 from .context import PendingSite, int_suffix, int_value, short
 from .source import named, squash, walk
 
@@ -138,7 +113,7 @@ class ConsumerChecks:
         legacy = bool(legacy_idx or legacy_n or named_offsets or var_reads)
         head = s  # report the test line (an "else if" starts at "if")
         if legacy and new_n:
-            site = PendingSite(head, codes.DUAL_LAYOUT, info=True, message=(
+            site = PendingSite(head, codes.CPP_DUAL_LAYOUT_BRANCH, info=True, message=(
                 f"`{self.cpp.op_name}` branch accepts both the legacy layout (args.size() "
                 f"{'/'.join(map(str, self.legacy.cpp_arity))}) and the access-pointer layout "
                 f"({'/'.join(map(str, self.target.cpp_arity))}); information only"
@@ -147,7 +122,7 @@ class ConsumerChecks:
             return
         if not legacy:
             return
-        site = PendingSite(head, codes.CONSUMER_MANUAL)
+        site = PendingSite(head, codes.CPP_CONSUMER_MANUAL)
         if self.near_error(s):
             site.message = f"`{self.cpp.op_name}` consumer reads the legacy layout"
             site.park(f"it is inside or next to a parse error; {self._index_map()}")
@@ -176,7 +151,7 @@ class ConsumerChecks:
                 self.sites.append(site)
                 return
         if why is None:
-            site.code = codes.CONSUMER_REWRITABLE
+            site.code = codes.CPP_CONSUMER_REWRITABLE
             site.message = (
                 f"`{self.cpp.op_name}` consumer prints the legacy layout (pointer + offset, args.size() "
                 f"{'/'.join(map(str, self.legacy.cpp_arity))})"
@@ -473,7 +448,7 @@ class ConsumerChecks:
         # the program does, and a set that is held or incomplete does not hold it back
         self._tag = (self._tag[0], None)
         self._dead_ranges.append((s.start_byte, s.end_byte))
-        site = PendingSite(s, codes.DEAD_BRANCH, (
+        site = PendingSite(s, codes.CPP_DEAD_DUPLICATE_BRANCH, (
             f"unreachable branch: an earlier branch of this if/else chain already tests `{short(self.text_of(cond), 80)}`"
         ))
         if self._parked_near_error(site, s):

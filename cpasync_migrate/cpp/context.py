@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..findings import Applicability, FrontEndOptions
-from . import codes
+from .. import codes
 from .cpprules import CppRules, load_cpp_rules
 from .source import Source, ancestors, error_nodes, named, nodes_of_types, squash
 
@@ -80,7 +80,7 @@ class PendingSite:
 
     def park(self, reason: str) -> None:
         """The site is not edited, for ``reason`` (a parse problem): it becomes CPA108."""
-        self.code = codes.NEAR_PARSE_ERROR
+        self.code = codes.CPP_SITE_NEAR_PARSE_ERROR
         self.outcome = f"not edited: {reason}"
 
     def full_message(self) -> str:

@@ -1,36 +1,13 @@
 """Declarations: printer helpers with the legacy parameter shape (CPA105) and macros that name the op (CPA109).
 
-CPA105 (cpp-legacy-helper-signature)
-    What: a function declared with the legacy (pointer, offset, pointer, offset, bytes) shape:
-    named in ``[helpers] names`` of ``rules/cpp.toml`` (``PrintCpAsyncAssembly``), or with a
-    pointer-like first and third and offset-like second and fourth parameter name.
-    Why: under access pointers the offsets are inside each pointer; a code generator that
-    reads the new layout has no offsets to pass, so the helper's form changes with it.
-    Example::
+CPA105 cpp-legacy-helper-signature: docs/codes/CPA105.md.
+CPA109 cpp-site-in-macro: docs/codes/CPA109.md.
 
-        std::string PrintCpAsyncAssembly(const std::string& shared_ptr,
-                                         const std::string& shared_elem_offset,
-                                         const std::string& global_ptr,
-                                         const std::string& global_elem_offset,
-                                         const std::string& bytes);
-
-    Fix (upstream PR #1590's shape): a definition whose offsets are used only as
-    ``ptr + " + " + offset`` prints the pointer alone for an empty offset (safe); a declaration
-    gets a pointer-only overload forwarding ``""`` (unsafe alone, exact given a change set that
-    rewrites the definition: ``Fix.needs_function``).  Other shapes: none (a person gives it a
-    ``(dst_ptr, src_ptr, bytes[, predicate])`` form); a declaration and a definition are each
-    reported.
-    Not reported: the helper as upstream's migration left it (tile-ai/tilelang PR #1590), which
-    kept the shape and made it take empty offsets: a definition whose body tests both offset
-    parameters for emptiness (``shared_elem_offset.empty()``, or ``== ""``), and a declaration
-    whose file defines a pointer-only overload of the same name that forwards ``""`` for both
-    offsets (``PrintCpAsyncAssembly(shared_ptr, "", global_ptr, "", bytes)``).
-
-CPA109 (cpp-macro-names-op)
-    What: a ``#define`` whose body names ``ptx_cp_async()``.  Why: macro bodies are not
-    parsed, so the tool cannot tell which layout the macro builds or reads.  Fix: none; the
-    message maps every legacy index to its new place.  Its role is "builder" when a call
-    constructor takes the op in the body, else "reader".
+A helper has the legacy shape when it is named in ``[helpers] names`` of ``rules/cpp.toml``
+(``PrintCpAsyncAssembly``) or its first and third parameter names are pointer-like and its second
+and fourth offset-like.  A pointer-only overload added for a declaration is exact given a change
+set that rewrites the definition (``Fix.needs_function``); a declaration and a definition are each
+reported.
 """
 from __future__ import annotations
 
@@ -38,7 +15,7 @@ import re
 from typing import Optional
 
 from ..findings import Applicability
-from . import codes
+from .. import codes
 from .context import PendingSite
 from .source import ancestors, named, nodes_of_types, squash, walk
 
@@ -82,7 +59,7 @@ class DeclarationChecks:
             "already in each pointer: give it a (dst_ptr, src_ptr, bytes[, predicate]) form and update its callers, or "
             "let it take empty offsets (test each with `.empty()`) and call it with \"\" for both"
         )
-        site = PendingSite(fdecl, codes.HELPER_SIGNATURE, message, op=self.cpp.helper_op, role="reader",
+        site = PendingSite(fdecl, codes.CPP_LEGACY_HELPER_SIGNATURE, message, op=self.cpp.helper_op, role="reader",
                            function=self._declarator_name(fdecl))
         parent = fdecl.parent
         if self.near_error(fdecl):
@@ -296,7 +273,7 @@ class DeclarationChecks:
         name = self.text_of(m.child_by_field_name("name"))
         body = self.text_of(val)
         self._tag = (self._macro_op(body), self._macro_role(body))
-        site = PendingSite(m, codes.MACRO, op=self._tag[0], role=self._tag[1], message=(
+        site = PendingSite(m, codes.CPP_SITE_IN_MACRO, op=self._tag[0], role=self._tag[1], message=(
             f"macro `{name}` names `{self.cpp.op_name}`; its body is not parsed, so a person must check which layout it "
             f"builds or reads ({self._index_map()})"
         ))

@@ -1,6 +1,8 @@
 """CPA111: the shared-memory merge pass's legacy ``ptx_cp_async`` branch, rewritten in the upstream shape.
 
-What: every TileLang fork carries ``SharedMemoryRewriter::VisitExpr_`` (in
+CPA111 cpp-merge-rebase-rewritable: docs/codes/CPA111.md (the fix, its assumptions, what is not offered).
+
+Every TileLang fork carries ``SharedMemoryRewriter::VisitExpr_`` (in
 ``merge_shared_memory_allocations.cc``), whose ``ptx_cp_async`` branch takes the legacy
 destination data ``Var`` from ``args[0]``, re-bases the offset ``args[1]`` into the merged
 byte buffer (scaled by the call dtype's size) and rebuilds the 5/6-argument call.
@@ -22,16 +24,9 @@ spellings, comments and the way the predicated form is told apart are free):
 - and, in the same if/else chain, a ``tvm_access_ptr`` branch that re-bases access pointers
   with the same ``F`` and ``M``: its existence is what shows ``F(B, T)`` counts in units of ``T``.
 
-Fix (unsafe): open the destination access pointer (``Downcast<Call>(X->args[0])``, checked to
-be ``tvm_access_ptr``), take the data ``Var`` at its ``args[1]`` and the offset at its
-``args[2]``, compute ``E`` in the access pointer's own type (``args[0].dtype()``) with no byte
-factor, rebuild the access pointer on ``M`` with ``E + O``, keep its type, extent and mask and
-the call's other arguments, and check the size 3/4.  That is what the ``tvm_access_ptr``
-branch of the same visitor does for every other access pointer, so an access pointer means
-``&((ptype*)data)[offset]`` merged or not.  Upstream PR #1590 kept the byte factor
-(``mul(E + O, op->dtype.bytes())`` with ``E`` in call-dtype units, inside a pointer of the
-access pointer's type): the two agree only when the access pointer's type is one byte wide and
-the call dtype is too (docs/cpp.md).
+The fix opens the destination access pointer and re-bases it in its own type's units, as the
+``tvm_access_ptr`` branch of the same visitor does; how that differs from upstream PR #1590's
+byte factor: docs/cpp.md, "Comparison with upstream's hand migration".
 """
 from __future__ import annotations
 
@@ -39,7 +34,7 @@ import re
 from typing import Optional
 
 from ..findings import Applicability
-from . import codes
+from .. import codes
 from .context import int_suffix, short
 from .source import named, squash, walk
 
@@ -501,7 +496,7 @@ class MergeRebase:
         tail_ind = self.src.indent_of_line(self.src.char_offset(tail[0].start_byte))
         text = (nl + tail_ind).join(tail_text)
         edits.append((tail[0].start_byte, tail[-1].end_byte, text))
-        site.code = codes.MERGE_REBASE
+        site.code = codes.CPP_MERGE_REBASE_REWRITABLE
         site.edits = edits
         site.fixable = True
         site.applicability = Applicability.UNSAFE

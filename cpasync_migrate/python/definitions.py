@@ -1,25 +1,10 @@
 """CPA006 / CPA007: a tree's own legacy definition of the Python API, and runtime helpers.
 
-CPA006 legacy-api-definition.
-  What: ``def ptx_cp_async(dtype, shared_ptr, shared_offset, global_ptr, global_offset, bytes)``
-  at module level: a TileLang fork's own wrapper (``tilelang/language/tir/op.py``).
-  Why: every kernel of the tree calls it; migrating the callers and not the definition (or
-  the reverse) leaves a fork whose API and callers disagree.  It joins the change set of the
-  op it builds (``sets.py``), with the tree's callers of the intrinsic.
-  Example: a body that forwards its parameters to TVM's wrapper
-  (``return _tvm_op.ptx_cp_async(dtype, shared_ptr, ...)``) becomes the target generation's
-  signature building the same op from access pointers, as upstream PR #1590 rewrote it.
-  Fix safety: safe in that upstream shape (the text shows every parameter forwarded as is);
-  none otherwise, with the exact new signature in the message.
+CPA006 legacy-api-definition: docs/codes/CPA006.md.
+CPA007 legacy-runtime-helper: docs/codes/CPA007.md.
 
-CPA007 legacy-runtime-helper.
-  What: a runtime helper a code generator prints calls of, taking the legacy shape
-  (``cp_async_gs(size, dst, dst_offset, src, src_offset)`` of TileLang's CuTeDSL backend).
-  Why: under access pointers the code generator prints one pointer per side; a helper that
-  still adds an offset would add it twice, or be called with the wrong number of arguments.
-  Fix safety: none (give it a pointer-only form and change the printer with it).
-
-Facts (names, what a legacy body forwards to, the new text) come from
+A definition joins the change set of the op it builds (``sets.py``), with the tree's callers of
+the intrinsic.  Facts (names, what a legacy body forwards to, the new text) come from
 ``rules/python_api.toml``.
 """
 from __future__ import annotations
@@ -34,8 +19,6 @@ from ..findings import Applicability, Edit, Finding, Fix
 from . import definition_rules as texts
 from .cst_util import is_docstring
 
-CODE_DEFINITION = codes.LEGACY_API_DEFINITION
-CODE_HELPER = codes.LEGACY_RUNTIME_HELPER
 
 
 def find(ctx, intrinsic: str) -> list[Finding]:
@@ -56,7 +39,7 @@ def find(ctx, intrinsic: str) -> list[Finding]:
             continue
         message = texts.helper_message(facts, name, [p.name.value for p in stmt.params.params])
         if message is not None:
-            out.append(_finding(ctx, stmt, CODE_HELPER, op, "reader", message, None))
+            out.append(_finding(ctx, stmt, codes.LEGACY_RUNTIME_HELPER, op, "reader", message, None))
     return out
 
 
@@ -70,7 +53,7 @@ def definition(ctx, fdef: cst.FunctionDef, facts: dict) -> Optional[Finding]:
     why = _upstream_shape(ctx, fdef, legacy, facts.get("definition", {}))
     message, emit = texts.definition_message(facts, fdef.name.value, ctx.target, why)
     fix = _rewrite(ctx, fdef, facts, emit) if emit is not None else None
-    return _finding(ctx, fdef, CODE_DEFINITION, facts.get("definition", {}).get("op"), "definition", message, fix)
+    return _finding(ctx, fdef, codes.LEGACY_API_DEFINITION, facts.get("definition", {}).get("op"), "definition", message, fix)
 
 
 def _upstream_shape(ctx, fdef: cst.FunctionDef, legacy: list[str], facts: dict) -> Optional[str]:

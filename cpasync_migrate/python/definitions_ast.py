@@ -27,8 +27,6 @@ from .. import codes
 from ..findings import Applicability, Edit, Finding, Fix, line_starts
 from . import definition_rules as texts
 
-CODE_DEFINITION = codes.LEGACY_API_DEFINITION
-CODE_HELPER = codes.LEGACY_RUNTIME_HELPER
 
 
 class Undecided(Exception):
@@ -89,7 +87,7 @@ def find(tree: ast.Module, text: str, path: str, options, intrinsic: str, qualif
             continue
         message = texts.helper_message(facts, stmt.name, [a.arg for a in stmt.args.args])
         if message is not None:
-            out.append(_finding(stmt, src, path, CODE_HELPER, facts["helpers"].get("op"), "reader", message, None))
+            out.append(_finding(stmt, src, path, codes.LEGACY_RUNTIME_HELPER, facts["helpers"].get("op"), "reader", message, None))
     return out
 
 
@@ -103,7 +101,7 @@ def _definition(fdef, src: _Text, path: str, options, facts: dict, qualify) -> O
     why = _upstream_shape(fdef, src, legacy, facts.get("definition", {}), qualify)
     message, emit = texts.definition_message(facts, fdef.name, options.target, why)
     fix = _rewrite(fdef, src, facts, emit, rules, options.target) if emit is not None else None
-    return _finding(fdef, src, path, CODE_DEFINITION, facts.get("definition", {}).get("op"), "definition", message,
+    return _finding(fdef, src, path, codes.LEGACY_API_DEFINITION, facts.get("definition", {}).get("op"), "definition", message,
                     fix)
 
 

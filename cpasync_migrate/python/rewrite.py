@@ -21,11 +21,6 @@ from .checks.value_read import ValueRead
 from .context import Context
 from .imports import Imports
 
-CODE_FIX = codes.LEGACY_CALL
-CODE_MANUAL = codes.LEGACY_CALL_MANUAL
-CODE_TVM = codes.TVM_NAMESPACE_CALL
-
-
 
 # What the analysis reads about nodes: positions and scopes from libcst's providers.  Qualified
 # names come from the scopes on demand (QualifiedNameProvider would compute them for every node of
@@ -105,7 +100,7 @@ class _Context(Context, Bindings, Imports, LegacyCall, AccessPtrCall, ValueRead)
             column=r.start.column + 1,
             end_line=r.end.line,
             end_column=r.end.column + 1,
-            code=CODE_FIX,
+            code=codes.LEGACY_CALL,
             message="",
             function=self.enclosing_function(node),
         )
@@ -126,7 +121,7 @@ class _Context(Context, Bindings, Imports, LegacyCall, AccessPtrCall, ValueRead)
                 return  # already migrated, or nothing to convert: not a finding
         elif api == "tvm" and not (self.opts.migrate_tvm and kind == "legacy" and
                                    not isinstance(node.func, cst.NamedExpr)):
-            finding.code = CODE_TVM
+            finding.code = codes.TVM_NAMESPACE_CALL
             finding.message = TVM_MESSAGE
             if self.opts.migrate_tvm and kind == "legacy":
                 finding.message += ("; --migrate-tvm does not switch a walrus callee, whose binding the switch "
@@ -136,7 +131,7 @@ class _Context(Context, Bindings, Imports, LegacyCall, AccessPtrCall, ValueRead)
             self.check_legacy_call(node, finding, switch_callee=(api == "tvm"))
             self.route_assumptions = []
         else:
-            finding.code = CODE_MANUAL
+            finding.code = codes.LEGACY_CALL_MANUAL
             finding.message = f"ptx_cp_async call with an argument layout the tool cannot read: {kind}"
         if suppressed:
             finding.status = Status.SUPPRESSED
@@ -150,7 +145,7 @@ class _Context(Context, Bindings, Imports, LegacyCall, AccessPtrCall, ValueRead)
         r = self.pos(node)
         line_text = self.lines[r.start.line - 1] if r.start.line - 1 < len(self.lines) else ""
         f = Finding(path=self.path, line=r.start.line, column=r.start.column + 1, end_line=r.end.line,
-                    end_column=r.end.column + 1, code=CODE_MANUAL,
+                    end_column=r.end.column + 1, code=codes.LEGACY_CALL_MANUAL,
                     message=f"legacy ptx_cp_async cannot be migrated automatically: {route}",
                     function=self.enclosing_function(node), role="caller")
         if SUPPRESS_RE.search(line_text):
@@ -189,7 +184,7 @@ def analyze(text: str, path: str, options: FrontEndOptions) -> Analysis:
         # the definition's own forward to TVM's wrapper is part of the definition's site
         inside = [(d.line, d.end_line) for d in defs if d.code == codes.LEGACY_API_DEFINITION]
         ctx.findings = [f for f in ctx.findings
-                        if not (f.code == CODE_TVM and any(a <= f.line and f.end_line <= b for a, b in inside))]
+                        if not (f.code == codes.TVM_NAMESPACE_CALL and any(a <= f.line and f.end_line <= b for a, b in inside))]
     ctx.findings.extend(defs)
     ctx.findings.sort(key=lambda f: (f.line, f.column))
     return Analysis(ctx.findings, migrated=sorted(ctx.migrated))

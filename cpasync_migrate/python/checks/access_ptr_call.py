@@ -1,19 +1,7 @@
 """CPA004 / CPA005 and ``--from``: a call already in the access-pointer form.
 
-CPA004 dtype-keyword-on-new-call.
-  What: an access-pointer call that still passes ``dtype=``.
-  Why: TileLang's dtype-forwarding wrapper moves the keyword to the front and shifts every
-  argument: the call no longer means what it says.
-  Example: ``T.ptx_cp_async(dst, src, 16, dtype="float16")``.
-  Fix safety: none (delete the keyword).
-
-CPA005 suspicious-size.
-  What: the size of an access-pointer call that is not a cp.async width under the target, or
-  not a whole number of the pointers' elements (a warning; the call is not a legacy site).
-  Why: a call migrated by hand for the wrong generation (bytes where 0.1.9 counts elements).
-  Example: ``T.ptx_cp_async(T.access_ptr(S[0], "w", 8), T.access_ptr(A[0], "r", 8), 16)``
-  on float16 pointers under 0.1.9 (16 elements = 32 bytes).
-  Fix safety: none; ``--from 0.1.8`` converts a byte count written for 0.1.8.
+CPA004 dtype-keyword-on-new-call: docs/codes/CPA004.md.
+CPA005 suspicious-size: docs/codes/CPA005.md.
 
 ``--from``: a call written for an older access-pointer generation is converted to the
 target's size meaning (``convert_new``), exactly or not at all.

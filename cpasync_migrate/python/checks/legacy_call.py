@@ -1,24 +1,11 @@
 """CPA001 / CPA002: a legacy offset-form call and its rewrite into the access-pointer form.
 
-CPA001 legacy-call.
-  What: ``T.ptx_cp_async(dtype, dst.data, dst_off, src.data, src_off, bytes)``.
-  Why: TileLang 0.1.7.post2 (PR #1590) changed the intrinsic to access pointers; the legacy
-  call no longer builds.
-  Example: ``T.ptx_cp_async("float16", S.data, tx * 8, A.data, g, 16)`` becomes
-  ``T.ptx_cp_async(T.tvm_access_ptr(T.type_annotation("float16"), S.data, tx * 8, 8, 2),
-  T.tvm_access_ptr(T.type_annotation("float16"), A.data, g, 8, 1), 16)``: each pointer typed
-  by its buffer's declaration (in merged dynamic shared memory, the destination by the call's
-  dtype: rules/shared_memory.toml), its extent the bytes in elements of that type.
-  Fix safety: safe where the text decides every pointer type, offset and extent; unsafe
-  (applied with ``--unsafe-fixes``) where one rests on a stated assumption (a buffer whose
-  declaration is not visible, a factory parameter's default under 0.1.9, static shared
-  memory left unmerged).
+CPA001 legacy-call: docs/codes/CPA001.md.
+CPA002 legacy-call-manual: docs/codes/CPA002.md.
 
-CPA002 legacy-call-manual.
-  What: a legacy call the tool cannot rewrite exactly (the message says why: a pointer that
-  is not a buffer's ``.data``, buffers of different widths under 0.1.9 with an offset that is
-  not a visible multiple, a shared-memory placement the text does not decide, ...).
-  Fix safety: none.
+Each pointer is typed by its buffer's declaration (in merged dynamic shared memory, the
+destination by the call's dtype: rules/shared_memory.toml), its extent the bytes in elements
+of that type.
 """
 from __future__ import annotations
 

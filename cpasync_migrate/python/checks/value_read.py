@@ -1,14 +1,6 @@
-"""CPA008 intrinsic-read-as-value: a read of the intrinsic that no analysed call accounts for.
+"""Reads of the intrinsic as a value that no analysed call accounts for.
 
-What: ``T.ptx_cp_async`` (or a name imported as it, ``getattr(T, "ptx_cp_async")``,
-``T.__dict__["ptx_cp_async"]``, ``vars(T)["ptx_cp_async"]``) read as a value: put in a list or a
-dict, passed to a function, bound to a class attribute, returned, unpacked, ``.__call__`` taken.
-Why: a call reached that way is not analysed, so without this finding a legacy call could pass
-``--check``.  The reads that the tool follows to their calls are not findings: the callee of a
-call, a plain alias, a walrus or a parameter's default whose every use is such a read in turn
-(``reach.py`` follows them), and a binding whose every use is the callee of a call the pass
-reported (``cp = functools.partial(T.ptx_cp_async, ...)``: CPA002 names the route at each call).
-Fix safety: none.
+CPA008 intrinsic-read-as-value: docs/codes/CPA008.md (the routes, and the reads that are no finding).
 
 The decision (route names, messages, what is no finding) is ``route_rules.py``'s, shared with the
 fast pass (``fast_scan.value_reads``); this module finds the reads and follows their values.
