@@ -242,10 +242,6 @@ def key(settings, path: str, language: str, raw: bytes, kind: str = "analysis", 
     return h.hexdigest()
 
 
-def _file(directory: str, k: str) -> str:
-    return os.path.join(directory, k[:2], k[2:] + ".json")
-
-
 MAX_AGE_DAYS = 30  # an entry not read or written for this long is deleted
 PRUNE_EVERY_S = 24 * 3600  # how often a run looks for such entries
 

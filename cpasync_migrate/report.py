@@ -17,7 +17,6 @@ from .codes import FILE_ERROR
 from .findings import FileOutcome, Finding, Status
 
 JSON_SCHEMA_VERSION = 1
-REMAINING = (Status.REWRITTEN, Status.MANUAL, Status.UNSAFE)
 BUCKETS = ("rewritten", "held", "manual", "unsafe", "suppressed", "unparsable")
 
 SEVERITY = {

@@ -221,16 +221,5 @@ def read_at(dir_fd: int, name: str, limit: int = 64 << 20, touch: bool = False) 
         os.close(fd)
 
 
-def write_file(path: str, data: bytes, *, under: Optional[str] = None, mode: int = 0o666) -> None:
-    """Replace the file ``path`` with ``data`` (its folder opened by :func:`open_dir`, the file by
-    :func:`write_at`)."""
-    folder, name = os.path.split(path)
-    fd = open_dir(folder or ".", under=under)
-    try:
-        write_at(fd, name, data, mode)
-    finally:
-        os.close(fd)
-
-
 def _temp_name(name: str) -> str:
     return f".{name}.{os.getpid()}.{os.urandom(6).hex()}.tmp"

@@ -77,11 +77,6 @@ class MergeRebase:
             return False
         return k is None or self.text_of(idx[0]).rstrip("uUlL") == str(k)
 
-    def _arg_index(self, node) -> Optional[int]:
-        if not self._is_obj_arg(node):
-            return None
-        return int(self.text_of(named(node.child_by_field_name("indices"))[0]).rstrip("uUlL"))
-
     def _is_call_dtype(self, node, d_name: Optional[str]) -> bool:
         text = squash(self.text_of(node))
         return (d_name is not None and text == d_name) or text in (f"{self._merge_obj}->dtype", f"{self._merge_obj}.dtype")

@@ -100,10 +100,6 @@ def is_int(v) -> bool:
     return isinstance(v, np.ndarray) and np.issubdtype(v.dtype, np.integer)
 
 
-def _is_bool(v) -> bool:
-    return isinstance(v, (bool, np.bool_)) or (isinstance(v, np.ndarray) and v.dtype == np.bool_)
-
-
 @dataclass
 class Pending:
     buf: Buffer

@@ -390,12 +390,6 @@ def check_pair(k_old: Kernel, co: SiteCtx, o, n, no, nn, rules, target, old_mean
         except (NotStatic, RecursionError) as e:
             return Decision(None, str(e) or "expression nested too deeply")
 
-    def eq_new(a, b):
-        try:
-            return decide_equal(nn(a), nn(b), k_old, co, cache_o)
-        except (NotStatic, RecursionError) as e:
-            return Decision(None, str(e) or "expression nested too deeply")
-
     def bytes_of(site, meaning):
         if site.form == "legacy" or meaning == "bytes":
             return site.size

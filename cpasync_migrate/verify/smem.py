@@ -47,7 +47,7 @@ from itertools import product
 from typing import Optional
 
 from .ir import (
-    CopyRegion, CpAsync, Fill, Kernel, Load, Opaque, Ptr, Store, walk_expr, walk_stmts, For, If, Assign,
+    CopyRegion, CpAsync, Fill, Kernel, Load, Opaque, Store, walk_expr, walk_stmts, For, If, Assign,
     Evaluate,
 )
 
@@ -70,7 +70,6 @@ class MergePlan:
     static: list = field(default_factory=list)  # names of counted static shared allocations
     readings: list = field(default_factory=list)  # [Reading]; one when the text decides everything
     open: list = field(default_factory=list)  # why there is more than one reading
-    relevant: bool = False  # some legacy site's call dtype differs from its buffer's element type
     unknown_dtype: list = field(default_factory=list)  # lines of legacy sites whose call dtype is unknown
 
     def describe(self) -> dict:
@@ -159,8 +158,6 @@ def plan(k: Kernel, rules) -> MergePlan:
         if any(r.merged(b.scope) for r in p.readings):
             if site.legacy_dtype is None:
                 p.unknown_dtype.append(site.line)
-            elif site.legacy_dtype != b.dtype:
-                p.relevant = True
     return p
 
 
@@ -196,7 +193,3 @@ def default_reading(p: MergePlan) -> Reading:
         if not r.merged_static and r.merged_dyn == (len(p.dyn) > 1):
             return r
     return p.readings[0]
-
-
-def is_merged_ptr(p: Ptr) -> bool:
-    return getattr(p, "merged", None) is not None
