@@ -17,6 +17,9 @@ from cpasync_migrate.cpp.cpprules import load_cpp_rules
 from cpasync_migrate.findings import Applicability, FrontEndOptions, Status, apply_edits
 from cpasync_migrate.rules import load_rules
 
+import harness
+from harness import assert_fix, assert_no_fix
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "cpp"
 RULES = load_rules()
 
@@ -217,15 +220,15 @@ void F(const CallNode* op) {
 
 def test_construction_without_var_data_is_manual_with_reason():
     text = PLAIN.replace("{s->data, i, g->data, j, 8}", "{Base(s), i, g->data, j, 8}")
-    [f] = analyze(text, "m.cc", OPTS).findings
-    assert f.fix is None and "not visibly a tir::Var" in f.message
+    [f] = assert_no_fix(text, code="CPA101", path="m.cc").findings
+    assert "not visibly a tir::Var" in f.message
 
 
 def test_predicate_moves_with_the_list():
     text = PLAIN.replace("{s->data, i, g->data, j, 8}", "{s->data, i, g->data, j, 8, ok}")
-    [f] = analyze(text, "p.cc", OPTS).findings
-    new = apply_edits(text, f.fix.edits)
-    tail = new[new.index("1}),") :]
+    r = harness.run(text, path="p.cc")
+    assert r.codes() == ["CPA101"]
+    tail = r.text[r.text.index("1}),") :]
     assert tail.split(",")[1].strip() == "8" and "ok}));" in tail
 
 
@@ -241,16 +244,14 @@ void P::VisitExpr_(const CallNode* op, std::ostream& os) {
   }
 }
 """
-    res = analyze(text, "d.cc", OPTS)
-    dead = [f for f in res.findings if f.code == "CPA106"]
-    assert len(dead) == 1 and dead[0].line == 6 and dead[0].fix.applicability is Applicability.SAFE and not dead[0].fix.assumptions
-    new = apply_edits(text, dead[0].fix.edits)
-    assert new == text.replace(
+    r = assert_fix(text, text.replace(
         """ else if (op->op.same_as(builtin::ptx_cp_async())) {
     os << PrintExpr(op->args[4]);
   }""",
         "",
-    )
+    ), path="d.cc")
+    dead = [f for f in r.findings if f.code == "CPA106"]
+    assert len(dead) == 1 and dead[0].line == 6 and dead[0].fix.applicability is Applicability.SAFE and not dead[0].fix.assumptions
 
 
 def test_consumer_with_other_offset_use_maps_every_index():

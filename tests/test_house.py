@@ -335,7 +335,8 @@ def test_no_docstring_of_the_package_repeats_a_page():
 
 def test_the_page_section_rule_sees_a_copy():
     doc = "CPA101 (cpp-construction-brace-list)\n    What: a call.\n    Why: because.\n    Fix (unsafe): this."
-    assert _PAGE_SECTION.search(doc) and not _PAGE_SECTION.search("CPA101 cpp-construction-brace-list: docs/codes/CPA101.md.")
+    assert _PAGE_SECTION.search(doc)
+    assert not _PAGE_SECTION.search("CPA101 cpp-construction-brace-list: docs/codes/CPA101.md.")
 
 
 def test_one_registry_of_codes():
@@ -408,3 +409,135 @@ def test_the_dead_code_check_sees_dead_code(tmp_path):
                               "class C:\n    def visit_Call(self, node):\n        return used()\n")
     (tmp_path / "t.py").write_text("from pkg.a import C\n")
     assert _unreferenced(pkg, [tmp_path / "t.py"]) == ["pkg/a.py:6: _orphan"]
+
+
+# ------------------------------------------------------------------ the check-writing harness
+
+_LEGACY_KERNEL = '''\
+import tilelang.language as T
+
+
+@T.prim_func
+def k(A: T.Tensor((64,), "float16")):
+    with T.Kernel(1, threads=8) as bx:
+        S = T.alloc_shared((64,), "float16")
+        tx = T.get_thread_binding()
+        T.ptx_cp_async("float16", S.data, tx * 8, A.data, tx * 8, 16)
+'''
+_NEW_CALL = ('T.ptx_cp_async(T.tvm_access_ptr(T.type_annotation("float16"), S.data, tx * 8, 8, 2), '
+             'T.tvm_access_ptr(T.type_annotation("float16"), A.data, tx * 8, 8, 1), {size})')
+
+
+def _expected(size: int) -> str:
+    call = _NEW_CALL.format(size=size)
+    # over 88 columns: one argument per line at the call's continuation indent (python/layout.py)
+    args = call[len("T.ptx_cp_async("):-1].split(", T.tvm")
+    args = [args[0], "T.tvm" + args[1].rsplit(", ", 1)[0], args[1].rsplit(", ", 1)[1]]
+    body = "".join(f"            {a},\n" for a in args)
+    return _LEGACY_KERNEL.replace('T.ptx_cp_async("float16", S.data, tx * 8, A.data, tx * 8, 16)',
+                                  f"T.ptx_cp_async(\n{body}        )")
+
+
+def test_harness_assert_fix_python_under_two_targets():
+    from harness import assert_fix
+
+    r = assert_fix(_LEGACY_KERNEL, _expected(16))
+    assert r.codes() == ["CPA001"]
+    assert_fix(_LEGACY_KERNEL, _expected(8), target="0.1.9")  # the size counts float16 elements
+
+
+def test_harness_fails_where_it_should():
+    from harness import assert_fix, assert_no_fix
+
+    with pytest.raises(AssertionError, match="the fixed text differs"):
+        assert_fix(_LEGACY_KERNEL, _expected(8))  # 0.1.8 keeps bytes
+    with pytest.raises(AssertionError, match="a fix was applied"):
+        assert_no_fix(_LEGACY_KERNEL)
+    with pytest.raises(AssertionError, match="wants a change"):
+        assert_fix(_LEGACY_KERNEL, _LEGACY_KERNEL)
+    with pytest.raises(AssertionError, match="no CPA005 finding"):
+        assert_no_fix("x = 1\n", code="CPA005")
+
+
+def test_harness_unsafe_fixes_and_suppression():
+    from harness import assert_fix, assert_no_fix, run
+
+    macro = ('import tilelang.language as T\n\n\n@T.macro\ndef load(S, A, off):\n'
+             '    T.ptx_cp_async("float32", S.data, off, A.data, off, 16)\n')
+    r = run(macro)
+    assert r.text == macro and r.codes() == ["CPA001"] and not r.findings[0].fix.safe
+    fixed = assert_fix(macro, macro.replace(
+        'T.ptx_cp_async("float32", S.data, off, A.data, off, 16)',
+        'T.ptx_cp_async(T.tvm_access_ptr(T.type_annotation("float32"), S.data, off, 4, 2), '
+        'T.tvm_access_ptr(T.type_annotation("float32"), A.data, off, 4, 1), 16)'), unsafe_fixes=True,
+        line_length=200)  # the whole call fits on its line: it stays on one
+    assert fixed.findings[0].fix.assumptions
+    quiet = _LEGACY_KERNEL.replace("16)\n", "16)  # cpasync-migrate: ignore\n")
+    assert [f.status.value for f in assert_no_fix(quiet).findings] == ["suppressed"]
+
+
+def test_harness_cpp():
+    from harness import assert_fix
+
+    cc = ("Stmt F(const Buffer& s, const Buffer& g, PrimExpr i) {\n"
+          "  return Evaluate(Call(s->dtype, builtin::ptx_cp_async(), {s->data, i, g->data, i, 16}));\n}\n")
+    # laid out as docs/cpp.md's example: the list on its own lines, each access pointer's list below its call
+    ptr = "Downcast<PrimType>(Downcast<PointerType>({v}->data->type_annotation)->element_type)->dtype"
+    side = ("Call(DataType::Handle(), builtin::tvm_access_ptr(),\n"
+            "            {{TypeAnnotation({p}),\n"
+            "             {v}->data, i, floordiv(PrimExpr(16), {p}.bytes()), {m}}})")
+    want = cc.replace("builtin::ptx_cp_async(), {s->data, i, g->data, i, 16}",
+                      "builtin::ptx_cp_async(),\n"
+                      "      {" + side.format(p=ptr.format(v="s"), v="s", m=2) + ",\n"
+                      "       " + side.format(p=ptr.format(v="g"), v="g", m=1) + ",\n"
+                      "       16}")
+    r = assert_fix(cc, want, path="k.cc")
+    assert r.codes() == ["CPA101"]
+
+
+def _plain_fixtures():
+    """Fixtures whose run is one file's front end: no change set holds a site, options the harness has."""
+    from fixture_cases import cases
+
+    out = []
+    for case in cases("python") + cases("cpp"):
+        args = list(case.meta.get("args", []))
+        if any(e.get("status") == "held" for e in case.meta.get("expect", [])):
+            continue
+        opts, ok = {}, True
+        while args:
+            a = args.pop(0)
+            if a == "--unsafe-fixes":
+                opts["unsafe_fixes"] = True
+            elif a in ("--target", "--from", "--style") and args:
+                opts[{"--target": "target", "--from": "source", "--style": "style"}[a]] = args.pop(0)
+            elif a == "--migrate-tvm":
+                opts["migrate_tvm"] = True
+            else:
+                ok = False
+                break
+        if ok:
+            out.append(pytest.param(case, opts, id=str(case)))
+    return out
+
+
+@pytest.mark.parametrize("case,opts", _plain_fixtures())
+def test_harness_gives_each_fixtures_hand_written_output(case, opts):
+    """The harness and the CLI agree: every fixture a single front-end run decides gets its .out file."""
+    import harness
+
+    src = case.input.read_bytes().decode("utf-8")
+    want = case.output.read_bytes().decode("utf-8")
+    assert harness.run(src, path=f"{case.name}{case.ext}", **opts).text == want
+
+
+def test_contributing_harness_example_runs():
+    text = CONTRIBUTING.read_text(encoding="utf-8")
+    section = text.split("### The harness", 1)[1]
+    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    space: dict = {}
+    exec(compile(block, "CONTRIBUTING.md", "exec"), space)  # the project's own example, not scanned code
+    tests = [v for k, v in space.items() if k.startswith("test_")]
+    assert len(tests) == 2
+    for t in tests:
+        t()
