@@ -164,6 +164,7 @@ class Run:
         self.args = args
         self.stdin: Optional[str] = None
         self.stdin_excluded = False
+        self._noted: set = set()
 
     # -------------------------------------------------------------- building
 
@@ -206,6 +207,7 @@ class Run:
         for p in [self.stdin] if self.stdin is not None else args.paths:  # a named file's own configuration
             if p != "-" and not os.path.isdir(p):
                 self.selection.for_config(self.configs.for_path(p))
+                self._note_run_keys(self.configs.for_path(p))
 
     def _choose_target(self) -> None:
         from .cli import choose_target
@@ -283,6 +285,22 @@ class Run:
         anchored = anchored_excludes(self.args, self.configs.for_path(path))
         return bool(anchored) and named_file_excluded(path, anchored)
 
+    def _note_run_keys(self, cfg: dict) -> None:
+        """A configuration below the run's that sets a key of the whole run (the target, the jobs...) to
+        another value is said once: that key is the run's, not the file's."""
+        name = cfg.get("__file__")
+        if name is None or cfg is self.cfg or name in self._noted:
+            return
+        self._noted.add(name)
+        from .options import by_key
+
+        other = sorted(k for k, o in by_key().items() if not o.per_file and k in cfg and cfg[k] != self.cfg.get(k))
+        if other:
+            print(f"cpasync-migrate: note: {name}: {', '.join(other)} {'applies' if len(other) == 1 else 'apply'} "
+                  "to the whole run, not per file: "
+                  f"this run's come from {self.cfg.get('__file__', 'the defaults')} (run from that folder "
+                  "to use them)", file=sys.stderr)
+
     def excludes_for(self, arg: str) -> tuple:
         """The globs a walk from folder argument ``arg`` prunes with: its own configuration's."""
         return globs_for_folder(arg, anchored_excludes(self.args, self.configs.for_path(arg, folder=True)))
@@ -291,6 +309,7 @@ class Run:
         """Why a file a walk found is out of scope under its own configuration (None: in scope)."""
         cfg = self.configs.for_path(path)
         self.selection.for_config(cfg)
+        self._note_run_keys(cfg)
         anchored = anchored_excludes(self.args, cfg)
         if anchored and named_file_excluded(path, anchored):
             return f"excluded ({cfg.get('__file__', 'the command line')})"
