@@ -227,10 +227,13 @@ def main(argv: Optional[list[str]] = None) -> int:
                 stream.reconfigure(errors="surrogateescape")
             except (ValueError, OSError):
                 pass
+    args_given = sys.argv[1:] if argv is None else list(argv)
+    if args_given[:1] == ["rule"]:  # `cpasync-migrate rule CODE`: a code's page (scan a folder named rule as ./rule)
+        return rule(args_given[1:])
     parser = build_parser()
     try:
         try:
-            args = parser.parse_args(argv)
+            args = parser.parse_args(args_given)
         except SystemExit as e:  # argparse exits 3 on usage errors (_Parser.error), 0 for --help
             return int(e.code or 0)
         try:
@@ -244,6 +247,37 @@ def main(argv: Optional[list[str]] = None) -> int:
     except BrokenPipeError:  # the reader went away (`| head`) outside the report: quiet, as other tools are
         _quiet_stdout()
         return 1
+
+
+def rule(argv: list[str]) -> int:
+    """``cpasync-migrate rule CODE`` prints the code's page (docs/codes/CODE.md); ``rule --all`` every page."""
+    from .codes import CODES, page
+    from .options import Parser
+
+    p = Parser(prog="cpasync-migrate rule", description="print a code's page", allow_abbrev=False)
+    p.add_argument("code", nargs="?", help="a code, e.g. CPA001")
+    p.add_argument("--all", action="store_true", help="every code's page")
+    try:
+        a = p.parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+    if a.all == (a.code is not None):
+        print("cpasync-migrate rule: error: give one CODE, or --all", file=sys.stderr)
+        return EXIT_USAGE
+    codes = sorted(CODES) if a.all else [a.code.strip().upper()]
+    if codes[0] not in CODES:
+        print(f"cpasync-migrate rule: error: {a.code}: no such code (codes: {', '.join(sorted(CODES))})",
+              file=sys.stderr)
+        return EXIT_USAGE
+    texts = []
+    for c in codes:
+        text = page(c)
+        if text is None:
+            print(f"cpasync-migrate rule: error: the page of {c} is not installed (docs/codes/{c}.md)", file=sys.stderr)
+            return 2
+        texts.append(text.rstrip("\n") + "\n")
+    sys.stdout.write("\n".join(texts))
+    return 0
 
 
 def _quiet_stdout() -> None:

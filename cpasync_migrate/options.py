@@ -284,3 +284,19 @@ def add_options(p: argparse.ArgumentParser) -> None:
         if negation:
             target.add_argument(negation, dest=o.name, action="store_false", help=f"the opposite of {o.flags[0]}")
 
+
+
+# ------------------------------------------------------------------ the page
+
+
+def markdown_table() -> str:
+    """The table of docs/configuration.md (a test checks the page holds exactly this)."""
+    rows = ["| option | key in `[tool.cpasync-migrate]` | value | default | per file | changes results |",
+            "|---|---|---|---|---|---|"]
+    for o in OPTIONS:
+        flags = ", ".join(f"`{f}`" for f in o.flags)
+        key = f"`{o.key}`" if o.key else "(command line only)"
+        default = "" if o.default in (None, [], False) else f"`{o.default}`"
+        rows.append(f"| {flags} | {key} | {o.kind.words} | {default} | {'yes' if o.per_file else ''} | "
+                    f"{'yes' if o.results else ''} |")
+    return "\n".join(rows) + "\n"

@@ -397,10 +397,46 @@ class Run:
     # -------------------------------------------------------------- running
 
     def execute(self) -> int:
+        if self.args.show_settings:
+            sys.stdout.write(self.settings_text(self.stdin or self.args.paths[0] if self.stdin or self.args.paths
+                                                else "."))
+            return 0
         with _colour(self.args.color):
             if self.stdin is not None:
                 return self._run_stdin()
             return self._run_files()
+
+    def settings_text(self, path: str) -> str:
+        """--show-settings: the settings resolved for ``path`` (its configuration file, then every key of
+        the table with the value in force there), as ``ruff check --show-settings`` prints them."""
+        import json
+
+        from .options import OPTIONS
+
+        args, s = self.args, self.settings
+        cfg = self.cfg if os.path.isdir(path) and path in args.paths else self.configs.for_path(path)
+        chosen, dropped, pfi = self.selection.for_config(cfg)
+        here = os.getcwd()
+        values = {
+            "mode": self.mode, "target": s.target, "from": s.source, "style": s.style, "migrate-tvm": s.migrate_tvm,
+            "line-length": s.line_length if s.line_length is not None else (
+                __import__("cpasync_migrate.engine", fromlist=["x"]).line_length_of(path)),
+            "unsafe-fixes": s.unsafe_fixes, "accept-partial-sets": self.accept_partial,
+            "allow-read-only": s.allow_read_only, "force-exclude": self.force_exclude,
+            "max-file-size": s.max_file_size, "jobs": self.jobs, "cache": s.cache_dir is not None,
+            "cache-dir": s.cache_dir,
+            "exclude": [g for g, _ in anchored_excludes(args, cfg)],
+            "select": list(self.selection.select if self.selection.select is not None else chosen or ()),
+            "ignore": list(self.selection.ignore if self.selection.ignore is not None else dropped or ()),
+            "per-file-ignores": {os.path.relpath(os.path.join(a, g), here).replace(os.sep, "/"): list(c)
+                                 for g, c, a in pfi + self.selection.extra},
+        }
+        keys = [o.key for o in OPTIONS if o.key and o.key != "extend-exclude"]
+        lines = [f"Resolved settings for: {json.dumps(path)}",
+                 f"Settings path: {json.dumps(cfg['__file__']) if '__file__' in cfg else 'none'}", ""]
+        for k in ["mode"] + keys:
+            lines.append(f"{k} = {json.dumps(values[k])}")
+        return "\n".join(lines) + "\n"
 
     def _run_all(self, s, verbose: bool):
         from .runner import run_files

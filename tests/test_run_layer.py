@@ -89,3 +89,14 @@ def test_line_length_changes_the_layout(tmp_path):
     assert wide.returncode == narrow.returncode == 1
     assert wide.stdout != narrow.stdout and narrow.stdout == by_config.stdout
     assert max(len(x) for x in narrow.stdout.splitlines() if x.startswith("+") and not x.startswith("+++")) <= 41
+
+
+def test_the_configuration_page_is_the_table():
+    from conftest import ROOT
+
+    page = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    start = "<!-- generated from cpasync_migrate/options.py: markdown_table() -->\n"
+    body = page.split(start, 1)[1].split("<!-- end of the generated table -->", 1)[0]
+    assert body == options.markdown_table(), "regenerate the table in docs/configuration.md"
+    for o in options.OPTIONS:  # every option and key named on the page
+        assert all(f"`{f}`" in body for f in o.flags) and (o.key is None or f"`{o.key}`" in body)
