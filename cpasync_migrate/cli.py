@@ -177,6 +177,29 @@ def tree_definition(paths, rules) -> Optional[tuple]:
     return None
 
 
+def _known_release_line(spec: str, rules) -> None:
+    """A version whose major number no generation of the rules starts in (``9.9`` while every generation
+    is a 0.x release) is refused: an open-ended last generation covers later releases of its own line,
+    not a version nobody has described."""
+    from .rules import RulesError, parse_version
+
+    if spec == "latest" or any(g.name == spec for g in rules.generations):
+        return
+    major = parse_version(spec)[1][0]  # (epoch, release, ...): the release's first number
+    majors = {parse_version(g.covers_min)[1][0] for g in rules.generations if g.covers_min}
+    if major > max(majors):
+        raise RulesError(f"TileLang {spec} is newer than every release line the rules describe")
+
+
+def _known_generations(rules) -> str:
+    """The generations rules/ knows, with the TileLang versions each covers."""
+    parts = []
+    for g in rules.generations:
+        span = f"{g.covers_min} to {g.covers_max}" if g.covers_max else f"{g.covers_min} and later"
+        parts.append(f"{g.name} ({span})")
+    return f"known generations (rules/): {', '.join(parts)}; or 'latest'"
+
+
 def choose_target(spec: Optional[str], rules, origin: str, paths=()) -> dict:
     """Resolve --target into a generation, with the reason shown in every summary."""
     from .rules import RulesError, version_spec
@@ -190,8 +213,9 @@ def choose_target(spec: Optional[str], rules, origin: str, paths=()) -> dict:
             return info(rules.generations[-1], f"--target latest {origin}")
         try:
             gen = rules.resolve(s)
+            _known_release_line(s, rules)
         except RulesError as e:
-            raise UsageError(f"--target {spec}: {e}") from None
+            raise UsageError(f"--target {spec}: {e}; {_known_generations(rules)}") from None
         if gen.form != "access_ptr":
             raise UsageError(f"--target {spec}: that is the legacy API itself; choose 0.1.8 or later")
         return info(gen, f"--target {spec} {origin}")

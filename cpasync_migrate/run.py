@@ -251,22 +251,19 @@ class Run:
 
         args, cfg = self.args, self.cfg
         self.anchored = anchored_excludes(args, cfg)
-        kept, seen = [], {}
+        kept, self.missing = [], []
         # a named file of another kind (a .c file from a hook) is skipped, with a note
         for p in ([] if self.stdin is not None else args.paths):
+            if not os.path.lexists(p):  # an error of its own, never counted as scanned
+                self.missing.append(p)
+                continue
             if not p.endswith(PYTHON_SUFFIXES + CPP_SUFFIXES) and os.path.isfile(p):
                 print(f"cpasync-migrate: note: skipped {p}: not a Python ({' '.join(PYTHON_SUFFIXES)}) or C++ "
                       f"({' '.join(CPP_SUFFIXES)}) file", file=sys.stderr)
                 continue
-            same = seen.get(_identity(p))
-            if same is not None:  # a.py and ./a.py (or a link to it): one file, analysed once
-                if args.verbose:
-                    print(f"skipped {p}: the same file as {same}; processed once, under that name", file=sys.stderr)
-                continue
-            seen[_identity(p)] = p
             kept.append(p)
         if self.stdin is None:
-            args.paths = kept
+            args.paths = _once(kept, args.verbose)
         self.force_exclude = args.force_exclude or bool(cfg.get("force-exclude", False))
         if self.stdin is not None:
             self.stdin_excluded = self.force_exclude and self._excluded_named(self.stdin)
@@ -460,6 +457,11 @@ class Run:
         args, settings = self.args, self.settings
         self._probe(lambda s: self._run_all(s, False)[0])
         outcomes, scanned = self._run_all(settings, args.verbose)
+        if self.missing:
+            from .engine import error_outcome, language_of
+
+            outcomes = sorted(outcomes + [error_outcome(p, language_of(p) or "python", "no such file")
+                                          for p in self.missing], key=lambda o: o.path)
         _refuse_split_sets(outcomes, self.selection, self.unsafe)
         _deselect(outcomes, self.selection)
         sets: list = []
@@ -546,6 +548,22 @@ class Run:
         if code == 0 and self.args.exit_non_zero_on_fix and self.mode == "write" and any(o.written for o in outcomes):
             return 1
         return code
+
+
+def _once(paths: list, verbose: bool) -> list:
+    """The paths, each file or folder once: ``a.py``, ``./a.py`` and a link to it are one file, processed
+    under its first name that is not a link (else its first name), where the first of them stood."""
+    groups: dict = {}
+    for p in paths:
+        groups.setdefault(_identity(p), []).append(p)
+    out = []
+    for names in groups.values():
+        keep = next((p for p in names if not os.path.islink(p)), names[0])
+        out.append((paths.index(names[0]), keep))
+        for other in names:
+            if other != keep and verbose:
+                print(f"skipped {other}: the same file as {keep}; processed once, under that name", file=sys.stderr)
+    return [p for _, p in sorted(out)]
 
 
 def _identity(path: str):
