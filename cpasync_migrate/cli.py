@@ -33,6 +33,13 @@ where a site starts keeps it as it is and out of the report; `ignore[CPA001,CPA0
 `ignore-file` / `ignore-file[CODE,...]` anywhere in a file: the whole file.  A comment that suppresses
 nothing is reported as CPA010 (a warning).  --ignore CODES does the same for every file.
 
+other commands:
+  cpasync-migrate rule CODE   print a code's page (what it means, why, an example); rule --all: every page
+                              (to scan a folder named rule, write ./rule)
+
+configuration: each file's nearest pyproject.toml with [tool.cpasync-migrate] (docs/configuration.md);
+  --show-settings PATH prints what is in force there
+
 environment:
   NO_COLOR=1     no colour (wins over FORCE_COLOR)      FORCE_COLOR=1  colour also when not a terminal
   CPASYNC_MIGRATE_CACHE_DIR   results cache folder (else $XDG_CACHE_HOME/cpasync-migrate/results)

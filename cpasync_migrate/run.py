@@ -408,6 +408,7 @@ class Run:
         the table with the value in force there), as ``ruff check --show-settings`` prints them."""
         import json
 
+        from .engine import line_length_of
         from .options import OPTIONS
 
         args, s = self.args, self.settings
@@ -416,8 +417,7 @@ class Run:
         here = os.getcwd()
         values = {
             "mode": self.mode, "target": s.target, "from": s.source, "style": s.style, "migrate-tvm": s.migrate_tvm,
-            "line-length": s.line_length if s.line_length is not None else (
-                __import__("cpasync_migrate.engine", fromlist=["x"]).line_length_of(path)),
+            "line-length": s.line_length if s.line_length is not None else line_length_of(path),
             "unsafe-fixes": s.unsafe_fixes, "accept-partial-sets": self.accept_partial,
             "allow-read-only": s.allow_read_only, "force-exclude": self.force_exclude,
             "max-file-size": s.max_file_size, "jobs": self.jobs, "cache": s.cache_dir is not None,
