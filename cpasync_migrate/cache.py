@@ -2,7 +2,8 @@
 
 A file that contains the intrinsic's name is parsed and analysed; that is most of the cost of
 a run over a large tree.  The analysis is a pure function of the file's bytes, its path, its
-language, the front-end options (target, source generation, style, --migrate-tvm, line length), the rules,
+language, the options that change results (those options.py marks so: target, source generation, style,
+--migrate-tvm, line length), the rules,
 the Python version and the code of the tool and of its parsers (libcst, tree-sitter and its C++
 grammar), so the key is a SHA-256 over all of them, each by content (an edited rule, an edited
 tool or another build of a parser never reads an old entry).  No modification time plays a
@@ -234,9 +235,11 @@ def salt(settings) -> bytes:
 def key(settings, path: str, language: str, raw: bytes, kind: str = "analysis", line_length: int = 88) -> str:
     import hashlib
 
+    from .options import result_values
+
     h = hashlib.sha256(_salt(settings.rules_dir))
-    opts = (kind, path, language, settings.target, settings.source, settings.style, settings.migrate_tvm,
-            line_length)
+    # every option the table marks as changing results, by construction (the line length: the file's)
+    opts = (kind, path, language, result_values(settings, line_length=line_length))
     h.update(json.dumps(opts).encode() + b"\0")
     h.update(raw)
     return h.hexdigest()

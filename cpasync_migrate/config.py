@@ -11,36 +11,14 @@ from pathlib import Path
 from typing import Optional
 
 from .errors import ConfigError
+from .options import config_checks
 
 # The most a configuration file may set max-file-size to (0 or more from a file means this): the file may
 # be the scanned tree's.  Only --max-file-size lifts it.  (1 MB of dense kernels took 74-88 s and 1.4 GB.)
 CONFIG_MAX_FILE_SIZE = 4 << 20
 
-# key -> (what the value must be, in words; a check)
-_STR = ("a string", lambda v: isinstance(v, str))
-_BOOL = ("true or false", lambda v: isinstance(v, bool))
-_GLOBS = ("a list of strings (glob patterns)", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v))
-KEYS = {
-    "target": _STR,
-    "from": _STR,
-    "style": ("one of \"tvm_access_ptr\", \"access_ptr\"", lambda v: v in ("tvm_access_ptr", "access_ptr")),
-    "exclude": _GLOBS,
-    "extend-exclude": _GLOBS,
-    "unsafe-fixes": _BOOL,
-    "jobs": ("a whole number of at least 1", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1),
-    "migrate-tvm": _BOOL,
-    "cache": _BOOL,
-    "cache-dir": ("a non-empty string", lambda v: isinstance(v, str) and v != ""),
-    "max-file-size": ("a size in bytes (a whole number >= 0, or a string such as \"4MB\"; 0: no limit)",
-                      lambda v: parse_size(v) is not None),
-    "allow-read-only": _BOOL,
-    "accept-partial-sets": _BOOL,
-    "force-exclude": _BOOL,
-    "select": ("a list of strings (codes, or prefixes such as \"CPA1\")",
-               lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)),
-    "ignore": ("a list of strings (codes, or prefixes such as \"CPA1\")",
-               lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)),
-}
+# key -> (what the value must be, in words; a check): from the option table (options.py)
+KEYS = config_checks()
 
 
 def parse_size(v) -> Optional[int]:
@@ -228,3 +206,123 @@ def path_excluded(rel: str, globs) -> bool:
             if fnmatch.fnmatchcase(sub, g) or fnmatch.fnmatchcase(name, g) or fnmatch.fnmatchcase(sub, gd):
                 return True
     return False
+
+
+# ------------------------------------------------------------------ per file
+
+
+class Configs:
+    """Each path's configuration: the nearest pyproject.toml with a ``[tool.cpasync-migrate]`` table at or
+    above its folder (hierarchical, as ruff resolves it), each file read once; ``--config FILE`` stands for
+    every path, ``--isolated`` for none."""
+
+    def __init__(self, explicit: Optional[str], isolated: bool):
+        self.isolated = isolated
+        self.explicit = load(Path(explicit), required=True) if explicit and not isolated else None
+        self._folders: dict = {}  # folder -> its configuration ({}: none)
+        self._loaded: dict = {}  # pyproject.toml -> its configuration
+
+    def for_path(self, path: str, folder: bool = False) -> dict:
+        """The configuration of a file (``folder``: of a folder) at ``path``; {} when none applies."""
+        if self.isolated:
+            return {}
+        if self.explicit is not None:
+            return self.explicit
+        try:
+            start = os.path.realpath(path)
+            if not (folder or os.path.isdir(start)):
+                start = os.path.dirname(start)
+            return self._for_folder(start)
+        except (OSError, RuntimeError, ValueError):  # a link loop, a vanished folder: no configuration
+            return {}
+
+    def _for_folder(self, folder: str) -> dict:
+        chain = []
+        cur = folder
+        while cur not in self._folders:
+            chain.append(cur)
+            cand = Path(cur) / "pyproject.toml"
+            if cand.is_file() and has_table(cand):
+                found = self._loaded.get(str(cand))
+                if found is None:
+                    found = self._loaded[str(cand)] = load(cand)
+                break
+            parent = os.path.dirname(cur)
+            if parent == cur:
+                found = {}
+                break
+            cur = parent
+        else:
+            found = self._folders[cur]
+        for f in chain:
+            self._folders[f] = found
+        return found
+
+    def for_run(self, paths) -> dict:
+        """The configuration of the whole run (its keys that are not per file): that of the folder
+        holding every path given, so the order of the arguments changes nothing (the current folder's
+        where no path exists)."""
+        real = []
+        for p in paths:
+            try:
+                if os.path.exists(p):
+                    real.append(os.path.realpath(p))
+            except (OSError, ValueError):
+                continue
+        if not real:
+            return self.for_path(os.getcwd(), folder=True)
+        if len(real) == 1:
+            return self.for_path(real[0])
+        return self.for_path(os.path.commonpath(real), folder=True)
+
+    def loaded(self) -> list:
+        """The configuration files read so far."""
+        return sorted(self._loaded)
+
+
+def split_config_arguments(values) -> tuple[Optional[str], list]:
+    """``--config`` values: (the one configuration file, the ``KEY = VALUE`` pairs).  A value naming an
+    existing file, or without ``=``, is a file."""
+    path, pairs = None, []
+    for v in values or ():
+        if os.path.isfile(v) or "=" not in v:
+            if path is not None:
+                raise ConfigError(f"--config {v}: a second configuration file (--config {path} was given); "
+                                  "give one file, and KEY = VALUE pairs")
+            path = v
+        else:
+            pairs.append(v)
+    return path, pairs
+
+
+def apply_overrides(args, pairs) -> None:
+    """``--config KEY=VALUE``: a TOML key and value, checked as in the file, set as the matching option
+    (a flag given on the command line wins over it)."""
+    from .options import by_key
+
+    options = by_key()
+    for text in pairs:
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"--config {text!r}: not a TOML KEY = VALUE pair: {' '.join(str(e).split())}") from None
+        if len(data) != 1:
+            raise ConfigError(f"--config {text!r}: expected one KEY = VALUE pair")
+        [(k, v)] = data.items()
+        if k not in KEYS:
+            raise ConfigError(f"--config {text!r}: unknown key {k!r} (known: {', '.join(sorted(KEYS))})")
+        what, ok = KEYS[k]
+        if not ok(v):
+            raise ConfigError(f"--config {text!r}: {k} must be {what}, not {_what(v)}")
+        o = options[k]
+        if o.kind.name == "codes":
+            v = [",".join(v)]
+        elif o.kind.name == "per-file-ignores":
+            v = [(g, tuple(c)) for g, c in v.items()]
+        elif o.kind.name == "globs":
+            v = list(v)
+        elif o.kind.name == "size":
+            v = str(v)
+        current = getattr(args, o.name, None)
+        if current is None or current is False and o.kind.name == "bool" and o.default is False:
+            setattr(args, o.name, v)

@@ -41,6 +41,10 @@ class RunSettings:
     hold: dict = field(default_factory=dict)
     max_file_size: int = files.DEFAULT_MAX_FILE_SIZE  # bytes; a larger file is a file error (0: no limit)
     allow_read_only: bool = False  # write mode also rewrites read-only files (keeping their mode)
+    line_length: Optional[int] = None  # --line-length (None: each file's nearest pyproject.toml says)
+    # whether a code is selected in a file (``selected(code, path)``; run.Selection); None: every code.  A site
+    # of a code not selected that has a fix is held (its fix is never applied)
+    selection: Optional[object] = None
 
 
 def language_of(path: str) -> Optional[str]:
@@ -60,17 +64,17 @@ def front_end(language: str):
 
 
 def front_end_options(settings: RunSettings, line_length: int = 88) -> FrontEndOptions:
+    """The front end's options: every option of the table that changes results (options.py), as the
+    run's settings hold it (the line length: the file's, worked out by the caller)."""
+    from .options import result_options
     from .rules import load_rules
 
     rules = load_rules(settings.rules_dir)
-    return FrontEndOptions(
-        rules=rules,
-        target=rules.generation(settings.target),
-        source=rules.generation(settings.source),
-        style=settings.style,
-        migrate_tvm=settings.migrate_tvm,
-        line_length=line_length,
-    )
+    given = {}
+    for o in result_options():
+        value = line_length if o.name == "line_length" else getattr(settings, o.setting)
+        given[o.front_end] = rules.generation(value) if o.kind.name == "generation" else value
+    return FrontEndOptions(rules=rules, **given)
 
 
 _LINE_LENGTHS: dict = {}  # (pyproject path, mtime, size) -> its line length
@@ -173,7 +177,7 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
         return error_outcome(path, language, e.message, e.line)
     text = src.text
     analysis = ck = None
-    line_length = line_length_of(path) if language == "python" else 88
+    line_length = (settings.line_length or line_length_of(path)) if language == "python" else 88
     if settings.cache_dir:
         from . import cache
 
@@ -210,7 +214,8 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
         if f.status is None:
             if f.fix is None:
                 f.status = Status.MANUAL
-            elif (f.line, f.column, f.code) in held:
+            elif (f.line, f.column, f.code) in held or (
+                    settings.selection is not None and not settings.selection(f.code, path)):
                 f.status = Status.HELD
             elif f.fix.safe or settings.unsafe_fixes:
                 f.status = Status.REWRITTEN

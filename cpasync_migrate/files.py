@@ -371,7 +371,11 @@ def _replace(path: str, target: str, data: bytes, st: os.stat_result) -> bool:
     directory = os.path.dirname(os.path.abspath(target))
     fd, tmp = None, None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".cpasync-", suffix=".tmp", dir=directory)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".cpasync-", suffix=".tmp", dir=directory)
+        except OSError as e:  # a read-only folder: the file itself may be writable, its folder is not
+            raise FileError(path, f"cannot write: the new copy of the file cannot be created in its folder "
+                                  f"{directory} ({e.strerror or e}); the file is unchanged") from None
         mine = os.fstat(fd)
         if (mine.st_uid, mine.st_gid) != (st.st_uid, st.st_gid):
             try:

@@ -30,14 +30,22 @@ from .progress import progress as _progress
 SUFFIXES = files.PYTHON_SUFFIXES + files.CPP_SUFFIXES
 
 
-def _discovered(paths, excludes, respect_gitignore, since_set, errors=None, skipped=None, special=None):
+def _discovered(paths, excludes, respect_gitignore, since_set, errors=None, skipped=None, special=None,
+                keep=None):
     """Yield (path, explicit) for every source file in scope (no reading); unlistable folders go to
-    ``errors``, entries that are not regular files to ``skipped`` (in a walk) or ``special`` (named)."""
+    ``errors``, entries that are not regular files to ``skipped`` (in a walk) or ``special`` (named).
+    ``keep``: for a file found in a walk, why it is out of scope (its own configuration excludes it), or None."""
     explicit = {p for p in paths if not os.path.isdir(p)}
     changed = None if since_set is None else since_filter(paths, since_set)
     for path in discovery.discover(paths, SUFFIXES, excludes, respect_gitignore, errors, skipped, special):
         if changed is not None and not changed(path):
             continue
+        if keep is not None and path not in explicit:
+            why = keep(path)
+            if why:
+                if skipped is not None:
+                    skipped.append((path, why))
+                continue
         yield path, path in explicit
 
 
@@ -304,11 +312,12 @@ def _stat_memo(settings: RunSettings, paths) -> tuple:
 def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 1, respect_gitignore=True,
               since: Optional[str] = None, verbose=False, quiet=False,
               show_progress: bool = False, pool: Optional[str] = None,
-              follow_links_outside: bool = False) -> tuple[list[FileOutcome], int]:
+              follow_links_outside: bool = False, keep=None) -> tuple[list[FileOutcome], int]:
     """Every file's outcome (sorted by path) and the number of files in scope.
 
     ``pool`` picks how ``jobs > 1`` runs: "fork" or "executor" (default: fork where it exists).
     ``follow_links_outside``: write mode also writes a named path that leads out of its tree (tree.py).
+    ``keep``: why a file a walk found is out of scope, or None (the per-file configuration: run.py).
     """
     since_set = changed_since(since, paths) if since else None
     if not any(os.path.isdir(p) for p in paths):
@@ -322,7 +331,7 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
 
     def pairs():
         nonlocal scanned
-        for pe in _discovered(paths, excludes, respect_gitignore, since_set, unlisted, skipped, special):
+        for pe in _discovered(paths, excludes, respect_gitignore, since_set, unlisted, skipped, special, keep):
             scanned += 1
             if memo is not None and not pe[1]:
                 walked.append(pe[0])
