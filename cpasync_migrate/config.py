@@ -64,23 +64,6 @@ def has_table(path: Path) -> bool:
     return tool is not None and (not isinstance(tool, dict) or "cpasync-migrate" in tool)
 
 
-def find_config(start: Path) -> Optional[Path]:
-    """The nearest pyproject.toml at or above ``start`` that has a ``[tool.cpasync-migrate]`` table.
-
-    A sub-package's own pyproject.toml without the table does not hide the root's configuration
-    (as ruff looks for the nearest file with a ``[tool.ruff]`` table)."""
-    cur = start.resolve()
-    if cur.is_file():
-        cur = cur.parent
-    while True:
-        cand = cur / "pyproject.toml"
-        if cand.is_file() and has_table(cand):
-            return cand
-        if cur.parent == cur:
-            return None
-        cur = cur.parent
-
-
 def load(path: Path, required: bool = False) -> dict:
     try:
         raw = path.read_bytes()
