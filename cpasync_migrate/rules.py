@@ -300,7 +300,7 @@ _LAYOUTS = {
         **_HEAD,
         "definition": _Table({"forwards_to": _REQ, "op": _REQ,
                               "emit": _Data(values=_Table({"params": _REQ, "body": _REQ}))}),
-        "helpers": _Table({"names": _REQ, "offset_param": _REQ, "op": _REQ}),
+        "helpers": _Table({"names": _REQ, "offset_param": _REQ, "op": _REQ, "printed_join": _OPT}),
         "upstream": _Data(),
     }),
     "cpp.toml": _Table({

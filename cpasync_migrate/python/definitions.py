@@ -17,7 +17,10 @@ CPA007 legacy-runtime-helper.
   (``cp_async_gs(size, dst, dst_offset, src, src_offset)`` of TileLang's CuTeDSL backend).
   Why: under access pointers the code generator prints one pointer per side; a helper that
   still adds an offset would add it twice, or be called with the wrong number of arguments.
-  Fix safety: none (give it a pointer-only form and change the printer with it).
+  Fix (``runtime_helpers.py``): the offset parameters and their additions go, in upstream's
+  28ada604f shape.  Fix safety: unsafe alone (it assumes the printer passes the offset-applied
+  pointer), exact given a change set that migrates the printer too (``sets.py``); none where
+  the text does not decide the new helper (the message says why).
 
 Facts (names, what a legacy body forwards to, the new text) come from
 ``rules/python_api.toml``.
@@ -32,6 +35,7 @@ import libcst as cst
 from .. import codes
 from ..findings import Applicability, Edit, Finding, Fix
 from . import definition_rules as texts
+from . import runtime_helpers
 from .cst_util import is_docstring
 
 CODE_DEFINITION = codes.LEGACY_API_DEFINITION
@@ -45,6 +49,7 @@ def find(ctx, intrinsic: str) -> list[Finding]:
         return []
     op = facts.get("helpers", {}).get("op")
     out = []
+    plans = None
     for stmt in ctx.module.body:
         if not isinstance(stmt, cst.FunctionDef):
             continue
@@ -56,8 +61,22 @@ def find(ctx, intrinsic: str) -> list[Finding]:
             continue
         message = texts.helper_message(facts, name, [p.name.value for p in stmt.params.params])
         if message is not None:
-            out.append(_finding(ctx, stmt, CODE_HELPER, op, "reader", message, None))
+            if plans is None:
+                plans = runtime_helpers.plans(ctx.text, facts)
+            message, fix = _helper_fix(ctx, name, message, plans.get(name))
+            out.append(_finding(ctx, stmt, CODE_HELPER, op, "reader", message, fix))
     return out
+
+
+def _helper_fix(ctx, name: str, message: str, plan) -> tuple:
+    if ctx.target.form != "access_ptr":
+        return message, None
+    why = plan.why if plan is not None else "the standard library does not read it as a module-level helper"
+    if why is not None:
+        return texts.helper_outcome(message, why), None
+    fix = Fix([Edit(s, e, r) for s, e, r in plan.edits], Applicability.UNSAFE, [texts.helper_assumption(name)],
+              ctx.rules.steps(ctx.legacy.name, ctx.target.name), set_established=True)
+    return texts.helper_outcome(message, None), fix
 
 
 def definition(ctx, fdef: cst.FunctionDef, facts: dict) -> Optional[Finding]:
