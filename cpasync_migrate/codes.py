@@ -68,7 +68,7 @@ CODES: dict[str, Code] = {
         "legacy-api-definition", "error", "safe in the upstream shape (rewritten with its callers), else none",
         "The tree's own Python definition of ptx_cp_async with the legacy signature"),
     LEGACY_RUNTIME_HELPER: Code(
-        "legacy-runtime-helper", "error", "none",
+        "legacy-runtime-helper", "error", "unsafe alone, exact with the printer in its change set; else none",
         "Python runtime helper that takes the legacy (dst, dst_offset, src, src_offset) shape from a code "
         "generator"),
     INTRINSIC_READ_AS_VALUE: Code(

@@ -335,7 +335,8 @@ _LAYOUTS = {
         **_HEAD,
         "definition": _Table({"forwards_to": _STRS, "op": _STR,
                               "emit": _Data(values=_Table({"params": _STR, "body": _STR}))}),
-        "helpers": _Table({"names": _STRS, "offset_param": _STR, "op": _STR}),
+        "helpers": _Table({"names": _STRS, "offset_param": _STR, "op": _STR,
+                           "printed_join": _opt("strs")}),
         "upstream": _Data(kind="str"),
     }),
     "cpp.toml": _Table({

@@ -37,6 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
+from . import codes
 from .findings import Finding, Status
 
 BUILDERS = ("builder", "definition")
@@ -164,7 +165,8 @@ def decide(sets: list[ChangeSet], unsafe_fixes: bool, accept_partial: bool, path
             if st is Status.REWRITTEN or m in exact:
                 continue
             reason = {
-                Status.UNSAFE: "its fix rests on an assumption (--unsafe-fixes applies it)",
+                Status.UNSAFE: _unmet(m.finding, legacy) if complete else
+                "its fix rests on an assumption (--unsafe-fixes applies it)",
                 Status.MANUAL: "it is left for a person",
                 **_KEPT,
             }.get(st, f"its status is {st.value if st else 'unknown'}")
@@ -193,12 +195,44 @@ def _established(f: Finding, legacy: list) -> bool:
     same set: with ``needs_function`` (a helper's declaration, whose new overload is right once the helper's
     definition takes empty offsets), the other member of that code in that function (its definition) when
     the set has one, else some member of that code (the helper it hands its offsets on to; a definition
-    that is no member already takes what that one takes)."""
+    that is no member already takes what that one takes).
+
+    A printer and the runtime helpers it prints calls of (CuTeDSL) move together: the printer's
+    ``needs_function`` names the helpers (``;``-separated), each of which must be a member of the set
+    with a fix that the set establishes; a helper (CPA007) needs a member of another code whose fix
+    names it so (the printer that now passes one pointer per side)."""
+    return _unmet(f, legacy) is None
+
+
+def _unmet(f: Finding, legacy: list) -> Optional[str]:
+    """None when ``_established``; else why not, for the set's blockers."""
     if not (f.status is Status.UNSAFE and f.fix is not None and f.fix.set_established):
-        return False
+        return "its fix rests on an assumption (--unsafe-fixes applies it)"
     need = f.fix.needs_function
+    if f.code == codes.LEGACY_RUNTIME_HELPER:
+        if any(g.code != f.code and g.fix is not None and g.fix.set_established and f.function in _needed(g)
+               for g in (m.finding for m in legacy)):
+            return None
+        return (f"no printer of the set prints its calls with one pointer per side: the code generator that "
+                f"prints `{f.function}` is not in view or not migrated (--unsafe-fixes applies it)")
     if not need:
-        return True
+        return None
+    if f.code != codes.CPP_LEGACY_HELPER_SIGNATURE:
+        helpers = {m.finding.function: m.finding for m in legacy if m.finding.code == codes.LEGACY_RUNTIME_HELPER}
+        missing = [n for n in _needed(f) if n not in helpers or helpers[n].fix is None
+                   or not helpers[n].fix.set_established]
+        if not missing:
+            return None
+        return (f"it prints calls of the runtime helper(s) {', '.join(f'`{n}`' for n in missing)}, which the set "
+                "does not migrate with it (their definitions are not in view, or left)")
+    return None if _declaration_met(f, legacy, need) else "its fix rests on an assumption (--unsafe-fixes applies it)"
+
+
+def _needed(f: Finding) -> list:
+    return [n for n in (f.fix.needs_function if f.fix is not None else "").split(";") if n]
+
+
+def _declaration_met(f: Finding, legacy: list, need: str) -> bool:
     same = [m.finding for m in legacy if m.finding is not f and m.finding.code == f.code]
     own = [g for g in same if g.function == need]
     return any(g.status is Status.REWRITTEN for g in (own or same)) and all(

@@ -12,7 +12,10 @@
 #     submodule is not in a mirror: they compile against the 0.1.7.post1 wheel's TVM headers),
 #   - where a mirror of the fork xwhzz/tilelang is at $CPASYNC_FORK_MIRROR (default
 #     /work/.mirror/xwhzz+tilelang/repo): two of its branches still on the legacy layout, `cost`
-#     (95fc5a0f) and `minference` (31a9676f), their src/ and tilelang/ folders.
+#     (95fc5a0f) and `minference` (31a9676f), their src/ and tilelang/ folders,
+#   - where a mirror of the fork tile-ai/tilescale is at $CPASYNC_TILESCALE_MIRROR (default
+#     /work/.mirror/tile-ai+tilescale/repo): its main branch as of 4704282a (March 2026), still on the
+#     legacy layout, CuTeDSL backend included, its src/ and tilelang/ folders.
 # Wheels are downloaded, never installed, and unpacked under
 # $CPASYNC_REALCPP_CACHE (default ~/.cache/cpasync-migrate/realcpp).
 set -euo pipefail
@@ -70,6 +73,8 @@ export_rev "$MIRROR" "6fd0bd31f" tl-pr1590
 FORK_MIRROR="${CPASYNC_FORK_MIRROR:-/work/.mirror/xwhzz+tilelang/repo}"
 export_rev "$FORK_MIRROR" 95fc5a0f fork-xwhzz-cost
 export_rev "$FORK_MIRROR" 31a9676f fork-xwhzz-minference
+TILESCALE_MIRROR="${CPASYNC_TILESCALE_MIRROR:-/work/.mirror/tile-ai+tilescale/repo}"
+export_rev "$TILESCALE_MIRROR" 4704282a fork-tilescale-main
 
 if [ ! -f /usr/include/dmlc/logging.h ]; then
   if [ "$(id -u)" = 0 ]; then

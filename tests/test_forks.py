@@ -292,16 +292,22 @@ def upstream_legacy(tmp_path_factory):
     return root
 
 
-def test_upstream_legacy_revision_is_held_only_by_its_cutedsl_backend(upstream_legacy, tmp_path):
+def test_upstream_legacy_revision_migrates_whole_with_its_cutedsl_backend(upstream_legacy, tmp_path):
+    # the CuTeDSL printer and its Python runtime change together (PR #1746's shape): one default run
+    # migrates them with the rest, and the runtime comes out as upstream's 28ada604f wrote it
     tree = tmp_path / "t"
     shutil.copytree(upstream_legacy, tree)
-    rep = json.loads(_cli("--check", cwd=tree).stdout)
+    write = _cli(cwd=tree)
+    assert write.returncode == 0, write.stdout[-3000:]
+    rep = json.loads(write.stdout)
     [cs] = rep["sets"]
-    assert cs["state"] == "held"
-    # what the tree does not decide: the CuTeDSL printer and its Python runtime change together (PR #1746)
-    assert sorted((b["path"], b["code"]) for b in cs["blockers"]) == [
-        ("src/target/codegen_cutedsl.cc", "CPA104"),
-        ("tilelang/contrib/cutedsl/cpasync.py", "CPA007"), ("tilelang/contrib/cutedsl/cpasync.py", "CPA007")]
+    assert cs["state"] == "applied" and cs["blockers"] == [] and cs["checklist"] == []
+    written = {f["path"] for f in rep["findings"] if f["status"] == "rewritten"}
+    assert {"src/target/codegen_cutedsl.cc", "tilelang/contrib/cutedsl/cpasync.py"} <= written
+    assert (tree / "tilelang/contrib/cutedsl/cpasync.py").read_bytes() == _git(
+        "show", "28ada604f:tilelang/contrib/cutedsl/cpasync.py").stdout
+    after = _cli("--check", cwd=tree)
+    assert after.returncode == 0 and json.loads(after.stdout)["findings"] == []
 
 
 def test_upstream_legacy_revision_without_cutedsl_migrates_in_one_default_run(upstream_legacy, tmp_path):

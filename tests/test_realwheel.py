@@ -8,12 +8,10 @@ The tool runs over that tree through the command line, as a fork maintainer woul
 - ``--check``: one change set, ``tir.ptx_cp_async``, holding at least the Python API definition
   (CPA006), the inject pass (builders), the merge pass (CPA111), the CUDA, HIP and CuTeDSL code
   generators and the CuTeDSL runtime helper (CPA007), each with its role;
-- default mode: nothing of the set is rewritten, exit 1, the set is printed with what blocks it (the CuTeDSL
-  printer and its runtime helpers); only the dead duplicate printer branch of codegen_cuda.cc (CPA106, outside
-  every set: an earlier branch of the same chain takes its condition) is deleted;
-- ``--unsafe-fixes``: every automatic member is migrated, the manual ones make the checklist
-  (and their files are unchanged), a second run has nothing more to apply, and every changed C++
-  file compiles against the wheel's headers exactly as its original does (the realcpp helper).
+- default mode: the whole set is rewritten in one run, exit 0 (every member exact or exact given the set:
+  the CuTeDSL printer and its runtime helpers move together, in upstream's 28ada604f shape), a second run
+  has nothing more to apply, the migrated Python compiles, and every changed C++ file compiles against the
+  wheel's headers exactly as its original does (the realcpp helper).
 """
 from __future__ import annotations
 
@@ -46,14 +44,14 @@ REQUIRED = [
     ("tilelang/src/transform/merge_shared_memory_allocations.cc", 568, "CPA111", "reader"),
     ("tilelang/src/target/codegen_cuda.cc", 1454, "CPA103", "reader"),
     ("tilelang/src/target/codegen_hip.cc", 770, "CPA103", "reader"),
-    ("tilelang/src/target/codegen_cutedsl.cc", 313, "CPA104", "reader"),
+    ("tilelang/src/target/codegen_cutedsl.cc", 313, "CPA103", "reader"),
     ("tilelang/contrib/cutedsl/cpasync.py", 21, "CPA007", "reader"),
 ]
-# Members left for a person (no fix): they make the --unsafe-fixes checklist.  The printer helpers (CPA105)
-# migrate in upstream's shape (empty offsets accepted, pointer-only overloads).
-MANUAL_CODES = {"CPA104", "CPA007"}
-# Files --unsafe-fixes changes (every automatic member's file).
+# Files one default run changes (every member's file).  The printer helpers (CPA105) migrate in upstream's
+# shape (empty offsets accepted, pointer-only overloads), the CuTeDSL printer and runtime in PR #1746's.
 CHANGED = {
+    "tilelang/src/target/codegen_cutedsl.cc",
+    "tilelang/contrib/cutedsl/cpasync.py",
     "tilelang/language/tir/op.py",
     "tilelang/src/transform/inject_ptx_async_copy.cc",
     "tilelang/src/transform/merge_shared_memory_allocations.cc",
@@ -109,61 +107,39 @@ def test_one_set_holds_the_whole_program(tree):
     members = {(m["path"], m["line"], m["code"], m["role"]) for m in cs["members"]}
     missing = [r for r in REQUIRED if r not in members]
     assert not missing, (missing, sorted(members))
-    assert cs["state"] == "held"
+    assert cs["state"] == "applied" and cs["blockers"] == []
     assert cs["roles"].get("builder", 0) >= 3 and cs["roles"].get("definition", 0) == 1
     assert cs["roles"].get("reader", 0) >= 6
     # Every finding with a role is in the set, and JSON names it.
     assert all(f["set_id"] == OP for f in rep["findings"] if f["role"]), rep["findings"]
     cute = next(f for f in rep["findings"] if f["path"].endswith("codegen_cutedsl.cc"))
-    assert "`tl.cp_async_gs`" in cute["message"] and "the runtime helper must change with it" in cute["message"]
+    assert "runtime helpers `cp_async_gs`, `cp_async_gs_conditional`" in cute["message"], cute["message"]
 
 
-def test_default_mode_rewrites_nothing_of_the_set_and_prints_it(tree):
+def test_one_default_run_migrates_the_whole_package_and_compiles(tree, cache, tmp_path):
     before = _snapshot(tree)
-    out = _run(tree)
-    assert out.returncode == 1, out.stdout + out.stderr
-    after = _snapshot(tree)
-    path, line, n = DEAD_BRANCH
-    assert {k for k in after if after[k] != before.get(k)} == {path}, "default mode changed another file"
-    old = before[path].decode().splitlines(keepends=True)
-    assert old[line - 1].startswith("  } else if (op->op.same_as(builtin::ptx_cp_async())) {"), old[line - 1]
-    assert after[path].decode() == "".join(old[:line - 1] + old[line - 1 + n:]), "only the dead branch is deleted"
-    assert f"change set {OP}: held" in out.stdout, out.stdout
-    blockers = sorted(x.strip().split(": it is ")[0] for x in out.stdout.splitlines()
-                      if x.strip().startswith("blocks it: "))
-    assert blockers == ["blocks it: tilelang/contrib/cutedsl/cpasync.py:21: CPA007 (reader)",
-                        "blocks it: tilelang/contrib/cutedsl/cpasync.py:41: CPA007 (reader)",
-                        "blocks it: tilelang/src/target/codegen_cutedsl.cc:313: CPA104 (reader)"], out.stdout
-
-
-def test_unsafe_fixes_migrate_every_automatic_member_and_compile(tree, cache, tmp_path):
-    before = _snapshot(tree)
-    out = _run(tree, "--unsafe-fixes", "--format", "json")
-    assert out.returncode == 1, out.stdout + out.stderr
+    out = _run(tree, "--format", "json")
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr
     rep = json.loads(out.stdout)
     cs = _the_set(rep)
-    assert cs["state"] == "partial"
-    # Every member either migrated or on the checklist, the manual ones exactly.
-    checklist = {(c["path"], c["line"], c["code"]) for c in cs["checklist"]}
-    for m in cs["members"]:
-        key = (m["path"], m["line"], m["code"])
-        if m["code"] in MANUAL_CODES:
-            assert m["status"] == "manual" and key in checklist, m
-        else:
-            assert m["status"] == "rewritten", m
-    assert ("tilelang/src/target/codegen_cutedsl.cc", 313, "CPA104") in checklist
-    assert ("tilelang/contrib/cutedsl/cpasync.py", 21, "CPA007") in checklist
+    assert (cs["state"], cs["blockers"], cs["checklist"]) == ("applied", [], [])
+    assert {m["status"] for m in cs["members"]} == {"rewritten"}, cs["members"]
     after = _snapshot(tree)
     changed = {k for k in after if after[k] != before.get(k)}
     assert changed == CHANGED, sorted(changed)
+    # the dead duplicate printer branch is gone with the rest
+    path, line, n = DEAD_BRANCH
+    old = before[path].decode().splitlines(keepends=True)
+    assert old[line - 1].startswith("  } else if (op->op.same_as(builtin::ptx_cp_async())) {"), old[line - 1]
+    assert "".join(old[line - 1:line - 1 + n]) not in after[path].decode()
 
-    # A second run has nothing more to apply; the checklist is what is left.
-    again = json.loads(_run(tree, "--unsafe-fixes", "--format", "json").stdout)
-    assert not [f for f in again["findings"] if f["status"] == "rewritten"], again["findings"]
-    assert {f["code"] for f in again["findings"]} <= MANUAL_CODES
+    # A second run has nothing more to apply and finds nothing.
+    again = _run(tree, "--check", "--format", "json")
+    assert again.returncode == 0 and json.loads(again.stdout)["findings"] == [], again.stdout[-2000:]
 
     # The migrated Python still compiles; every changed C++ file compiles as its original does.
     compile(after["tilelang/language/tir/op.py"].decode(), "op.py", "exec")
+    compile(after["tilelang/contrib/cutedsl/cpasync.py"].decode(), "cpasync.py", "exec")
     includes = _includes(cache)
     orig = cache / "tl017" / "tilelang" / "src"
     jobs = []

@@ -152,13 +152,19 @@ class ConsumerChecks:
                 return
         if why is None:
             site.code = codes.CPP_CONSUMER_REWRITABLE
+            runtime = [h for h in site.needs_function.split(";") if h]
+            shown = "pointer + offset" if not runtime else (
+                f"each pointer and its offset as arguments of the runtime helper{'s' if len(runtime) > 1 else ''} "
+                + ", ".join(f"`{h}`" for h in runtime))
             site.message = (
-                f"`{self.cpp.op_name}` consumer prints the legacy layout (pointer + offset, args.size() "
+                f"`{self.cpp.op_name}` consumer prints the legacy layout ({shown}, args.size() "
                 f"{'/'.join(map(str, self.legacy.cpp_arity))})"
             )
             site.fix_note = (
                 f"read {self._layout(self.target, self.target.cpp_arity[0])}"
                 f"[, {self._arg(self.target, self.target.cpp_arity[-1] - 1)}] and print each access pointer as it is"
+                + ("" if not runtime else ", one per side, with the runtime helpers' pointer-only form (CPA007) in "
+                   "the same change set")
             )
         else:
             site.message = f"`{self.cpp.op_name}` consumer reads the legacy layout ({why}); {self._index_map()}"
@@ -338,7 +344,9 @@ class ConsumerChecks:
             if v not in arity_map:
                 return f"args.size() is compared with {v}, which is not a legacy argument count"
             edits.append((lit.start_byte, lit.end_byte, str(arity_map[v]) + int_suffix(self.text_of(lit))))
-        # Every use of an offset local must be `<< ptr << "+" << offset` in a stream chain.
+        # Every use of an offset local must be `<< ptr << "+" << offset` in a stream chain, or a separate
+        # argument right after its pointer in a printed call of a runtime helper of the set (CuTeDSL).
+        runtime: list[str] = []
         for k_off, k_ptr in ((k_doff, k_dst), (k_soff, k_src)):
             ident, decl = top[k_off]
             ptr_name = self.text_of(top[k_ptr][0])
@@ -352,6 +360,10 @@ class ConsumerChecks:
                 return f"`{off_name}` is read but never printed"
             for u in uses:
                 span = self._joined_offset(u, ptr_name) or self._helper_offset(u, ptr_name)
+                if span is None:
+                    span, helper = self._runtime_offset(u, ptr_name)
+                    if helper is not None and helper not in runtime:
+                        runtime.append(helper)
                 if span is None:
                     ln = self.src.linecol(self.src.char_offset(u.start_byte))[0]
                     helpers = self._printed_helpers(body, off_name)
@@ -377,7 +389,46 @@ class ConsumerChecks:
             f"({'/'.join(map(str, tgt.cpp_arity))} arguments), so the branch no longer needs to accept the legacy one.",
         ]
         site.set_established = True  # a complete change set migrated whole makes it a fact (sets.py)
+        if runtime:
+            site.assumptions.append(
+                f"The runtime helpers {', '.join(f'`{h}`' for h in runtime)} take one pointer per side (their "
+                f"CPA007 fixes in the same change set).")
+            site.needs_function = ";".join(runtime)  # sets.py: the set must migrate these helpers with it
         return None
+
+    def _runtime_offset(self, use, ptr_name):
+        """For ``... << ptr << ", " << use`` inside a ``<<`` chain that prints a call of a runtime helper of
+        ``[helpers] names`` (rules/python_api.toml): (the span from after ``ptr`` to after ``use``, the
+        helper's name); (None, None) otherwise.  The offset is that helper's argument right after its
+        pointer, the place the helper's own fix drops (CPA007), so the printed call loses it too."""
+        helpers = self.rules.python_api.get("helpers", {})
+        joins = {j.strip() for j in helpers.get("printed_join", [])}
+        names = set(helpers.get("names", []))
+        span = self._joined_offset(use, ptr_name, joins) if joins else None
+        if span is None:
+            return None, None
+        printed = self._chain_helpers(use)
+        if len(printed) != 1 or re.split(r"[.:]+", printed[0])[-1] not in names:
+            return None, None
+        return span, re.split(r"[.:]+", printed[0])[-1]
+
+    def _chain_helpers(self, n) -> list[str]:
+        """Calls ``"name("`` printed by string literals of the ``<<`` chain ``n`` is in, before ``n``."""
+        top = n
+        while top.parent is not None and top.parent.type == "binary_expression" and \
+                self.text_of(top.parent.child_by_field_name("operator")) == "<<":
+            top = top.parent
+        out: list[str] = []
+        if top is n:
+            return out
+        for lit in walk(top):
+            if lit.type != "string_literal" or lit.start_byte > n.start_byte:
+                continue
+            content = "".join(self.text_of(c) for c in lit.named_children if c.type == "string_content")
+            m = re.search(r"([A-Za-z_][\w.:]*)\(\s*$", content)
+            if m and m.group(1) not in out:
+                out.append(m.group(1))
+        return out
 
     def _printed_helpers(self, body, off_name: str) -> list[str]:
         """Runtime helpers a printer branch prints calls of with ``off_name`` among their
@@ -418,8 +469,9 @@ class ConsumerChecks:
             return None
         return (a[k - 1].end_byte, use.end_byte, "")
 
-    def _joined_offset(self, use, ptr_name):
-        """For ``... << ptr << "+" << use``: the byte span from after ``ptr`` to after ``use``."""
+    def _joined_offset(self, use, ptr_name, joins=None):
+        """For ``... << ptr << "+" << use`` (``joins``: the literal's stripped contents, ``[consumer]
+        offset_join`` unless given): the byte span from after ``ptr`` to after ``use``."""
         p = use.parent
         if p is None or p.type != "binary_expression" or p.child_by_field_name("right") != use:
             return None
@@ -432,7 +484,7 @@ class ConsumerChecks:
         if join is None or join.type != "string_literal":
             return None
         content = "".join(self.text_of(c) for c in join.named_children if c.type == "string_content")
-        if content.strip() not in self.cpp.offset_join:
+        if content.strip() not in (self.cpp.offset_join if joins is None else joins):
             return None
         ll = left.child_by_field_name("left")
         if ll is None or ll.type != "binary_expression" or self.text_of(ll.child_by_field_name("operator")) != "<<":

@@ -35,6 +35,20 @@ def helper_message(facts: dict, name: str, params: list[str]) -> Optional[str]:
             "form and change the printer that calls it in the same change")
 
 
+HELPER_FIX = "drop the offset parameters and stop adding the offsets: the printer passes each pointer with its offset applied"
+
+
+def helper_outcome(message: str, why: Optional[str]) -> str:
+    """CPA007's whole message: with its fix note (``why`` None) or why it is left for a person."""
+    return f"{message}; fix: {HELPER_FIX}" if why is None else f"{message}; left for a person: {why}"
+
+
+def helper_assumption(name: str) -> str:
+    """The one fact a helper's fix rests on, which the change set establishes when it migrates the printer."""
+    return (f"The code generator that prints calls of `{name}` passes one pointer per side with the offset applied "
+            "(an access pointer), as the printer migrated in the same change set does.")
+
+
 def definition_message(facts: dict, name: str, target, why: Optional[str]) -> tuple[str, Optional[dict]]:
     """CPA006's message, and the emit facts of its fix (None: no fix), for a legacy definition ``name``
     whose body is upstream's (``why`` None) or not (``why`` says how)."""

@@ -4,7 +4,8 @@ CPA006 legacy-api-definition: docs/codes/CPA006.md.
 CPA007 legacy-runtime-helper: docs/codes/CPA007.md.
 
 A definition joins the change set of the op it builds (``sets.py``), with the tree's callers of
-the intrinsic.  Facts (names, what a legacy body forwards to, the new text) come from
+the intrinsic; a runtime helper's new text is made by ``runtime_helpers.py``.  Facts (names, what a
+legacy body forwards to, the new text) come from
 ``rules/python_api.toml``.
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ import libcst as cst
 from .. import codes
 from ..findings import Applicability, Edit, Finding, Fix
 from . import definition_rules as texts
+from . import runtime_helpers
 from .cst_util import is_docstring
 
 
@@ -28,6 +30,7 @@ def find(ctx, intrinsic: str) -> list[Finding]:
         return []
     op = facts.get("helpers", {}).get("op")
     out = []
+    plans = None
     for stmt in ctx.module.body:
         if not isinstance(stmt, cst.FunctionDef):
             continue
@@ -39,8 +42,22 @@ def find(ctx, intrinsic: str) -> list[Finding]:
             continue
         message = texts.helper_message(facts, name, [p.name.value for p in stmt.params.params])
         if message is not None:
-            out.append(_finding(ctx, stmt, codes.LEGACY_RUNTIME_HELPER, op, "reader", message, None))
+            if plans is None:
+                plans = runtime_helpers.plans(ctx.text, facts)
+            message, fix = _helper_fix(ctx, name, message, plans.get(name))
+            out.append(_finding(ctx, stmt, codes.LEGACY_RUNTIME_HELPER, op, "reader", message, fix))
     return out
+
+
+def _helper_fix(ctx, name: str, message: str, plan) -> tuple:
+    if ctx.target.form != "access_ptr":
+        return message, None
+    why = plan.why if plan is not None else "the standard library does not read it as a module-level helper"
+    if why is not None:
+        return texts.helper_outcome(message, why), None
+    fix = Fix([Edit(s, e, r) for s, e, r in plan.edits], Applicability.UNSAFE, [texts.helper_assumption(name)],
+              ctx.rules.steps(ctx.legacy.name, ctx.target.name), set_established=True)
+    return texts.helper_outcome(message, None), fix
 
 
 def definition(ctx, fdef: cst.FunctionDef, facts: dict) -> Optional[Finding]:

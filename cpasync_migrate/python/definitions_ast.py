@@ -26,6 +26,7 @@ from typing import Callable, Optional
 from .. import codes
 from ..findings import Applicability, Edit, Finding, Fix, line_starts
 from . import definition_rules as texts
+from . import runtime_helpers
 
 
 
@@ -71,6 +72,7 @@ def find(tree: ast.Module, text: str, path: str, options, intrinsic: str, qualif
         return []
     helper_names = set(facts.get("helpers", {}).get("names", []))
     src = None
+    plans = None
     out = []
     for stmt in tree.body:
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -87,8 +89,25 @@ def find(tree: ast.Module, text: str, path: str, options, intrinsic: str, qualif
             continue
         message = texts.helper_message(facts, stmt.name, [a.arg for a in stmt.args.args])
         if message is not None:
-            out.append(_finding(stmt, src, path, codes.LEGACY_RUNTIME_HELPER, facts["helpers"].get("op"), "reader", message, None))
+            if plans is None:
+                plans = runtime_helpers.plans(text, facts)
+            message, fix = _helper_fix(stmt.name, message, plans, options)
+            out.append(_finding(stmt, src, path, codes.LEGACY_RUNTIME_HELPER, facts["helpers"].get("op"), "reader", message, fix))
     return out
+
+
+def _helper_fix(name: str, message: str, plans: dict, options):
+    """CPA007's message and fix, from ``runtime_helpers.py`` as ``definitions.py`` takes them."""
+    if options.target.form != "access_ptr":
+        return message, None
+    plan = plans.get(name)
+    why = plan.why if plan is not None else "the standard library does not read it as a module-level helper"
+    if why is not None:
+        return texts.helper_outcome(message, why), None
+    rules = options.rules
+    fix = Fix([Edit(s, e, r) for s, e, r in plan.edits], Applicability.UNSAFE, [texts.helper_assumption(name)],
+              rules.steps(rules.legacy.name, options.target.name), set_established=True)
+    return texts.helper_outcome(message, None), fix
 
 
 def _definition(fdef, src: _Text, path: str, options, facts: dict, qualify) -> Optional[Finding]:
