@@ -116,7 +116,8 @@ def test_cpp_doc_links_each_cpp_code_page_instead_of_repeating_it():
 
 def test_fork_definition_and_runtime_helper():
     """A fork's own legacy definition of the API is CPA006 (fixed in the upstream shape), a CuTeDSL-style
-    runtime helper CPA007 (no fix)."""
+    runtime helper CPA007: its fix (the offsets dropped) is unsafe alone, so only ``unsafe_fixes`` applies it
+    outside a change set that also migrates its printer."""
     op = FIXTURES / "sets" / "own"
     before, after = (op.joinpath(n).read_text(encoding="utf-8") for n in ("op.in.py", "op.out.py"))
     r = assert_fix(before, after, path="tilelang/language/tir/op.py")
@@ -124,5 +125,10 @@ def test_fork_definition_and_runtime_helper():
     helper = ('"""Runtime helpers the code generator prints calls of."""\n\n\n'
               "def cp_async_gs(size, dst, dst_offset, src, src_offset):\n"
               "    return _copy(size, dst + dst_offset, src + src_offset)\n")
-    r = assert_no_fix(helper, code="CPA007", path="tilelang/contrib/cutedsl/cpasync.py")
-    assert [(f.line, f.code, f.role) for f in r.findings] == [(4, "CPA007", "reader")]
+    r = assert_no_fix(helper, path="tilelang/contrib/cutedsl/cpasync.py", unsafe_fixes=False)
+    assert [(f.line, f.code, f.role, f.fix.applicability.name) for f in r.findings] == [
+        (4, "CPA007", "reader", "UNSAFE")]
+    migrated = ('"""Runtime helpers the code generator prints calls of."""\n\n\n'
+                "def cp_async_gs(size, dst, src):\n"
+                "    return _copy(size, dst, src)\n")
+    assert_fix(helper, migrated, path="tilelang/contrib/cutedsl/cpasync.py", unsafe_fixes=True)

@@ -1,6 +1,7 @@
-"""CPA007's fix: a runtime helper that a code generator prints calls of, given one pointer per side.
+"""CPA007's fix (docs/codes/CPA007.md): a runtime helper that a code generator prints calls of,
+given one pointer per side.
 
-What: TileLang's CuTeDSL backend prints ``tl.cp_async_gs(size, dst, dst_offset, src, src_offset)``
+TileLang's CuTeDSL backend prints ``tl.cp_async_gs(size, dst, dst_offset, src, src_offset)``
 (and ``tl.cp_async_gs_conditional(..., cond)``); the Python runtime
 (``tilelang/contrib/cutedsl/cpasync.py``) adds each offset to its pointer.  Under access
 pointers the printer passes one pointer per side, the offset already applied
@@ -19,7 +20,7 @@ pointer parameter's name and the suffix of ``[helpers] offset_param``, right aft
 * it is read at least once (a helper that ignores the offset would now see it applied), never
   bound again, and no parameter has a default value or is keyword-only or variadic.
 
-Then the offset parameters are deleted from the signature.  Fix safety: unsafe alone (it assumes
+Then the offset parameters are deleted from the signature.  The fix is unsafe alone (it assumes
 the printer passes the offset-applied pointer); exact given the change set when the set also
 migrates the printer that prints its calls (``sets.py``): then the old helper's
 ``ptr(P) + off`` and the new one's ``ptr(P')`` name the same address, ``P'`` being the access
