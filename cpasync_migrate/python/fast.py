@@ -50,7 +50,8 @@ from typing import Optional
 from .. import codes
 from ..findings import Analysis, Finding, FrontEndOptions, Status
 from . import route_rules
-from .calls import DTYPE_KW_MESSAGE, INTRINSIC, SUPPRESS_RE, TVM_MESSAGE, call_shape
+from .calls import INTRINSIC, SUPPRESS_RE, TVM_MESSAGE, call_shape
+from .decide.access_ptr import DTYPE_KW_MESSAGE
 from .fast_scan import (
     Undecided,
     enclosing,

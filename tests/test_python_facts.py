@@ -1,0 +1,79 @@
+"""The Python front end's decisions apart from any parse tree (``python/decide/``): each pass reads facts with its
+own parser and asks one module what they mean; the modules import no parser."""
+import subprocess
+import sys
+
+import pytest
+
+from cpasync_migrate.engine import RunSettings, front_end_options
+from cpasync_migrate.python.decide import access_ptr as ap
+
+O18 = front_end_options(RunSettings(mode="check", target="0.1.8"))
+O19 = front_end_options(RunSettings(mode="check", target="0.1.9"))
+F16, F32, U8 = ap.PointerType("float16", 2, "'float16'"), ap.PointerType("float32", 4), ap.PointerType("uint8", 1)
+
+
+def no_lanes():
+    return None
+
+
+def test_decision_modules_import_no_parser():
+    """Importing every decision module loads no libcst (the fast pass asks them without it)."""
+    code = ("import sys\nimport cpasync_migrate.python.decide.access_ptr\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'libcst'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_size_warning_bytes():
+    g = O18.target
+    assert ap.size_warning(g, 16, F16, F16, no_lanes) is None
+    assert ap.size_warning(g, 12, F16, F16, no_lanes) == "size 12 bytes is not a cp.async width (4/8/16) under 0.1.8"
+    assert ap.size_warning(g, 6, F32, F16, no_lanes) == (
+        "size 6 bytes is not a whole number of float32 elements of its access pointer")
+    # a pointer of unknown type, or no literal size: no warning
+    assert ap.size_warning(g, 3, ap.PointerType(None, None), F16, no_lanes) is None
+    assert ap.size_warning(g, None, F16, F16, no_lanes) is None
+    assert ap.size_warning(g, 3, None, F16, no_lanes) is None
+
+
+def test_size_warning_elements_and_lanes():
+    g = O19.target
+    assert ap.size_warning(g, 8, F16, F16, no_lanes) is None  # 16 bytes
+    assert ap.size_warning(g, 16, F16, F16, no_lanes) == (
+        "size 16 means 16 float16 elements = 32 bytes under 0.1.9, not a cp.async width (4/8/16); if it was "
+        "written for 0.1.8 with a byte count, run with --from 0.1.8 to convert it to 8 elements")
+    assert ap.size_warning(g, 4, F16, U8, no_lanes) == (
+        "the pointer types float16 and uint8 differ in width; 0.1.9 derives the copy width from each side and "
+        "needs them equal")
+    asked = []
+    # one element per lane of an 8-lane widening loop: one 16-byte copy
+    assert ap.size_warning(g, 1, F16, F16, lambda: asked.append(1) or 8) is None and asked == [1]
+    assert ap.size_warning(g, 1, F16, F16, no_lanes) is not None
+
+
+def test_pointers_matter():
+    assert not ap.pointers_matter(O18.rules, O18.target, 16)  # every element size divides 16 bytes
+    assert ap.pointers_matter(O18.rules, O18.target, 12)
+    assert ap.pointers_matter(O19.rules, O19.target, 16)  # element counts always hang on the type
+    assert not ap.pointers_matter(O19.rules, O19.target, None)
+
+
+@pytest.mark.parametrize("value, expected", [(16, 8), (4, 2)])
+def test_converted_size(value, expected):
+    src = front_end_options(RunSettings(mode="check", target="0.1.9", source="0.1.8")).source
+    assert ap.converts(src, O19.target) and not ap.converts(O18.target, O18.target)
+    assert ap.converted_size(src, O19.target, F16, F16, value, str(value)) == expected
+
+
+@pytest.mark.parametrize("dst, src, value, why", [
+    (F16, F32, 16, "the pointer types float16 and float32 differ in width; 0.1.9 needs both pointers in one type"),
+    (F16, F16, None, "the size `n` is not an integer literal"),
+    (F16, F16, 3, "3 bytes is not a whole number of float16 elements"),
+    (F16, F16, 32, "the copy is 32 bytes, not a cp.async width"),
+    (ap.PointerType(None, None, "dt"), F16, 16, "the element size of `dt` is not known from the text"),
+])
+def test_not_converted(dst, src, value, why):
+    source = front_end_options(RunSettings(mode="check", target="0.1.9", source="0.1.8")).source
+    with pytest.raises(ap.NotConverted, match="^" + __import__("re").escape(why) + "$"):
+        ap.converted_size(source, O19.target, dst, src, value, "n")
