@@ -77,3 +77,64 @@ def test_not_converted(dst, src, value, why):
     source = front_end_options(RunSettings(mode="check", target="0.1.9", source="0.1.8")).source
     with pytest.raises(ap.NotConverted, match="^" + __import__("re").escape(why) + "$"):
         ap.converted_size(source, O19.target, dst, src, value, "n")
+
+
+# ---------------------------------------------------------------- the call dispatch (decide/dispatch.py)
+
+from cpasync_migrate.python.decide import dispatch as dp  # noqa: E402
+
+
+def test_decision_modules_import_no_parser_dispatch():
+    code = ("import sys\nimport cpasync_migrate.python.decide.dispatch\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'libcst'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("call, migrate_tvm, check, code", [
+    (dp.Call("tilelang", "legacy", 6, ()), False, dp.LEGACY, "CPA001"),
+    (dp.Call("tilelang", "new", 3, ()), False, dp.ACCESS_PTR, None),
+    (dp.Call("tvm", "new", 3, ()), False, dp.ACCESS_PTR, None),
+    (dp.Call("tvm", "legacy", 6, ()), False, dp.TVM, "CPA003"),
+    (dp.Call("tvm", "legacy", 6, ()), True, dp.LEGACY, "CPA001"),
+    (dp.Call("tvm", "legacy", 6, (), walrus_callee=True), True, dp.TVM, "CPA003"),
+    (dp.Call("tvm", None, 7, ()), False, dp.NONE, None),
+    (dp.Call("tvm", "it uses *args or **kwargs", 1, ()), True, dp.TVM, "CPA003"),
+    (dp.Call("tilelang", "it uses *args or **kwargs", 1, ()), False, dp.MANUAL, "CPA002"),
+    (dp.Call("tilelang", None, 5, ("predicate",)), False, dp.MANUAL, "CPA002"),
+    (dp.Call(None, "legacy", 6, (), unresolved="a route"), False, dp.MANUAL, "CPA002"),
+    (dp.Call(None, "new", 3, (), unresolved="a route"), False, dp.NONE, None),
+    (dp.Call(None, "legacy", 6, ()), False, dp.NONE, None),
+])
+def test_route(call, migrate_tvm, check, code):
+    r = dp.route(call, migrate_tvm)
+    assert (r.check, r.code) == (check, code)
+    assert r.switch_callee == (check == dp.LEGACY and call.api == "tvm")
+
+
+def test_route_messages():
+    r = dp.route(dp.Call("tilelang", None, 5, ("predicate", "extra")), False)
+    assert r.message == ("ptx_cp_async call with an argument layout the tool cannot read: 5 arguments (3 positional; "
+                         "keywords predicate, extra), neither the legacy nor the access-pointer form; if it is a "
+                         "fork's own op, suppress it with a `cpasync-migrate: ignore` comment")
+    assert dp.route(dp.Call(None, "legacy", 6, (), unresolved="x is rebound"), False).message == (
+        "legacy ptx_cp_async cannot be migrated automatically: x is rebound")
+    walrus = dp.route(dp.Call("tvm", "legacy", 6, (), walrus_callee=True), True).message
+    assert walrus.startswith(dp.TVM_MESSAGE + "; --migrate-tvm does not switch a walrus callee")
+    assert dp.route(dp.Call("tvm", "legacy", 6, ()), False).message == dp.TVM_MESSAGE
+
+
+def test_role_and_migrated():
+    assert dp.role(dp.Call("tilelang", "legacy", 6, ()), True) == "caller"
+    assert dp.role(dp.Call("tilelang", "new", 3, ()), False) is None  # CPA005 is no legacy site
+    assert dp.role(dp.Call("tvm", "legacy", 6, ()), True) is None
+    assert dp.role(dp.Call(None, "legacy", 6, (), unresolved="r"), True) == "caller"
+    assert dp.marks_migrated(dp.Call("tilelang", "new", 3, ()))
+    assert not dp.marks_migrated(dp.Call("tvm", "new", 3, ()))
+
+
+def test_access_ptr_question():
+    src18 = front_end_options(RunSettings(mode="check", target="0.1.9", source="0.1.8")).source
+    assert ap.check(True, src18, O19.target) == ap.DTYPE_KEYWORD
+    assert ap.check(False, src18, O19.target) == ap.CONVERT
+    assert ap.check(False, O19.source, O19.target) == ap.SIZE

@@ -6,6 +6,7 @@ import pytest
 from cpasync_migrate import python as pyfe
 from cpasync_migrate.python import fast
 from cpasync_migrate.engine import RunSettings, front_end_options
+from conftest import FIXTURES
 from fixture_cases import cases
 
 OPTS = front_end_options(RunSettings(mode="check", target="0.1.8"))
@@ -272,8 +273,24 @@ VALUE_READS = [
 ]
 
 
+# TileLang's op in neither layout, or with *args / **kwargs: CPA002 from the ast pass too (decide/dispatch.py), beside
+# an access-pointer call (Analysis.migrated) and TVM's wrapper; a walrus callee (libcst's alone)
+NEITHER = [
+    "import tilelang.language as T\n\ndef k(S, A):\n    T.ptx_cp_async(S.data, 0, A.data, 0, 16)  # five\n"
+    "    T.ptx_cp_async(T.access_ptr(S[0], 'w', 8), T.access_ptr(A[0], 'r', 8), 16)\n",
+    "import tilelang.language as T\nT.ptx_cp_async(S.data, A.data, 16, predicate=p, extra=1)\n"
+    "T.ptx_cp_async(*args)  # cpasync-migrate: ignore\nT.ptx_cp_async(a, **kw)\n",
+    "from tilelang.language import ptx_cp_async as cp\nfrom tvm.script import tir as T\n\nclass K:\n"
+    "    def f(self):\n        cp(1, 2, 3, 4, 5, 6, 7)\n        T.ptx_cp_async(*a)\n",
+    "from tvm import tir\n(cp := tir.ptx_cp_async)('float16', S.data, 0, A.data, 0, 16)\n",
+]
+
+ROOT = FIXTURES.parent.parent
+KERNELS = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "examples").glob("*.py")) +
+           sorted((ROOT / "tests" / "realtl" / "kernels").glob("*.py"))]
+
 ALL_TEXTS = [c.input.read_text(encoding="utf-8-sig") for c in cases("python")] + EXTRA + MIGRATED + TO_LIBCST + \
-    VALUE_READS + OTHER_STAR + BOUND_THROUGH
+    VALUE_READS + OTHER_STAR + BOUND_THROUGH + NEITHER + KERNELS
 
 
 @pytest.mark.parametrize("opts", ALL_OPTS, ids=["0.1.8", "0.1.9", "migrate-tvm"])
@@ -282,6 +299,7 @@ def test_fast_pass_agrees_with_libcst_pass(text, opts):
     fast = pyfe.analyze(text, "x.py", opts)
     full = pyfe.analyze(text, "x.py", opts, fast=False)
     assert key(fast) == key(full)
+    assert fast.migrated == full.migrated
 
 
 @pytest.mark.slow
@@ -318,6 +336,19 @@ def test_switch_off_sends_new_form_calls_to_libcst(monkeypatch):
     monkeypatch.setattr(fast, "DECIDE_NEW_FORM", False)
     assert fast.findings(MIGRATED[0], "x.py", OPTS) is None
     assert fast.findings(VALUE_READS[0], "x.py", OPTS) is None
+
+
+@pytest.mark.parametrize("text", NEITHER[:3])
+def test_calls_in_neither_layout_are_decided(text):
+    quick = fast.findings(text, "x.py", OPTS)
+    assert quick is not None and "CPA002" in [f.code for f in quick.findings]
+    assert key(quick) == key(pyfe.analyze(text, "x.py", OPTS, fast=False))
+
+
+def test_neither_layout_switch_off_sends_them_to_libcst(monkeypatch):
+    monkeypatch.setattr(fast, "DECIDE_MANUAL", False)
+    assert fast.findings(NEITHER[0], "x.py", OPTS) is None
+    assert fast.findings(MIGRATED[0], "x.py", OPTS) is not None
 
 
 def test_fast_pass_answers_without_libcst_for_tvm_only_files():

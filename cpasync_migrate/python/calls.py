@@ -8,11 +8,6 @@ from typing import Optional
 SUFFIXES = (".py", ".pyi")
 INTRINSIC = "ptx_cp_async"
 SUPPRESS_RE = re.compile(r"#\s*cpasync-migrate:\s*ignore\b")
-TVM_MESSAGE = (
-    "ptx_cp_async resolves to TVM's own wrapper, which keeps the legacy signature; a rewrite would break "
-    "this call. Switch the file to TileLang (import tilelang.language as T) and run again, or pass "
-    "--migrate-tvm to switch the call to TileLang's op"
-)
 
 def call_shape(rules, has_star: bool, total: int, keywords: list[str]) -> Optional[str]:
     """'legacy', 'new', None (not this API), or what is wrong (shared by both passes).

@@ -39,12 +39,14 @@ class AccessPtrCall:
 
     def check_access_ptr_call(self, node: cst.Call, finding: Finding) -> bool:
         """Fill ``finding`` for a call in the access-pointer shape; False when it is no finding."""
-        if any(a.keyword is not None and a.keyword.value == self.legacy_dtype_kw() for a in node.args):
+        source, target = self.opts.source, self.target
+        question = decide.check(any(a.keyword is not None and a.keyword.value == self.legacy_dtype_kw()
+                                    for a in node.args), source, target)
+        if question == decide.DTYPE_KEYWORD:
             finding.code = codes.DTYPE_KEYWORD_ON_NEW_CALL
             finding.message = decide.DTYPE_KW_MESSAGE
             return True
-        source, target = self.opts.source, self.target
-        if source.form == "access_ptr" and source.name != target.name:
+        if question == decide.CONVERT:
             # --from: the call was written for an older access-pointer generation
             try:
                 fix = self.convert_new(node)

@@ -21,6 +21,20 @@ DTYPE_KW_MESSAGE = (
 )
 
 
+DTYPE_KEYWORD, CONVERT, SIZE = "dtype keyword", "convert", "size"
+
+
+def check(has_dtype_keyword: bool, source, target) -> str:
+    """Which question an access-pointer call asks: ``DTYPE_KEYWORD`` (CPA004: it still passes ``dtype=``),
+    ``CONVERT`` (``--from`` names an older access-pointer generation: its size is converted) or ``SIZE``
+    (CPA005: whether its size reads right under ``target``)."""
+    if has_dtype_keyword:
+        return DTYPE_KEYWORD
+    if source.form == "access_ptr" and source.name != target.name:
+        return CONVERT
+    return SIZE
+
+
 class PointerType(NamedTuple):
     """One access pointer's element type: canonical name, size in bytes (None: not known), and its text."""
 
