@@ -351,6 +351,36 @@ def test_neither_layout_switch_off_sends_them_to_libcst(monkeypatch):
     assert fast.findings(MIGRATED[0], "x.py", OPTS) is not None
 
 
+# The API's own definition in a file of TileLang's or TVM's package (route_rules.defines_api): the intrinsic's
+# name bound at module level to a value holding TVM's op, as TileLang's tilelang/language/tir/ir.py binds it.
+API_OWN = (
+    "from tvm.tir import op as _tir_op\n\n\ndef _dtype_forward(func):\n    return func\n\n\n"
+    "ptx_cp_async = _dtype_forward(_tir_op.ptx_cp_async)\nptx_cp_async_bulk = _dtype_forward(_tir_op.ptx_cp_async_bulk)\n"
+    "__all__ = [\"ptx_cp_async\", \"ptx_cp_async_bulk\"]\n"
+)
+API_OWN_WHOLE = "import tvm.tir as _tir\nif True:\n    ptx_cp_async: object = _tir.ptx_cp_async\n"
+API_OWN_NESTED = "from tvm.tir import op as _tir_op\n\ndef setup():\n    ptx_cp_async = _w(_tir_op.ptx_cp_async)\n"
+API_PATHS = ["tilelang/language/tir/ir.py", "vendor/tvm/script/ir_builder/tir/ir.py", "mypkg/ir.py", "ir.py"]
+
+
+@pytest.mark.parametrize("path", API_PATHS)
+@pytest.mark.parametrize("text", [API_OWN, API_OWN_WHOLE, API_OWN_NESTED])
+def test_api_own_definition_agrees(text, path):
+    quick = pyfe.analyze(text, path, OPTS)
+    full = pyfe.analyze(text, path, OPTS, fast=False)
+    assert key(quick) == key(full)
+    decided = fast.findings(text, path, OPTS)
+    in_package = path.split("/")[0] in ("tilelang", "vendor") and text is not API_OWN_NESTED
+    assert (decided is not None) is in_package  # elsewhere libcst follows the binding's uses
+    if in_package:
+        assert decided.findings == []
+
+
+def test_api_own_definition_switch_off(monkeypatch):
+    monkeypatch.setattr(fast, "DECIDE_READS", False)
+    assert fast.findings(API_OWN, API_PATHS[0], OPTS) is None
+
+
 def test_fast_pass_answers_without_libcst_for_tvm_only_files():
     quick = fast.findings(EXTRA[0], "x.py", OPTS)
     assert quick is not None and [f.code for f in quick.findings] == ["CPA003"] * 3

@@ -172,7 +172,7 @@ def decide(text: str, path: str, options: FrontEndOptions):
         if star:
             return None, "star import"  # a bare name read under TileLang's or TVM's star import: libcst
         try:
-            reads = [_read_finding(r, lines, path, s.defs) for r in value_reads(tree, s, tl, tvm)]
+            reads = [_read_finding(r, lines, path, s.defs) for r in value_reads(tree, s, tl, tvm, path)]
         except Undecided:
             return None, "value"  # a read whose value libcst follows (bound to a name, looked up by string)
     if not s.calls:
