@@ -138,3 +138,35 @@ def test_access_ptr_question():
     assert ap.check(True, src18, O19.target) == ap.DTYPE_KEYWORD
     assert ap.check(False, src18, O19.target) == ap.CONVERT
     assert ap.check(False, O19.source, O19.target) == ap.SIZE
+
+
+# ---------------------------------------------------------------- --check without libcst
+
+# Fixtures whose every site the ast side decides: already migrated, CPA004 / CPA005, TVM's wrapper (CPA003), a call
+# with *args and a data pointer that is an expression (CPA002 from their facts alone).
+_AST_DECIDED = ["already_migrated", "bulk_and_barrier", "data_pointer_expression", "migrate_tvm_opt_in",
+                "new_form_leftover_dtype", "new_form_size_warning", "star_args", "tvm_script_namespace", "tvm_tir_call",
+                "tvm_tirx_script", "vectorized_no_widening_018", "vectorized_widening"]
+
+
+def _check_imports_libcst(tree, *args):
+    """(exit code, whether any process of the run imported libcst, stdout) of ``--check --no-cache`` on ``tree``."""
+    run = subprocess.run([sys.executable, "-X", "importtime", "-m", "cpasync_migrate", "--check", "--no-cache",
+                          "-j", "2", *args, str(tree)], capture_output=True, text=True, timeout=300)
+    imported = any(line.startswith("import time:") and line.rstrip().endswith(("| libcst", " libcst"))
+                   for line in run.stderr.splitlines())
+    return run.returncode, imported, run.stdout
+
+
+def test_check_on_files_the_ast_side_decides_never_imports_libcst(tmp_path):
+    from conftest import FIXTURES
+
+    for name in _AST_DECIDED:
+        (tmp_path / f"{name}.py").write_bytes((FIXTURES / "python" / f"{name}.in.py").read_bytes())
+    rc, imported, out = _check_imports_libcst(tmp_path)
+    assert rc == 1 and "CPA002" in out and "CPA003" in out and "CPA005" in out
+    assert not imported, "a --check whose files the ast side decides imports libcst"
+    # the same tree with one legacy call that needs a rewrite: libcst makes its fix (the control)
+    (tmp_path / "legacy.py").write_bytes((FIXTURES / "python" / "alias_tl.in.py").read_bytes())
+    rc, imported, out = _check_imports_libcst(tmp_path)
+    assert rc == 1 and "CPA001" in out and imported

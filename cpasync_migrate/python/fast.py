@@ -17,7 +17,7 @@
   gives it; a read only tested is none (``route_rules.py`` decides both);
 * anything else goes to the libcst pass in ``rewrite.py``: a read bound to a name, a walrus or a
   default, or looked up by a string (libcst follows the uses), a legacy call of
-  TileLang's intrinsic (it needs a rewrite), a module-level definition of the
+  TileLang's intrinsic that ``DECIDE_LEGACY`` below does not cover (it needs a rewrite), a module-level definition of the
   intrinsic or a runtime helper (``_defines``) that ``definitions_ast.py`` does
   not decide (a decorated one, say), a name bound by assignment to
   something that mentions the intrinsic and then called (``cp =
@@ -38,6 +38,12 @@ text may hold a read of the intrinsic as a value goes to libcst.
 intrinsic in neither layout (or with ``*args``): on, this pass gives it (its message needs only the
 argument count and keywords); off, such a file goes to libcst.
 
+``DECIDE_LEGACY`` (``CPASYNC_MIGRATE_FAST_LEGACY=0``) switches the legacy calls this pass decides: one
+whose argument list binds no legacy call, or whose destination's data pointer is neither a name nor
+``<name>.data``, is CPA002 before any buffer is looked up (``fast_legacy.py`` reads the facts,
+``decide/legacy.py`` decides); off, every legacy call goes to libcst.  Every other legacy call goes to
+libcst, which decides it and makes the edit text of its fix.
+
 Which check a call goes to is ``decide/dispatch.py``'s, as for the libcst pass (``rewrite.visit_call``);
 what an access-pointer call's facts mean is ``decide/access_ptr.py``'s.
 
@@ -56,7 +62,8 @@ from .. import codes
 from ..findings import Analysis, Finding, FrontEndOptions, Status
 from . import route_rules
 from .calls import INTRINSIC, SUPPRESS_RE, call_shape
-from .decide import access_ptr, dispatch
+from .decide import access_ptr, dispatch, legacy
+from .fast_legacy import manual_reason
 from .fast_scan import (
     Undecided,
     enclosing,
@@ -72,6 +79,7 @@ DECIDE_NEW_FORM = os.environ.get("CPASYNC_MIGRATE_FAST_NEW_FORM", "1") != "0"
 DECIDE_DEFINITIONS = os.environ.get("CPASYNC_MIGRATE_FAST_DEFINITIONS", "1") != "0"
 DECIDE_READS = os.environ.get("CPASYNC_MIGRATE_FAST_READS", "1") != "0"
 DECIDE_MANUAL = os.environ.get("CPASYNC_MIGRATE_FAST_MANUAL", "1") != "0"
+DECIDE_LEGACY = os.environ.get("CPASYNC_MIGRATE_FAST_LEGACY", "1") != "0"
 
 
 _CALL_TEXT = re.compile(r"ptx_cp_async(?:\s|\\|#[^\n]*)*\(|ptx_cp_async(?:\s|\\)+as(?:\s|\\)")
@@ -221,7 +229,10 @@ def decide(text: str, path: str, options: FrontEndOptions):
                         continue  # already migrated: not a finding
                     code, info = codes.SUSPICIOUS_SIZE, True
             elif route.check == dispatch.LEGACY:
-                return None, ("--migrate-tvm" if route.switch_callee else "legacy call")
+                why = manual_reason(c, list(rules.legacy.python_params), lines) if DECIDE_LEGACY else None
+                if why is None:
+                    return None, ("--migrate-tvm" if route.switch_callee else "legacy call")
+                code, message = codes.LEGACY_CALL_MANUAL, legacy.manual_message(why)
             elif route.check == dispatch.MANUAL and not DECIDE_MANUAL:
                 return None, "neither form"
             else:  # TVM's wrapper (CPA003), or TileLang's op in an argument layout no release takes (CPA002)
