@@ -149,10 +149,13 @@ _AST_DECIDED = ["already_migrated", "bulk_and_barrier", "data_pointer_expression
                 "tvm_tirx_script", "vectorized_no_widening_018", "vectorized_widening"]
 
 
-def _check_imports_libcst(tree, *args):
+def _check_imports_libcst(tree, *args, env=None):
     """(exit code, whether any process of the run imported libcst, stdout) of ``--check --no-cache`` on ``tree``."""
+    import os
+
     run = subprocess.run([sys.executable, "-X", "importtime", "-m", "cpasync_migrate", "--check", "--no-cache",
-                          "-j", "2", *args, str(tree)], capture_output=True, text=True, timeout=300)
+                          "-j", "2", *args, str(tree)], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, **(env or {})))
     imported = any(line.startswith("import time:") and line.rstrip().endswith(("| libcst", " libcst"))
                    for line in run.stderr.splitlines())
     return run.returncode, imported, run.stdout
@@ -166,6 +169,13 @@ def test_check_on_files_the_ast_side_decides_never_imports_libcst(tmp_path):
     rc, imported, out = _check_imports_libcst(tmp_path)
     assert rc == 1 and "CPA002" in out and "CPA003" in out and "CPA005" in out
     assert not imported, "a --check whose files the ast side decides imports libcst"
+    # the switches off: libcst decides those files, with the same report (JSON: every field of every finding)
+    runs = {}
+    for off in ({}, {"CPASYNC_MIGRATE_FAST_LEGACY": "0", "CPASYNC_MIGRATE_FAST_NEW_FORM": "0",
+                     "CPASYNC_MIGRATE_FAST_READS": "0", "CPASYNC_MIGRATE_FAST_DEFINITIONS": "0"}):
+        runs[bool(off)] = _check_imports_libcst(tmp_path, "--format", "json", env=off)
+    assert runs[True][0] == runs[False][0] == 1 and runs[True][1] and not runs[False][1]
+    assert runs[True][2] == runs[False][2]
     # the same tree with one legacy call that needs a rewrite: libcst makes its fix (the control)
     (tmp_path / "legacy.py").write_bytes((FIXTURES / "python" / "alias_tl.in.py").read_bytes())
     rc, imported, out = _check_imports_libcst(tmp_path)

@@ -372,7 +372,7 @@ def test_calls_in_neither_layout_are_decided(text):
 
 
 def test_neither_layout_switch_off_sends_them_to_libcst(monkeypatch):
-    monkeypatch.setattr(fast, "DECIDE_MANUAL", False)
+    monkeypatch.setattr(fast, "DECIDE_LEGACY", False)
     assert fast.findings(NEITHER[0], "x.py", OPTS) is None
     assert fast.findings(MIGRATED[0], "x.py", OPTS) is not None
 

@@ -34,15 +34,12 @@ module): on, a file whose sites are those definitions and calls this pass
 decides never reaches libcst; off, it goes to libcst as before.
 ``DECIDE_READS`` (``CPASYNC_MIGRATE_FAST_READS=0``) switches the CPA008 decisions: off, a file whose
 text may hold a read of the intrinsic as a value goes to libcst.
-``DECIDE_MANUAL`` (``CPASYNC_MIGRATE_FAST_MANUAL=0``) switches the CPA002 of a call of TileLang's
-intrinsic in neither layout (or with ``*args``): on, this pass gives it (its message needs only the
-argument count and keywords); off, such a file goes to libcst.
-
-``DECIDE_LEGACY`` (``CPASYNC_MIGRATE_FAST_LEGACY=0``) switches the legacy calls this pass decides: one
-whose argument list binds no legacy call, or whose destination's data pointer is neither a name nor
-``<name>.data``, is CPA002 before any buffer is looked up (``fast_legacy.py`` reads the facts,
-``decide/legacy.py`` decides); off, every legacy call goes to libcst.  Every other legacy call goes to
-libcst, which decides it and makes the edit text of its fix.
+``DECIDE_LEGACY`` (``CPASYNC_MIGRATE_FAST_LEGACY=0``) switches the CPA002 findings this pass gives
+itself: a call of TileLang's intrinsic in neither layout (or with ``*args``), whose message needs only
+the argument count and keywords, and a legacy call whose argument list binds no legacy call or whose
+destination's data pointer is neither a name nor ``<name>.data`` (``fast_legacy.py`` reads those facts,
+``decide/legacy.py`` decides); off, such files go to libcst.  Every other legacy call goes to libcst,
+which decides it and makes the edit text of its fix.
 
 Which check a call goes to is ``decide/dispatch.py``'s, as for the libcst pass (``rewrite.visit_call``);
 what an access-pointer call's facts mean is ``decide/access_ptr.py``'s.
@@ -78,7 +75,6 @@ from .fast_sizes import NewForm
 DECIDE_NEW_FORM = os.environ.get("CPASYNC_MIGRATE_FAST_NEW_FORM", "1") != "0"
 DECIDE_DEFINITIONS = os.environ.get("CPASYNC_MIGRATE_FAST_DEFINITIONS", "1") != "0"
 DECIDE_READS = os.environ.get("CPASYNC_MIGRATE_FAST_READS", "1") != "0"
-DECIDE_MANUAL = os.environ.get("CPASYNC_MIGRATE_FAST_MANUAL", "1") != "0"
 DECIDE_LEGACY = os.environ.get("CPASYNC_MIGRATE_FAST_LEGACY", "1") != "0"
 
 
@@ -233,7 +229,7 @@ def decide(text: str, path: str, options: FrontEndOptions):
                 if why is None:
                     return None, ("--migrate-tvm" if route.switch_callee else "legacy call")
                 code, message = codes.LEGACY_CALL_MANUAL, legacy.manual_message(why)
-            elif route.check == dispatch.MANUAL and not DECIDE_MANUAL:
+            elif route.check == dispatch.MANUAL and not DECIDE_LEGACY:
                 return None, "neither form"
             else:  # TVM's wrapper (CPA003), or TileLang's op in an argument layout no release takes (CPA002)
                 code, message = route.code, route.message
