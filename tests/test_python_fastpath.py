@@ -6,6 +6,7 @@ import pytest
 from cpasync_migrate import python as pyfe
 from cpasync_migrate.python import fast
 from cpasync_migrate.engine import RunSettings, front_end_options
+from conftest import FIXTURES
 from fixture_cases import cases
 
 OPTS = front_end_options(RunSettings(mode="check", target="0.1.8"))
@@ -272,8 +273,50 @@ VALUE_READS = [
 ]
 
 
+# TileLang's op in neither layout, or with *args / **kwargs: CPA002 from the ast pass too (decide/dispatch.py), beside
+# an access-pointer call (Analysis.migrated) and TVM's wrapper; a walrus callee (libcst's alone)
+NEITHER = [
+    "import tilelang.language as T\n\ndef k(S, A):\n    T.ptx_cp_async(S.data, 0, A.data, 0, 16)  # five\n"
+    "    T.ptx_cp_async(T.access_ptr(S[0], 'w', 8), T.access_ptr(A[0], 'r', 8), 16)\n",
+    "import tilelang.language as T\nT.ptx_cp_async(S.data, A.data, 16, predicate=p, extra=1)\n"
+    "T.ptx_cp_async(*args)  # cpasync-migrate: ignore\nT.ptx_cp_async(a, **kw)\n",
+    "from tilelang.language import ptx_cp_async as cp\nfrom tvm.script import tir as T\n\nclass K:\n"
+    "    def f(self):\n        cp(1, 2, 3, 4, 5, 6, 7)\n        T.ptx_cp_async(*a)\n",
+    "from tvm import tir\n(cp := tir.ptx_cp_async)('float16', S.data, 0, A.data, 0, 16)\n",
+]
+
+# Legacy calls whose argument list or destination pointer alone leaves them for a person (fast_legacy.py): CPA002
+# from the ast pass; pointers whose text it does not read as libcst does (parentheses, lines), and buffers, go to
+# libcst.
+_K = "import tilelang.language as T\n\n\ndef k(S, A, tx):\n"
+LEGACY_MANUAL = [
+    _K + "    T.ptx_cp_async('float16', S.data + 8, tx * 8, A.data, 0, 16)\n",
+    _K + "    T.ptx_cp_async('float16', S.data, 0, A.data, global_offset=0)  # cpasync-migrate: ignore\n",
+    _K + "    T.ptx_cp_async(S[0], 0, A.data, 0, 16, dtype='float16')\n    T.ptx_cp_async('float16', S.data,"
+    " 0, A.data, 0, 16, shared_ptr=S)\n",
+    _K + "    T.ptx_cp_async(  T.address_of(S[0]), 0, A.data, 0, 16, dtype='float16')\n",
+    _K + "    T.ptx_cp_async('float16', shared_ptr=f(S)[0], shared_offset=0, global_ptr=A.data, global_offset=0,"
+    " bytes=16)\n",
+    _K + "    T.ptx_cp_async(dtype='float16', shared_ptr=S.data.x, shared_offset=0, global_ptr=A.data,"
+    " global_offset=0, bytes=16)\n",
+    "from tvm.script import tir as T\nT.ptx_cp_async('float16', S.data[0], 0, A.data, 0, 16)\n",
+    # left to libcst: parenthesised, over two lines, a buffer
+    _K + "    T.ptx_cp_async('float16', (S.data + 8), tx * 8, A.data, 0, 16)\n",
+    _K + "    T.ptx_cp_async(((S.data)), 0, A.data, 0, 16, dtype='float16')\n",
+    _K + "    T.ptx_cp_async('float16', S.data +\n                   8, 0, A.data, 0, 16)\n",
+    _K + "    T.ptx_cp_async('float16',\n                   S[0], 0, A.data, 0, 16)\n",
+    _K + "    T.ptx_cp_async('float16', S.data, 0, A.data + 1, 0, 16)\n",
+    _K + "    T.ptx_cp_async('float16', S.data + 8, tx * 8, A.data, 0, 16)\n    T.ptx_cp_async('float16', S.data,"
+    " 0, A.data, 0, 16)\n",
+]
+LEGACY_DECIDED = LEGACY_MANUAL[:7]
+
+ROOT = FIXTURES.parent.parent
+KERNELS = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "examples").glob("*.py")) +
+           sorted((ROOT / "tests" / "realtl" / "kernels").glob("*.py"))]
+
 ALL_TEXTS = [c.input.read_text(encoding="utf-8-sig") for c in cases("python")] + EXTRA + MIGRATED + TO_LIBCST + \
-    VALUE_READS + OTHER_STAR + BOUND_THROUGH
+    VALUE_READS + OTHER_STAR + BOUND_THROUGH + NEITHER + LEGACY_MANUAL + KERNELS
 
 
 @pytest.mark.parametrize("opts", ALL_OPTS, ids=["0.1.8", "0.1.9", "migrate-tvm"])
@@ -282,6 +325,7 @@ def test_fast_pass_agrees_with_libcst_pass(text, opts):
     fast = pyfe.analyze(text, "x.py", opts)
     full = pyfe.analyze(text, "x.py", opts, fast=False)
     assert key(fast) == key(full)
+    assert fast.migrated == full.migrated
 
 
 @pytest.mark.slow
@@ -318,6 +362,65 @@ def test_switch_off_sends_new_form_calls_to_libcst(monkeypatch):
     monkeypatch.setattr(fast, "DECIDE_NEW_FORM", False)
     assert fast.findings(MIGRATED[0], "x.py", OPTS) is None
     assert fast.findings(VALUE_READS[0], "x.py", OPTS) is None
+
+
+@pytest.mark.parametrize("text", NEITHER[:3])
+def test_calls_in_neither_layout_are_decided(text):
+    quick = fast.findings(text, "x.py", OPTS)
+    assert quick is not None and "CPA002" in [f.code for f in quick.findings]
+    assert key(quick) == key(pyfe.analyze(text, "x.py", OPTS, fast=False))
+
+
+def test_neither_layout_switch_off_sends_them_to_libcst(monkeypatch):
+    monkeypatch.setattr(fast, "DECIDE_LEGACY", False)
+    assert fast.findings(NEITHER[0], "x.py", OPTS) is None
+    assert fast.findings(MIGRATED[0], "x.py", OPTS) is not None
+
+
+# The API's own definition in a file of TileLang's or TVM's package (route_rules.defines_api): the intrinsic's
+# name bound at module level to a value holding TVM's op, as TileLang's tilelang/language/tir/ir.py binds it.
+API_OWN = (
+    "from tvm.tir import op as _tir_op\n\n\ndef _dtype_forward(func):\n    return func\n\n\n"
+    "ptx_cp_async = _dtype_forward(_tir_op.ptx_cp_async)\nptx_cp_async_bulk = _dtype_forward(_tir_op.ptx_cp_async_bulk)\n"
+    "__all__ = [\"ptx_cp_async\", \"ptx_cp_async_bulk\"]\n"
+)
+API_OWN_WHOLE = "import tvm.tir as _tir\nif True:\n    ptx_cp_async: object = _tir.ptx_cp_async\n"
+API_OWN_NESTED = "from tvm.tir import op as _tir_op\n\ndef setup():\n    ptx_cp_async = _w(_tir_op.ptx_cp_async)\n"
+API_PATHS = ["tilelang/language/tir/ir.py", "vendor/tvm/script/ir_builder/tir/ir.py", "mypkg/ir.py", "ir.py"]
+
+
+@pytest.mark.parametrize("path", API_PATHS)
+@pytest.mark.parametrize("text", [API_OWN, API_OWN_WHOLE, API_OWN_NESTED])
+def test_api_own_definition_agrees(text, path):
+    quick = pyfe.analyze(text, path, OPTS)
+    full = pyfe.analyze(text, path, OPTS, fast=False)
+    assert key(quick) == key(full)
+    decided = fast.findings(text, path, OPTS)
+    in_package = path.split("/")[0] in ("tilelang", "vendor") and text is not API_OWN_NESTED
+    assert (decided is not None) is in_package  # elsewhere libcst follows the binding's uses
+    if in_package:
+        assert decided.findings == []
+
+
+def test_api_own_definition_switch_off(monkeypatch):
+    monkeypatch.setattr(fast, "DECIDE_READS", False)
+    assert fast.findings(API_OWN, API_PATHS[0], OPTS) is None
+
+
+@pytest.mark.parametrize("opts", ALL_OPTS, ids=["0.1.8", "0.1.9", "migrate-tvm"])
+@pytest.mark.parametrize("text", LEGACY_MANUAL)
+def test_legacy_calls_left_for_a_person_are_decided(text, opts):
+    quick = fast.findings(text, "x.py", opts)
+    assert (quick is not None) is (text in LEGACY_DECIDED)
+    if quick is not None:
+        tvm = text.startswith("from tvm") and not opts.migrate_tvm  # TVM's wrapper: CPA003 unless switched
+        assert quick.findings and {f.code for f in quick.findings} == {"CPA003" if tvm else "CPA002"}
+        assert _full_key(quick) == _full_key(pyfe.analyze(text, "x.py", opts, fast=False))
+
+
+def test_legacy_switch_off_sends_them_to_libcst(monkeypatch):
+    monkeypatch.setattr(fast, "DECIDE_LEGACY", False)
+    assert all(fast.findings(t, "x.py", OPTS) is None for t in LEGACY_DECIDED[:6])  # (the last: TVM's, CPA003)
 
 
 def test_fast_pass_answers_without_libcst_for_tvm_only_files():

@@ -8,7 +8,9 @@ Two passes (the layout of this package, by job):
   ``access_ptr_call``) over ``context.py`` (metadata), ``bindings.py`` (declarations, aliases,
   dtypes), ``imports.py`` (the emitted alias), ``reach.py`` (which calls reach the intrinsic),
   ``smem.py``, ``callers.py``, ``definitions.py`` and ``layout.py``;
-- ``reparse.py``: whether a rewritten text still parses.
+- ``reparse.py``: whether a rewritten text still parses;
+- ``decide/``: what the facts either pass reads mean (one parser-free module per check; with
+  ``route_rules.py`` and ``definition_rules.py``).
 
 ``tests/test_python_fastpath.py`` checks that the two passes agree wherever the first answers.
 """

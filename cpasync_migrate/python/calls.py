@@ -10,16 +10,6 @@ from ..rules import intrinsic_name
 SUFFIXES = (".py", ".pyi")
 INTRINSIC = intrinsic_name()  # rules/namespaces.toml, [intrinsic] name
 SUPPRESS_RE = re.compile(r"#\s*cpasync-migrate:\s*ignore\b")
-TVM_MESSAGE = (
-    "ptx_cp_async resolves to TVM's own wrapper, which keeps the legacy signature; a rewrite would break "
-    "this call. Switch the file to TileLang (import tilelang.language as T) and run again, or pass "
-    "--migrate-tvm to switch the call to TileLang's op"
-)
-DTYPE_KW_MESSAGE = (
-    "access-pointer call still passes dtype=: TileLang's dtype-forwarding wrapper moves it to the "
-    "front and shifts every argument; delete the dtype= keyword"
-)
-
 
 def call_shape(rules, has_star: bool, total: int, keywords: list[str]) -> Optional[str]:
     """'legacy', 'new', None (not this API), or what is wrong (shared by both passes).
@@ -50,12 +40,3 @@ def call_shape(rules, has_star: bool, total: int, keywords: list[str]) -> Option
     if len(rest) + npos in new_arity and set(rest) <= new_names:
         return "new"
     return None
-
-
-def loop_lanes(ends: list) -> Optional[int]:
-    """The lanes of a widening loop (``T.vectorized(N)`` or ``T.vectorized(0, N)``) from its arguments,
-    each an int or None where it is not a literal (shared by both passes); None when the text does not
-    give them (TileLang's vectorizer takes only loops that start at 0)."""
-    if None in ends or len(ends) not in (1, 2) or len(ends) == 2 and ends[0] != 0:
-        return None
-    return ends[-1]

@@ -16,9 +16,8 @@
   ``.__call__``: ``fast_scan.value_reads``) is CPA008 here, exactly as ``checks/value_read.py``
   gives it; a read only tested is none (``route_rules.py`` decides both);
 * anything else goes to the libcst pass in ``rewrite.py``: a read bound to a name, a walrus or a
-  default, or looked up by a string (libcst follows the uses), a call of TileLang's intrinsic in
-  neither layout (CPA002), a legacy call of
-  TileLang's intrinsic (it needs a rewrite), a module-level definition of the
+  default, or looked up by a string (libcst follows the uses), a legacy call of
+  TileLang's intrinsic that ``DECIDE_LEGACY`` below does not cover (it needs a rewrite), a module-level definition of the
   intrinsic or a runtime helper (``_defines``) that ``definitions_ast.py`` does
   not decide (a decorated one, say), a name bound by assignment to
   something that mentions the intrinsic and then called (``cp =
@@ -35,6 +34,15 @@ module): on, a file whose sites are those definitions and calls this pass
 decides never reaches libcst; off, it goes to libcst as before.
 ``DECIDE_READS`` (``CPASYNC_MIGRATE_FAST_READS=0``) switches the CPA008 decisions: off, a file whose
 text may hold a read of the intrinsic as a value goes to libcst.
+``DECIDE_LEGACY`` (``CPASYNC_MIGRATE_FAST_LEGACY=0``) switches the CPA002 findings this pass gives
+itself: a call of TileLang's intrinsic in neither layout (or with ``*args``), whose message needs only
+the argument count and keywords, and a legacy call whose argument list binds no legacy call or whose
+destination's data pointer is neither a name nor ``<name>.data`` (``fast_legacy.py`` reads those facts,
+``decide/legacy.py`` decides); off, such files go to libcst.  Every other legacy call goes to libcst,
+which decides it and makes the edit text of its fix.
+
+Which check a call goes to is ``decide/dispatch.py``'s, as for the libcst pass (``rewrite.visit_call``);
+what an access-pointer call's facts mean is ``decide/access_ptr.py``'s.
 
 Every finding of the libcst pass is a call whose callee is spelled
 ``<expr>.ptx_cp_async``, ``ptx_cp_async`` or a name imported as
@@ -50,7 +58,9 @@ from typing import Optional
 from .. import codes
 from ..findings import Analysis, Finding, FrontEndOptions, Status
 from . import route_rules
-from .calls import DTYPE_KW_MESSAGE, INTRINSIC, SUPPRESS_RE, TVM_MESSAGE, call_shape
+from .calls import INTRINSIC, SUPPRESS_RE, call_shape
+from .decide import access_ptr, dispatch, legacy
+from .fast_legacy import manual_reason
 from .fast_scan import (
     Undecided,
     enclosing,
@@ -65,6 +75,7 @@ from .fast_sizes import NewForm
 DECIDE_NEW_FORM = os.environ.get("CPASYNC_MIGRATE_FAST_NEW_FORM", "1") != "0"
 DECIDE_DEFINITIONS = os.environ.get("CPASYNC_MIGRATE_FAST_DEFINITIONS", "1") != "0"
 DECIDE_READS = os.environ.get("CPASYNC_MIGRATE_FAST_READS", "1") != "0"
+DECIDE_LEGACY = os.environ.get("CPASYNC_MIGRATE_FAST_LEGACY", "1") != "0"
 
 
 _NAME = re.escape(INTRINSIC)
@@ -166,7 +177,7 @@ def decide(text: str, path: str, options: FrontEndOptions):
         if star:
             return None, "star import"  # a bare name read under TileLang's or TVM's star import: libcst
         try:
-            reads = [_read_finding(r, lines, path, s.defs) for r in value_reads(tree, s, tl, tvm)]
+            reads = [_read_finding(r, lines, path, s.defs) for r in value_reads(tree, s, tl, tvm, path)]
         except Undecided:
             return None, "value"  # a read whose value libcst follows (bound to a name, looked up by string)
     if not s.calls:
@@ -175,8 +186,8 @@ def decide(text: str, path: str, options: FrontEndOptions):
         return None, "star import"  # TileLang's or TVM's star import binds the bare names: libcst decides
     new_form = None
     dtype_kw = rules.legacy.python_params[0]
-    converting = options.source.form == "access_ptr" and options.source.name != options.target.name
     out = []
+    migrated = set()
     try:
         for c in s.calls:
             q = qualify(c.func, s)
@@ -187,20 +198,26 @@ def decide(text: str, path: str, options: FrontEndOptions):
                 continue  # an alias of something else: not the intrinsic
             if mod not in tl and mod not in tvm:
                 continue  # some other library's ptx_cp_async
-            kind = call_shape(rules, any(isinstance(a, ast.Starred) for a in c.args) or
-                              any(k.arg is None for k in c.keywords),
-                              len(c.args) + len(c.keywords), [k.arg for k in c.keywords if k.arg])
-            if kind is None:
-                if mod in tl:
-                    return None, "neither form"  # TileLang's op in neither layout: CPA002 (rewrite.visit_call)
-                continue  # not this API's shape through TVM's namespace (a fork's own op): no finding
-            if kind == "new":
+            keywords = tuple(k.arg for k in c.keywords if k.arg)
+            call = dispatch.Call("tilelang" if mod in tl else "tvm",
+                                 call_shape(rules, any(isinstance(a, ast.Starred) for a in c.args) or
+                                            any(k.arg is None for k in c.keywords),
+                                            len(c.args) + len(c.keywords), list(keywords)),
+                                 len(c.args) + len(c.keywords), keywords)
+            route = dispatch.route(call, options.migrate_tvm)  # (the callee here is never a walrus: qualify)
+            if route.check == dispatch.NONE:
+                continue
+            info = False
+            if route.check == dispatch.ACCESS_PTR:
                 if not DECIDE_NEW_FORM:
                     return None, "new form"
-                if any(k.arg == dtype_kw for k in c.keywords):
-                    code, message, info = codes.DTYPE_KEYWORD_ON_NEW_CALL, DTYPE_KW_MESSAGE, False
-                elif converting:
+                if dispatch.marks_migrated(call):
+                    migrated.add(enclosing(s.defs, c) or "")  # (half-migrated files: findings.half_migrated)
+                question = access_ptr.check(dtype_kw in keywords, options.source, options.target)
+                if question == access_ptr.CONVERT:
                     return None, "--from"  # convert_new: libcst
+                if question == access_ptr.DTYPE_KEYWORD:
+                    code, message = codes.DTYPE_KEYWORD_ON_NEW_CALL, access_ptr.DTYPE_KW_MESSAGE
                 else:
                     if new_form is None:
                         new_form = NewForm(s, lines, options)
@@ -208,22 +225,21 @@ def decide(text: str, path: str, options: FrontEndOptions):
                     if message is None:
                         continue  # already migrated: not a finding
                     code, info = codes.SUSPICIOUS_SIZE, True
-                f = _finding(c, lines, path, code, message, s.defs)
-                if info:
-                    f.legacy_site, f.status, f.severity = False, Status.INFO, "warning"
-                if SUPPRESS_RE.search(lines[c.lineno - 1]):
-                    f.status = Status.SUPPRESSED
-                if mod in tl and f.legacy_site:
-                    f.role = "caller"
-                out.append(f)
-                continue
-            if mod in tl:
-                return None, "legacy call"
-            if options.migrate_tvm and kind == "legacy":
-                return None, "--migrate-tvm"
-            f = _finding(c, lines, path, codes.TVM_NAMESPACE_CALL, TVM_MESSAGE, s.defs)
+            elif route.check == dispatch.LEGACY:
+                why = manual_reason(c, list(rules.legacy.python_params), lines) if DECIDE_LEGACY else None
+                if why is None:
+                    return None, ("--migrate-tvm" if route.switch_callee else "legacy call")
+                code, message = codes.LEGACY_CALL_MANUAL, legacy.manual_message(why)
+            elif route.check == dispatch.MANUAL and not DECIDE_LEGACY:
+                return None, "neither form"
+            else:  # TVM's wrapper (CPA003), or TileLang's op in an argument layout no release takes (CPA002)
+                code, message = route.code, route.message
+            f = _finding(c, lines, path, code, message, s.defs)
+            if info:
+                f.legacy_site, f.status, f.severity = False, Status.INFO, "warning"
             if SUPPRESS_RE.search(lines[c.lineno - 1]):
                 f.status = Status.SUPPRESSED
+            f.role = dispatch.role(call, f.legacy_site)
             out.append(f)
     except Undecided:
         return None, "undecided"
@@ -234,7 +250,7 @@ def decide(text: str, path: str, options: FrontEndOptions):
         out.extend(defined)
     out.extend(reads)
     out.sort(key=lambda f: (f.line, f.column))
-    return Analysis(out), "decided"
+    return Analysis(out, migrated=sorted(migrated)), "decided"
 
 
 def _read_finding(read: tuple, lines: list[str], path: str, defs) -> Finding:

@@ -331,12 +331,17 @@ def _dotted(node) -> str:
     return ".".join(reversed(parts))
 
 
-def value_reads(tree: ast.Module, s: Scan, tl: set, tvm: set) -> list:
+def value_reads(tree: ast.Module, s: Scan, tl: set, tvm: set, path: str = "") -> list:
     """(node, route_rules.Read) of each read of the intrinsic as a value that this pass decides and that
     is a finding, routes as ``route_rules`` names them (the libcst pass's ``checks/value_read.py`` finds the
     same).  ``Undecided`` where libcst must decide: a string lookup (``getattr``, ``__dict__``), a read
-    that is the value of an assignment, a walrus or a default, or inside one whose name the file uses."""
+    that is the value of an assignment, a walrus or a default, or inside one whose name the file uses.
+    A read held by a module-level binding of the intrinsic's own name in a file of TileLang's or TVM's
+    package (``ptx_cp_async = _dtype_forward(_tir_op.ptx_cp_async)``: ``route_rules.defines_api``, read at
+    ``path``) is the API's own definition: no finding, as libcst decides it."""
     from . import route_rules as rr
+
+    roots = rr.api_roots(tl, tvm)
 
     parents: dict = {}
     cands = []
@@ -391,6 +396,8 @@ def value_reads(tree: ast.Module, s: Scan, tl: set, tvm: set) -> list:
         api = "tilelang" if mod in tl else "tvm"
         if type(par) is ast.Call and par.func is node:
             continue  # the callee of a call the passes analyse
+        if _defines_api(par, node, parents, path, roots):
+            continue  # the read is the whole value of the API's own definition
         route = _route(node, par, parents)
         if route is None:
             continue
@@ -407,12 +414,38 @@ def value_reads(tree: ast.Module, s: Scan, tl: set, tvm: set) -> list:
                 type(cur.targets[0]) is ast.Name or type(cur) is ast.AnnAssign and cur.value is prev and \
                 type(cur.target) is ast.Name:
             target = (cur.targets[0] if type(cur) is ast.Assign else cur.target).id
+            if target == INTRINSIC and rr.defines_api(path, _module_level(cur, parents), target, roots):
+                continue  # the API's own definition (checks/value_read.py: its carrier)
             if target == INTRINSIC or used.get(target, 0) > 1:
                 raise Undecided  # the API's own re-export, or a name the file uses: libcst
         read = rr.Read(api, _dotted(node), route[0], route[1], callee=callee)
         if rr.is_finding(read):
             out.append((node, read))
     return out
+
+
+def _module_level(stmt, parents) -> bool:
+    """The statement binds in the module's scope: no function, class or lambda holds it."""
+    cur = parents.get(id(stmt))
+    while cur is not None:
+        if type(cur) in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda):
+            return False
+        cur = parents.get(id(cur))
+    return True
+
+
+def _defines_api(par, node, parents, path: str, roots) -> bool:
+    """``node`` is the whole value of a one-name (annotated) assignment of the intrinsic's own name that
+    ``route_rules.defines_api`` calls the API's own definition (``checks/value_read._whole_value_binding``)."""
+    from . import route_rules as rr
+
+    if type(par) is ast.Assign and par.value is node and len(par.targets) == 1 and type(par.targets[0]) is ast.Name:
+        target = par.targets[0].id
+    elif type(par) is ast.AnnAssign and par.value is node and type(par.target) is ast.Name:
+        target = par.target.id
+    else:
+        return False
+    return target == INTRINSIC and rr.defines_api(path, _module_level(par, parents), target, roots)
 
 
 def _callee_name(func, s: Scan) -> str:

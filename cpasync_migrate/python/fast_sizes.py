@@ -1,6 +1,6 @@
-"""CPA004 / CPA005 of an access-pointer call from the stdlib ``ast`` (the fast pass's mirror of
-``checks/access_ptr_call.py``): the pointer types read where the text decides them simply,
-``Undecided`` anywhere else."""
+"""The facts of CPA005 for an access-pointer call from the stdlib ``ast`` (what ``checks/access_ptr_call.py``
+reads with libcst): the size literal, the pointer types read where the text decides them simply, the
+widening loop's lanes; ``Undecided`` anywhere else.  What the facts mean is ``decide/access_ptr.py``'s."""
 from __future__ import annotations
 
 import ast
@@ -8,7 +8,7 @@ import re
 from typing import Optional
 
 from ..findings import FrontEndOptions
-from .calls import loop_lanes
+from .decide import access_ptr as decide
 from .fast_scan import Scan, Undecided, qualify
 
 
@@ -20,10 +20,10 @@ _SIMPLE_STR = re.compile(r"""[uU]?(?:"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')\Z"
 
 
 class NewForm:
-    """CPA004 / CPA005 for a call in the access-pointer shape, as ``rewrite._Context.visit_call`` gives them.
+    """CPA005's facts for a call in the access-pointer shape, as ``checks/access_ptr_call.py`` reads them.
 
-    Mirrors ``new_form_parts``, ``access_pointer_dtype``, ``declaration_of``, ``decl_dtype_expr``,
-    ``dtype_of_expr`` and ``size_warning`` on the stdlib tree.  Names are looked up only where the
+    Reads what ``new_form_parts``, ``access_pointer_dtype``, ``declaration_of``, ``decl_dtype_expr``
+    and ``dtype_of_expr`` read, on the stdlib tree.  Names are looked up only where the
     text decides them here: a name bound once in the file whose scope is the module or a function
     around the lookup; anything else that could change the answer raises ``Undecided``.
     """
@@ -239,7 +239,7 @@ class NewForm:
                 found.append(it)
         if len(found) != 1 or found[0].keywords:
             return None
-        return loop_lanes([a.value if type(a) is ast.Constant and type(a.value) is int else None
+        return decide.loop_lanes([a.value if type(a) is ast.Constant and type(a.value) is int else None
                            for a in found[0].args])
 
     def size_warning(self, call: ast.Call) -> Optional[str]:
@@ -257,39 +257,12 @@ class NewForm:
             if not named:
                 return None
             size = named[0]
-        if type(size) is not ast.Constant or type(size.value) is not int:
-            return None  # not an integer literal: no warning whatever the pointers are
-        value = size.value
-        if g.size_meaning != "num_elems" and value in g.widths and \
-                all(value % k == 0 for k in set(rules.dtype_sizes.values())):
-            return None  # a width every element size divides: no warning whatever the pointers are
+        value = size.value if type(size) is ast.Constant and type(size.value) is int else None
+        if not decide.pointers_matter(rules, g, value):
+            return None  # no warning whatever the pointers are (not a literal, or a width every size divides)
         try:
-            dst = self.pointer_dtype(pos[0], call)
-            src = self.pointer_dtype(pos[1], call)
+            dst = decide.PointerType(*self.pointer_dtype(pos[0], call))
+            src = decide.PointerType(*self.pointer_dtype(pos[1], call))
         except _NoFix:
             return None
-        if dst[1] is None or src[1] is None:
-            return None
-        (dname, dsize), (sname, ssize) = dst, src
-        widths = "/".join(map(str, g.widths))
-        if g.size_meaning == "num_elems":
-            if dsize != ssize:
-                return (f"the pointer types {dname} and {sname} differ in width; {g.name} derives the copy "
-                        f"width from each side and needs them equal")
-            lanes = self.lanes(call)
-            if lanes is not None and value * dsize * lanes in g.widths:
-                return None  # widened to one copy of all its lanes (rules: widening_loop)
-            if value * dsize not in g.widths:
-                hint = ""
-                if value in g.widths and value % dsize == 0:
-                    hint = (f"; if it was written for 0.1.8 with a byte count, run with --from 0.1.8 to convert it "
-                            f"to {value // dsize} elements")
-                return (f"size {value} means {value} {dname} elements = {value * dsize} bytes under {g.name}, "
-                        f"not a cp.async width ({widths}){hint}")
-            return None
-        for name, k in ((dname, dsize), (sname, ssize)):
-            if value % k:
-                return f"size {value} bytes is not a whole number of {name} elements of its access pointer"
-        if value not in g.widths:
-            return f"size {value} bytes is not a cp.async width ({widths}) under {g.name}"
-        return None
+        return decide.size_warning(g, value, dst, src, lambda: self.lanes(call))

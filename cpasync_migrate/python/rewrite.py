@@ -14,11 +14,12 @@ from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 from .. import codes
 from ..findings import Analysis, Finding, FrontEndOptions, Status
 from .bindings import Bindings
-from .calls import INTRINSIC, SUPPRESS_RE, TVM_MESSAGE, call_shape
+from .calls import INTRINSIC, SUPPRESS_RE, call_shape
 from .checks.access_ptr_call import AccessPtrCall
 from .checks.legacy_call import LegacyCall
 from .checks.value_read import ValueRead
 from .context import Context
+from .decide import dispatch
 from .imports import Imports
 
 
@@ -73,7 +74,8 @@ class _Collector(cst.CSTVisitor):
 class _Context(Context, Bindings, Imports, LegacyCall, AccessPtrCall, ValueRead):
     """The libcst pass over one file: each call of the intrinsic classified and, where it can be, fixed.
 
-    ``visit_call`` decides a call's code from the API it reaches (reach.py) and its shape; the
+    ``visit_call`` reads the API a call reaches (reach.py) and its shape, and ``decide/dispatch.py`` says which
+    check it goes to; the
     checks live in ``checks/`` (legacy_call: CPA001/CPA002; access_ptr_call: CPA004/CPA005,
     ``--from``; value_read: CPA008, after every call), the lookups in ``bindings.py``, the emitted
     alias in ``imports.py``.  ``analysed`` holds the calls the pass classified: those that reach the
@@ -87,13 +89,16 @@ class _Context(Context, Bindings, Imports, LegacyCall, AccessPtrCall, ValueRead)
         api = reach.api
         if api is not None or reach.unresolved:
             self.analysed.add(node)
-        if api is None:
-            if reach.unresolved and self.call_shape(node) != "new":
-                self._unresolved(node, reach.unresolved)
+        if api is None and not reach.unresolved:
+            return
+        call = dispatch.Call(api, self.call_shape(node), len(node.args),
+                             tuple(a.keyword.value for a in node.args if a.keyword is not None),
+                             isinstance(node.func, cst.NamedExpr), reach.unresolved or "")
+        route = dispatch.route(call, self.opts.migrate_tvm)  # which check the call goes to (decide/dispatch.py)
+        if route.check == dispatch.NONE:
             return
         r = self.pos(node)
         line_text = self.lines[r.start.line - 1] if r.start.line - 1 < len(self.lines) else ""
-        suppressed = bool(SUPPRESS_RE.search(line_text))
         finding = Finding(
             path=self.path,
             line=r.start.line,
@@ -104,53 +109,22 @@ class _Context(Context, Bindings, Imports, LegacyCall, AccessPtrCall, ValueRead)
             message="",
             function=self.enclosing_function(node),
         )
-        kind = self.call_shape(node)
-        if kind is None:
-            if api == "tvm":
-                return  # not this API's shape (a fork's own op through TVM's namespace): no finding
-            # TileLang's intrinsic with a layout of neither form: no TileLang release builds it, so it is
-            # left for a person rather than passed over (a lint must not pass while it remains)
-            kw = [a.keyword.value for a in node.args if a.keyword is not None]
-            kind = (f"{len(node.args)} arguments ({len(node.args) - len(kw)} positional"
-                    + (f"; keywords {', '.join(kw)}" if kw else "") + "), neither the legacy nor the access-pointer "
-                    "form; if it is a fork's own op, suppress it with a `cpasync-migrate: ignore` comment")
-        if kind == "new":
-            if api == "tilelang":
+        if route.check == dispatch.ACCESS_PTR:
+            if dispatch.marks_migrated(call):
                 self.migrated.add(finding.function or "")  # (half-migrated files: findings.half_migrated)
             if not self.check_access_ptr_call(node, finding):
                 return  # already migrated, or nothing to convert: not a finding
-        elif api == "tvm" and not (self.opts.migrate_tvm and kind == "legacy" and
-                                   not isinstance(node.func, cst.NamedExpr)):
-            finding.code = codes.TVM_NAMESPACE_CALL
-            finding.message = TVM_MESSAGE
-            if self.opts.migrate_tvm and kind == "legacy":
-                finding.message += ("; --migrate-tvm does not switch a walrus callee, whose binding the switch "
-                                    "would drop: bind the name first, then call it")
-        elif kind == "legacy":
+        elif route.check == dispatch.LEGACY:
             self.route_assumptions = [reach.assumption] if reach.assumption else []
-            self.check_legacy_call(node, finding, switch_callee=(api == "tvm"))
+            self.check_legacy_call(node, finding, switch_callee=route.switch_callee)
             self.route_assumptions = []
-        else:
-            finding.code = codes.LEGACY_CALL_MANUAL
-            finding.message = f"ptx_cp_async call with an argument layout the tool cannot read: {kind}"
-        if suppressed:
+        else:  # TVM's wrapper (CPA003), or left for a person (CPA002)
+            finding.code, finding.message = route.code, route.message
+        if SUPPRESS_RE.search(line_text):
             finding.status = Status.SUPPRESSED
             finding.fix = None
-        if api == "tilelang" and finding.legacy_site:
-            finding.role = "caller"  # of the tree's own definition, when it has one (sets.py)
+        finding.role = dispatch.role(call, finding.legacy_site)
         self.findings.append(finding)
-
-    def _unresolved(self, node: cst.Call, route: str) -> None:
-        """A legacy-shaped call that may reach the intrinsic along a route the tool does not follow."""
-        r = self.pos(node)
-        line_text = self.lines[r.start.line - 1] if r.start.line - 1 < len(self.lines) else ""
-        f = Finding(path=self.path, line=r.start.line, column=r.start.column + 1, end_line=r.end.line,
-                    end_column=r.end.column + 1, code=codes.LEGACY_CALL_MANUAL,
-                    message=f"legacy ptx_cp_async cannot be migrated automatically: {route}",
-                    function=self.enclosing_function(node), role="caller")
-        if SUPPRESS_RE.search(line_text):
-            f.status = Status.SUPPRESSED
-        self.findings.append(f)
 
     def legacy_dtype_kw(self) -> str:
         return self.legacy.python_params[0]

@@ -5,6 +5,9 @@ CPA005 suspicious-size: docs/codes/CPA005.md.
 
 ``--from``: a call written for an older access-pointer generation is converted to the
 target's size meaning (``convert_new``), exactly or not at all.
+
+This module reads the facts from the libcst tree (the pointer types, the size argument, the widening
+loop); what they mean is ``decide/access_ptr.py``'s, which the fast pass (``fast_sizes.py``) asks too.
 """
 from __future__ import annotations
 
@@ -14,9 +17,9 @@ import libcst as cst
 
 from ... import codes
 from ...findings import Applicability, Edit, Finding, Fix, Status
-from ..calls import DTYPE_KW_MESSAGE, loop_lanes
 from ..context import DType, NoFix
 from ..cst_util import int_value
+from ..decide import access_ptr as decide
 
 
 class AccessPtrCall:
@@ -24,12 +27,14 @@ class AccessPtrCall:
 
     def check_access_ptr_call(self, node: cst.Call, finding: Finding) -> bool:
         """Fill ``finding`` for a call in the access-pointer shape; False when it is no finding."""
-        if any(a.keyword is not None and a.keyword.value == self.legacy_dtype_kw() for a in node.args):
-            finding.code = codes.DTYPE_KEYWORD_ON_NEW_CALL
-            finding.message = DTYPE_KW_MESSAGE
-            return True
         source, target = self.opts.source, self.target
-        if source.form == "access_ptr" and source.name != target.name:
+        question = decide.check(any(a.keyword is not None and a.keyword.value == self.legacy_dtype_kw()
+                                    for a in node.args), source, target)
+        if question == decide.DTYPE_KEYWORD:
+            finding.code = codes.DTYPE_KEYWORD_ON_NEW_CALL
+            finding.message = decide.DTYPE_KW_MESSAGE
+            return True
+        if question == decide.CONVERT:
             # --from: the call was written for an older access-pointer generation
             try:
                 fix = self.convert_new(node)
@@ -92,33 +97,19 @@ class AccessPtrCall:
 
     def convert_new(self, node: cst.Call) -> Optional[Fix]:
         """--from: convert the size argument of an access-pointer call between generations."""
-        src_meaning = self.opts.source.size_meaning
-        dst_meaning = self.target.size_meaning
-        if src_meaning == dst_meaning:
+        source, target = self.opts.source, self.target
+        if not decide.converts(source, target):
             return None
         dst, src, size = self.new_form_parts(node)
-        for d in (dst, src):
-            if d.size is None:
-                raise NoFix(f"the element size of `{d.text}` is not known from the text")
-        if dst.size != src.size:
-            raise NoFix(f"the pointer types {dst.name} and {src.name} differ in width; "
-                        f"{self.target.name} needs both pointers in one type")
-        k = dst.size
-        value = int_value(size.value)
-        if value is None:
-            raise NoFix(f"the size `{self.node_text(size.value)}` is not an integer literal")
-        if src_meaning == "bytes":
-            if value % k:
-                raise NoFix(f"{value} bytes is not a whole number of {dst.name} elements")
-            new, nbytes = value // k, value
-        else:
-            new, nbytes = value * k, value * k
-        if nbytes not in self.target.widths:
-            raise NoFix(f"the copy is {nbytes} bytes, not a cp.async width")
+        try:
+            new = decide.converted_size(source, target, _ptype(dst), _ptype(src), int_value(size.value),
+                                        self.node_text(size.value))
+        except decide.NotConverted as e:
+            raise NoFix(str(e)) from None
         vs, ve = self.vspan(size.value)
         as_, _ = self.span(size)
         edits = [Edit(as_ if size.keyword is not None else vs, ve, str(new))]
-        steps = self.rules.steps(self.opts.source.name, self.target.name)
+        steps = self.rules.steps(source.name, target.name)
         return Fix(edits, Applicability.SAFE, [], steps)
 
     def widening_lanes(self, node: cst.Call) -> Optional[int]:
@@ -139,37 +130,17 @@ class AccessPtrCall:
             child, cur = cur, self.parents.get(cur)
         if len(found) != 1 or any(a.keyword is not None or a.star for a in found[0].args):
             return None
-        return loop_lanes([int_value(a.value) for a in found[0].args])
+        return decide.loop_lanes([int_value(a.value) for a in found[0].args])
 
     def size_warning(self, node: cst.Call) -> Optional[str]:
-        """CPA005: a three/four-argument call whose size reads wrong under the target."""
+        """CPA005: a three/four-argument call whose size reads wrong under the target (decide/access_ptr.py)."""
         try:
             dst, src, size = self.new_form_parts(node)
         except NoFix:
             return None
-        value = int_value(size.value)
-        if value is None or dst.size is None or src.size is None:
-            return None
-        g = self.target
-        widths = "/".join(map(str, g.widths))
-        if g.size_meaning == "num_elems":
-            if dst.size != src.size:
-                return (f"the pointer types {dst.name} and {src.name} differ in width; {g.name} derives the copy "
-                        f"width from each side and needs them equal")
-            lanes = self.widening_lanes(node)
-            if lanes is not None and value * dst.size * lanes in g.widths:
-                return None  # widened to one copy of all its lanes (rules: widening_loop)
-            if value * dst.size not in g.widths:
-                hint = ""
-                if value in g.widths and value % dst.size == 0:
-                    hint = (f"; if it was written for 0.1.8 with a byte count, run with --from 0.1.8 to convert it "
-                            f"to {value // dst.size} elements")
-                return (f"size {value} means {value} {dst.name} elements = {value * dst.size} bytes under {g.name}, "
-                        f"not a cp.async width ({widths}){hint}")
-            return None
-        for d in (dst, src):
-            if value % d.size:
-                return f"size {value} bytes is not a whole number of {d.name} elements of its access pointer"
-        if value not in g.widths:
-            return f"size {value} bytes is not a cp.async width ({widths}) under {g.name}"
-        return None
+        return decide.size_warning(self.target, int_value(size.value), _ptype(dst), _ptype(src),
+                                   lambda: self.widening_lanes(node))
+
+
+def _ptype(d: DType) -> decide.PointerType:
+    return decide.PointerType(d.name, d.size, d.text)

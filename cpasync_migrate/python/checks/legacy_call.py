@@ -15,11 +15,12 @@ from typing import Optional, Sequence
 import libcst as cst
 
 from ... import codes
-from ...findings import Applicability, Edit, Finding, Fix
+from ...findings import Edit, Finding, Fix
 from .. import layout
 from ..calls import INTRINSIC
 from ..context import DType, NoFix, Pointer
 from ..cst_util import int_value, is_atom
+from ..decide import legacy as decide
 
 
 class LegacyCall:
@@ -29,42 +30,29 @@ class LegacyCall:
         """Fill ``finding`` for a call in the legacy shape: its fix (CPA001), or why there is none (CPA002)."""
         try:
             finding.fix, note = self.rewrite(node, switch_callee=switch_callee)
-            finding.message = "legacy offset-form ptx_cp_async; migrate to access pointers" + note
+            finding.message = decide.FIX_MESSAGE + note
         except NoFix as e:
             finding.code = codes.LEGACY_CALL_MANUAL
-            finding.message = f"legacy ptx_cp_async cannot be migrated automatically: {e}"
+            finding.message = decide.manual_message(str(e))
 
     def bind_legacy(self, node: cst.Call) -> dict[str, cst.Arg]:
-        params = list(self.legacy.python_params)
-        bound: dict[str, cst.Arg] = {}
         positional = [a for a in node.args if a.keyword is None]
-        keywords = [a for a in node.args if a.keyword is not None]
-        kwnames = [a.keyword.value for a in keywords]
-        # TVMScript's dtype forwarding: dtype given as keyword, the rest shift left
-        order = params[1:] if self.legacy_dtype_kw() in kwnames else params
-        if len(positional) > len(order):
-            raise NoFix("too many positional arguments")
-        for p, a in zip(order, positional):
-            bound[p] = a
-        for a in keywords:
-            k = a.keyword.value
-            if k not in params:
-                raise NoFix(f"unknown keyword argument {k}=")
-            if k in bound:
-                raise NoFix(f"argument {k} given twice")
-            bound[k] = a
-        missing = [p for p in params if p not in bound]
-        if missing:
-            raise NoFix("missing argument(s) " + ", ".join(missing))
-        return bound
+        keywords = {a.keyword.value: a for a in node.args if a.keyword is not None}
+        try:
+            where = decide.bind(list(self.legacy.python_params), len(positional),
+                                [a.keyword.value for a in node.args if a.keyword is not None])
+        except decide.NotMigrated as e:
+            raise NoFix(str(e)) from None
+        return {p: positional[i] if how == "pos" else keywords[i] for p, (how, i) in where.items()}
 
     def pointer(self, arg: cst.Arg, call: cst.Call, call_dtype: Optional[cst.Arg]) -> Pointer:
         v = arg.value
         buf = None
-        if not (isinstance(v, cst.Name) or (isinstance(v, cst.Attribute) and v.attr.value == "data"
-                                            and isinstance(v.value, cst.Name))):
-            raise NoFix(f"the data pointer `{self.node_text(v)}` is not a buffer's `.data` or a name: "
-                        "tvm_access_ptr takes the buffer's data Var")
+        shape = decide.NAME if isinstance(v, cst.Name) else decide.DATA if (
+            isinstance(v, cst.Attribute) and v.attr.value == "data" and isinstance(v.value, cst.Name)) else decide.OTHER
+        why = decide.pointer_problem(shape, self.node_text(v) if shape == decide.OTHER else "")
+        if why:
+            raise NoFix(why)
         routed = self.through_callers(arg, call)
         if routed is not None:
             return routed
@@ -426,15 +414,11 @@ class LegacyCall:
             # every fix that needs the import carries the same edit; the engine applies it once
             edits.append(self._import_edit)
         assumptions = list(dict.fromkeys(assumptions))
-        applic = Applicability.UNSAFE if assumptions else Applicability.SAFE
+        applic, note = decide.fix_safety(assumptions)
         importers = {a: self.importer_questions[a] for a in assumptions if a in self.importer_questions}
-        note = ""
-        if assumptions:
-            note = f" (unsafe fix: rests on {len(assumptions)} assumption(s))"
         note += dst.note + src.note
         if dst.retyped:
-            note += (f"; the destination's offset counts elements of the call's dtype "
-                     f"{self.node_text(call_dtype.value)} (merged shared memory: {dst.why})")
+            note += decide.retyped_note(self.node_text(call_dtype.value), dst.why)
         note += note_extra
         return Fix(edits, applic, assumptions, steps, importers), note
 

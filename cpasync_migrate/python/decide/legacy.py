@@ -1,0 +1,75 @@
+"""CPA001 / CPA002 of a legacy call: what its argument list binds, whether its pointers have the shape an access
+pointer takes, its fix's safety and its message, apart from any parse tree.
+
+The facts, as either pass reads them: the number of positional arguments and the keyword names in source order
+(``bind``), the shape of a data pointer (``pointer_problem``: a name, ``<name>.data``, or anything else with its
+text), the assumptions a fix rests on (``fix_safety``).  ``checks/legacy_call.py`` (libcst) asks this module
+while it builds a fix; the fast pass asks it for a legacy call whose verdict these facts alone decide (a call
+left for a person before any buffer is looked up), and leaves every other legacy call to libcst, which also
+makes the edit text of a fix.
+
+This module imports no parser.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ...findings import Applicability
+
+FIX_MESSAGE = "legacy offset-form ptx_cp_async; migrate to access pointers"
+
+# The shapes of a data pointer (``pointer_problem``).
+NAME, DATA, OTHER = "name", "data", "other"
+
+
+class NotMigrated(Exception):
+    """The legacy call cannot be migrated automatically; the message says why."""
+
+
+def manual_message(why: str) -> str:
+    """CPA002's message for a legacy call that is left for a person, and why."""
+    return f"legacy ptx_cp_async cannot be migrated automatically: {why}"
+
+
+def bind(params: list, npos: int, keywords: list) -> dict:
+    """Which argument each legacy parameter takes: parameter -> ("pos", index among the positional arguments)
+    or ("kw", keyword name); ``NotMigrated`` where the list binds no call of the legacy signature.
+
+    TVMScript's dtype forwarding: with the dtype given as a keyword, the positional arguments shift left."""
+    dtype_kw = params[0]
+    order = params[1:] if dtype_kw in keywords else params
+    if npos > len(order):
+        raise NotMigrated("too many positional arguments")
+    bound = {p: ("pos", i) for i, p in zip(range(npos), order)}
+    for k in keywords:
+        if k not in params:
+            raise NotMigrated(f"unknown keyword argument {k}=")
+        if k in bound:
+            raise NotMigrated(f"argument {k} given twice")
+        bound[k] = ("kw", k)
+    missing = [p for p in params if p not in bound]
+    if missing:
+        raise NotMigrated("missing argument(s) " + ", ".join(missing))
+    return bound
+
+
+def pointer_problem(shape: str, text: str) -> Optional[str]:
+    """Why a data pointer of ``shape`` (``NAME``, ``DATA`` for ``<name>.data``, ``OTHER``), spelled ``text``, takes
+    no access pointer; None when it can."""
+    if shape in (NAME, DATA):
+        return None
+    return f"the data pointer `{text}` is not a buffer's `.data` or a name: tvm_access_ptr takes the buffer's data Var"
+
+
+def fix_safety(assumptions: list) -> tuple:
+    """(applicability, the message's note) of a fix resting on ``assumptions``: safe without any, else unsafe
+    (applied with ``--unsafe-fixes``), the note counting them."""
+    if assumptions:
+        return Applicability.UNSAFE, f" (unsafe fix: rests on {len(assumptions)} assumption(s))"
+    return Applicability.SAFE, ""
+
+
+def retyped_note(call_dtype_text: str, why: str) -> str:
+    """The note of a destination typed by the call's dtype (merged dynamic shared memory: ``smem.py`` says why)."""
+    return (f"; the destination's offset counts elements of the call's dtype {call_dtype_text} "
+            f"(merged shared memory: {why})")
