@@ -231,12 +231,15 @@ def salt(settings) -> bytes:
     return _salt(settings.rules_dir)
 
 
-def key(settings, path: str, language: str, raw: bytes, kind: str = "analysis", line_length: int = 88) -> str:
+def key(settings, path: str, language: str, raw: bytes, kind: str = "analysis", line_length: int = 88,
+        layout=None) -> str:
     import hashlib
 
     h = hashlib.sha256(_salt(settings.rules_dir))
     opts = (kind, path, language, settings.target, settings.source, settings.style, settings.migrate_tvm,
             line_length)
+    if layout is not None:  # the C++ layout options (cpp/style.py); absent for Python, keys unchanged
+        opts = opts + (list(layout),)
     h.update(json.dumps(opts).encode() + b"\0")
     h.update(raw)
     return h.hexdigest()

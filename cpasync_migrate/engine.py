@@ -59,7 +59,7 @@ def front_end(language: str):
     return fe
 
 
-def front_end_options(settings: RunSettings, line_length: int = 88) -> FrontEndOptions:
+def front_end_options(settings: RunSettings, line_length: int = 88, cpp_style=None) -> FrontEndOptions:
     from .rules import load_rules
 
     rules = load_rules(settings.rules_dir)
@@ -70,6 +70,7 @@ def front_end_options(settings: RunSettings, line_length: int = 88) -> FrontEndO
         style=settings.style,
         migrate_tvm=settings.migrate_tvm,
         line_length=line_length,
+        cpp_style=cpp_style,
     )
 
 
@@ -82,6 +83,9 @@ def forget_folders() -> None:
     have come or gone)."""
     _NEAREST.clear()
     from . import importers
+    from .cpp import style
+
+    style.forget()
 
     importers.forget()
 
@@ -169,17 +173,23 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
     text = src.text
     analysis = ck = None
     line_length = line_length_of(path) if language == "python" else 88
+    cpp_style = None
+    if language != "python":
+        from .cpp import style as cpp_style_mod
+
+        cpp_style = cpp_style_mod.style_of(path)
     if settings.cache_dir:
         from . import cache
 
-        ck = cache.key(settings, path, language, raw, line_length=line_length)
+        ck = cache.key(settings, path, language, raw, line_length=line_length,
+                       layout=None if cpp_style is None else (cpp_style.column_limit, cpp_style.continuation))
         if settings.mode != "write":  # write mode applies only edits it computed in this run
             analysis = cache.load_analysis(settings.cache_dir, ck, path)
     if analysis is None and only_cached:
         return NOT_CACHED
     fresh = analysis is None
     if fresh:
-        fe, opts = front_end(language), front_end_options(settings, line_length)
+        fe, opts = front_end(language), front_end_options(settings, line_length, cpp_style)
         try:
             analysis = fe.analyze(text, path, opts)
         except (RecursionError, MemoryError):  # nesting past what files.nesting bounds (a long chain of a + a + ...)

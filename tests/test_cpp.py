@@ -566,9 +566,14 @@ def test_merge_branch_is_rewritten_in_pointer_type_units():
     assert "ICHECK(op->args.size() == 3U || op->args.size() == 4U);\n      Call dst_access_ptr = Downcast<Call>(op->args[0]);" in new
     assert "PrimExpr e = Off(b, dst_access_ptr->args[0].dtype());" in new
     assert "PrimExpr o = this->VisitExpr(dst_access_ptr->args[2]);" in new
-    assert "{dst_access_ptr->args[0], pool_, e + o, dst_access_ptr->args[3], dst_access_ptr->args[4]}" in new
+    # laid out as clang-format's LLVM style (80 columns) lays the new statements out (cpp/layout.py)
+    assert ("      PrimExpr rebased_dst =\n"
+            "          Call(DataType::Handle(), builtin::tvm_access_ptr(),\n"
+            "               {dst_access_ptr->args[0], pool_, e + o, dst_access_ptr->args[3],\n"
+            "                dst_access_ptr->args[4]});\n") in new
     assert "mul(" not in new and "args[5]" not in new
-    assert "return Call(dtype, op->op, {rebased_dst, op->args[1], op->args[2], op->args[3]});" in new
+    assert ("      return Call(dtype, op->op,\n"
+            "                  {rebased_dst, op->args[1], op->args[2], op->args[3]});") in new
     assert reparse_problem(_MERGE, new) is None
     assert analyze(new, "m.cc", OPTS).findings == []
 
