@@ -324,7 +324,8 @@ def test_tirx_tree_sites_and_fixes_compile(cache, tmp_path, target):
     mnew = apply_edits(mold, m.fix.edits)
     assert reparse_problem(mold, mnew) is None and not analyze(mnew, mrel, options).findings
     assert "TVM_FFI_ICHECK(dst_access_ptr->op.same_as(builtin::tvm_access_ptr()))" in mnew
-    assert "op->args[3]}, op->annotations);" in mnew
+    # the call's annotations kept (laid out at 80 columns, the default without a .clang-format: cpp/layout.py)
+    assert "{rebased_dst, op->args[1], op->args[2], op->args[3]},\n                  op->annotations);" in mnew
     mout = tmp_path / "tirx" / mrel
     mout.write_text(mnew, encoding="utf-8")
     includes = _tirx_includes(cache)
