@@ -316,7 +316,8 @@ _LAYOUTS = {
         "emit": _Table({k: _REQ for k in (
             "call", "args", "args_rest", "builtin_scope", "pointer_dtype", "pointer_dtype_helper",
             "pointer_dtype_helper_name", "data_field", "var_types", "extent", "size_primexpr", "size_wrappers",
-            "hoist_dtype", "hoist_access_ptr", "hoist_names", "pure_calls")}),
+            "hoist_dtype", "hoist_access_ptr", "hoist_names", "pure_calls", "hoist_pointer_type",
+            "hoist_dtype_from_pointer", "hoist_pointer_names")}),
         "registration": _Table({"arity_method": _REQ, "macros": _Data()}),
         "helpers": _Table({"names": _REQ, "pointer_param": _REQ, "offset_param": _REQ, "op": _REQ, "exclude": _REQ}),
     }),

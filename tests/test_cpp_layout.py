@@ -204,3 +204,20 @@ def test_upstream_legacy_files_stay_clang_format_clean(tmp_path):
         after = (tmp_path / f).read_text()
         assert after != before[f], f"{f} was not rewritten"
         assert _clean(after, style), f"{f}: clang-format clean before migration, not after"
+
+
+@needs_cf
+def test_without_get_pointer_type_the_pointer_type_is_named_in_two_steps_and_stays_clean():
+    src = ("Stmt F(const BufferStoreNode *store, const BufferLoadNode *load, int bytes) {\n"
+           "  return Evaluate(\n"
+           "      Call(store->buffer->dtype, builtin::ptx_cp_async(),\n"
+           "           {store->buffer->data, store->indices[0], load->buffer->data,\n"
+           "            load->indices[0], PrimExpr(bytes)}));\n"
+           "}\n")
+    assert _clean(src)
+    new = _migrate(src)
+    # the same two Downcasts as the inline form, in the same order, each named once
+    assert ("  PointerType dst_pointer_type =\n      Downcast<PointerType>(store->buffer->data->type_annotation);\n"
+            "  DataType dst_dtype =\n      Downcast<PrimType>(dst_pointer_type->element_type)->dtype;\n") in new
+    assert "GetPointerType" not in new
+    assert _clean(new)

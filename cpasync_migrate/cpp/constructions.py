@@ -508,7 +508,7 @@ class ConstructionChecks:
                                             extent=extent, mask=mask, **fmt)
             return emit["call"].format(**fmt) + " " + args + " " + rest
 
-        out = {"fmt": fmt, "ptr": ptr}
+        out = {"fmt": fmt, "ptr": ptr, "helper": ctx["helper"]}
         for side, data, off, mask in (("dst", d, d_off, self.target.dst_rw_mask),
                                       ("src", s, s_off, self.target.src_rw_mask)):
             ptype = emit[pdt_key].format(data=squash_ws(self.text_of(data)), **fmt)
@@ -532,6 +532,12 @@ class ConstructionChecks:
         if len(listed) != 4 or len(set(listed)) != 4:
             return None
         names = dict(zip(("dst_dtype", "dst_access_ptr", "src_dtype", "src_access_ptr"), listed))
+        public = not parts["helper"]  # the pointer type read with public headers: a PointerType local first
+        if public:
+            pointers = list(emit.get("hoist_pointer_names", ()))
+            if len(pointers) != 2 or len(set(pointers) | set(listed)) != 6:
+                return None
+            names["dst_pointer_type"], names["src_pointer_type"] = pointers
         block = stmt.parent
         for f, a, b in self._hoisted:
             if f == fn and (a <= block.start_byte < b or block.start_byte <= a < block.end_byte):
@@ -544,7 +550,12 @@ class ConstructionChecks:
         for side in ("dst", "src"):
             data, off, mask = parts[side + "_named"]
             dt = names[side + "_dtype"]
-            decls.append(emit["hoist_dtype"].format(name=dt, ptype=parts[side + "_ptype"], **fmt))
+            if public:
+                pt = names[side + "_pointer_type"]
+                decls.append(emit["hoist_pointer_type"].format(name=pt, data=squash_ws(self.text_of(data)), **fmt))
+                decls.append(emit["hoist_dtype_from_pointer"].format(name=dt, pointer=pt, **fmt))
+            else:
+                decls.append(emit["hoist_dtype"].format(name=dt, ptype=parts[side + "_ptype"], **fmt))
             decls.append(emit["hoist_access_ptr"].format(name=names[side + "_access_ptr"],
                                                           value=parts["ptr"](data, off, mask, dt), **fmt))
         return names, decls

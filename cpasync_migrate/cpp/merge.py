@@ -471,9 +471,14 @@ class MergeRebase:
         ]
         at = self.src.data.rfind(b"\n", 0, b_decl.start_byte) + 1
         edits.append((at, at, "".join(ind + ln + nl for ln in lines)))
-        edits.append(self._relaid((b_sub.start_byte, b_sub.end_byte, f"{dptr}->{self.cpp.args_field}[1]")))
-        edits.append(self._relaid((e_dtype.start_byte, e_dtype.end_byte, f"{dptr}->{self.cpp.args_field}[0].dtype()")))
-        edits.append(self._relaid((o_sub.start_byte, o_sub.end_byte, f"{dptr}->{self.cpp.args_field}[2]")))
+        small = [(b_sub.start_byte, b_sub.end_byte, f"{dptr}->{self.cpp.args_field}[1]"),
+                 (e_dtype.start_byte, e_dtype.end_byte, f"{dptr}->{self.cpp.args_field}[0].dtype()"),
+                 (o_sub.start_byte, o_sub.end_byte, f"{dptr}->{self.cpp.args_field}[2]")]
+        relaid = [self._relaid(x) for x in small]
+        spans = sorted((x[0], x[1]) for x in relaid)
+        if any(a2 < b1 for (_, b1), (a2, _) in zip(spans, spans[1:])):
+            relaid = small  # two of them in one statement: edited in place, as before the layout
+        edits.extend(relaid)
         if k_decl is not None:
             lo = k_decl
             prev = k_decl.prev_sibling
