@@ -83,9 +83,9 @@ def forget_folders() -> None:
     have come or gone)."""
     _NEAREST.clear()
     from . import importers
-    from .cpp import style
+    from . import clang_format
 
-    style.forget()
+    clang_format.forget()
 
     importers.forget()
 
@@ -175,9 +175,9 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
     line_length = line_length_of(path) if language == "python" else 88
     cpp_style = None
     if language != "python":
-        from .cpp import style as cpp_style_mod
+        from . import clang_format
 
-        cpp_style = cpp_style_mod.style_of(path)
+        cpp_style = clang_format.style_of(path)
     if settings.cache_dir:
         from . import cache
 

@@ -165,7 +165,7 @@ class FrontEndOptions:
     # The line length rewritten code is laid out within: the file's nearest pyproject.toml
     # ([tool.ruff] line-length, else [tool.black] line-length), else 88; the engine finds it.
     line_length: int = 88
-    # How rewritten C++ is laid out (cpp/style.py: the nearest .clang-format; LLVM's 80 columns without one).
+    # How rewritten C++ is laid out (clang_format.py: the nearest .clang-format; LLVM's 80 columns without one).
     cpp_style: object = None
 
 

@@ -1,4 +1,4 @@
-"""C++ laid out like the file (cpp/layout.py, cpp/hoist.py, cpp/style.py).
+"""C++ laid out like the file (cpp/layout.py, cpp/hoist.py, clang_format.py).
 
 The clang-format wheel (the ``test`` extra) is the oracle: a C++ fixture input that clang-format accepts is
 still accepted after migration, and the layout of a statement is clang-format's.  Without the wheel those
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from cpasync_migrate.clang_format import parse
 from cpasync_migrate.cpp import analyze
 from cpasync_migrate.cpp.layout import Style, layout_statement
-from cpasync_migrate.cpp.style import parse
 from cpasync_migrate.findings import FrontEndOptions, apply_edits
 from cpasync_migrate.rules import load_rules
 

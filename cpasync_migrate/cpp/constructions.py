@@ -480,10 +480,7 @@ class ConstructionChecks:
         laid = layout_statement(new_stmt, len(indent), style)
         laid_decls = [layout_statement(d, len(indent), style) for d in decls]
         if laid is None or any(d is None for d in laid_decls):
-            if named_parts is None:
-                return None
-            # keep the names only where the whole text can be laid out; else the list in place
-            return None
+            return None  # the names only where the whole text can be laid out; else the list in place
         if named_parts is not None:
             self._hoisted.append((self.func_of(lst), stmt.parent.start_byte, stmt.parent.end_byte))
         text = "".join(d + "\n" + indent for d in laid_decls) + laid

@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+from ..clang_format import Style
 from .source import parse_bytes
 
 EXCESS = 1_000_000  # PenaltyExcessCharacter
@@ -41,14 +42,6 @@ _PRECEDENCE = {
     ">>": 12, "+": 13, "-": 13, "*": 14, "/": 14, "%": 14,
 }
 _MAX_STATES = 200_000  # a statement that needs more is declined (clang-format's own bound is larger)
-
-
-@dataclass(frozen=True)
-class Style:
-    """The options the layout reads (see cpasync_migrate/cpp/style.py for where they come from)."""
-
-    column_limit: int = 80
-    continuation: int = 4  # ContinuationIndentWidth
 
 
 @dataclass

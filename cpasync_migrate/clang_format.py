@@ -1,20 +1,32 @@
-"""The clang-format options the C++ rewrites lay their text out by (see layout.py).
+"""The clang-format options the C++ rewrites lay their text out by (see cpp/layout.py).
+
+A module of its own, outside ``cpasync_migrate.cpp``: the engine reads the style for every C++ file, also
+on a run that answers from the cache, and must not load the parser for that.
 
 :func:`parse` reads the text of a ``.clang-format`` file (pure); :func:`style_of` finds the nearest one
 above a source file (``.clang-format`` or ``_clang-format``, as clang-format looks them up) and reads
 it once per run.  Without one the layout uses an 80-column limit and a continuation indent of 4 (LLVM's),
 and the inserted lines take the indentation of the statement they precede.
 
-Read: ``BasedOnStyle`` (for the defaults of the others), ``ColumnLimit``, ``ContinuationIndentWidth``,
-``IndentWidth``.  A ``Language`` section for another language than C++ is skipped.
+Read: ``BasedOnStyle`` (for the defaults of the others), ``ColumnLimit``, ``ContinuationIndentWidth``.
+``IndentWidth`` is not needed: every inserted line takes the indentation of the statement it precedes,
+and the merge pass's nested lines the file's own step.  A ``Language`` section for another language than
+C++ is skipped.
 """
 from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from typing import Optional
 
-from .layout import Style
+
+@dataclass(frozen=True)
+class Style:
+    """The options cpp/layout.py reads."""
+
+    column_limit: int = 80
+    continuation: int = 4  # ContinuationIndentWidth
 
 # BasedOnStyle -> (ColumnLimit, ContinuationIndentWidth), clang-format's own presets.
 _PRESETS = {
@@ -27,7 +39,7 @@ _NAMES = (".clang-format", "_clang-format")
 def parse(text: str) -> Style:
     """The layout options of a ``.clang-format`` text (YAML documents of ``Key: value`` lines)."""
     chosen: dict = {}
-    for doc in re.split(r"^---\s*$|^\.\.\.\s*$", text, flags=re.M):
+    for doc in re.split(r"^---\s*$|^\.\.\.\s*$", text, flags=re.MULTILINE):
         keys: dict = {}
         for line in doc.splitlines():
             m = re.match(r"^([A-Za-z]+)\s*:\s*([^#]*?)\s*(?:#.*)?$", line)  # top-level keys only
