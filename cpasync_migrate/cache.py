@@ -232,7 +232,8 @@ def salt(settings) -> bytes:
     return _salt(settings.rules_dir)
 
 
-def key(settings, path: str, language: str, raw: bytes, kind: str = "analysis", line_length: int = 88) -> str:
+def key(settings, path: str, language: str, raw: bytes, kind: str = "analysis", line_length: int = 88,
+        layout=None) -> str:
     import hashlib
 
     from .options import result_values
@@ -240,6 +241,8 @@ def key(settings, path: str, language: str, raw: bytes, kind: str = "analysis", 
     h = hashlib.sha256(_salt(settings.rules_dir))
     # every option the table marks as changing results, by construction (the line length: the file's)
     opts = (kind, path, language, result_values(settings, line_length=line_length))
+    if layout is not None:  # the C++ layout options (clang_format.py); absent for Python, keys unchanged
+        opts = opts + (list(layout),)
     h.update(json.dumps(opts).encode() + b"\0")
     h.update(raw)
     return h.hexdigest()

@@ -63,9 +63,10 @@ def front_end(language: str):
     return fe
 
 
-def front_end_options(settings: RunSettings, line_length: int = 88) -> FrontEndOptions:
+def front_end_options(settings: RunSettings, line_length: int = 88, cpp_style=None) -> FrontEndOptions:
     """The front end's options: every option of the table that changes results (options.py), as the
-    run's settings hold it (the line length: the file's, worked out by the caller)."""
+    run's settings hold it (the line length and the C++ layout style: the file's, worked out by the
+    caller)."""
     from .options import result_options
     from .rules import load_rules
 
@@ -74,7 +75,7 @@ def front_end_options(settings: RunSettings, line_length: int = 88) -> FrontEndO
     for o in result_options():
         value = line_length if o.name == "line_length" else getattr(settings, o.setting)
         given[o.front_end] = rules.generation(value) if o.kind.name == "generation" else value
-    return FrontEndOptions(rules=rules, **given)
+    return FrontEndOptions(rules=rules, cpp_style=cpp_style, **given)
 
 
 _LINE_LENGTHS: dict = {}  # (pyproject path, mtime, size) -> its line length
@@ -86,6 +87,9 @@ def forget_folders() -> None:
     have come or gone)."""
     _NEAREST.clear()
     from . import importers
+    from . import clang_format
+
+    clang_format.forget()
 
     importers.forget()
 
@@ -178,17 +182,23 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
     text = src.text
     analysis = ck = None
     line_length = (settings.line_length or line_length_of(path)) if language == "python" else 88
+    cpp_style = None
+    if language != "python":
+        from . import clang_format
+
+        cpp_style = clang_format.style_of(path)
     if settings.cache_dir:
         from . import cache
 
-        ck = cache.key(settings, path, language, raw, line_length=line_length)
+        ck = cache.key(settings, path, language, raw, line_length=line_length,
+                       layout=None if cpp_style is None else (cpp_style.column_limit, cpp_style.continuation))
         if settings.mode != "write":  # write mode applies only edits it computed in this run
             analysis = cache.load_analysis(settings.cache_dir, ck, path)
     if analysis is None and only_cached:
         return NOT_CACHED
     fresh = analysis is None
     if fresh:
-        fe, opts = front_end(language), front_end_options(settings, line_length)
+        fe, opts = front_end(language), front_end_options(settings, line_length, cpp_style)
         try:
             analysis = fe.analyze(text, path, opts)
         except (RecursionError, MemoryError):  # nesting past what files.nesting bounds (a long chain of a + a + ...)

@@ -165,6 +165,8 @@ class FrontEndOptions:
     # The line length rewritten code is laid out within: the file's nearest pyproject.toml
     # ([tool.ruff] line-length, else [tool.black] line-length), else 88; the engine finds it.
     line_length: int = 88
+    # How rewritten C++ is laid out (clang_format.py: the nearest .clang-format; LLVM's 80 columns without one).
+    cpp_style: object = None
 
 
 # The sites that keep a file on the legacy API: TileLang's legacy calls (TVM's keep the legacy signature).

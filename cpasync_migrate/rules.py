@@ -351,8 +351,10 @@ _LAYOUTS = {
         "roles": _Data(kind="str"),
         "emit": _Table({
             **{k: _STR for k in ("call", "args", "args_rest", "builtin_scope", "pointer_dtype", "pointer_dtype_helper",
-                                 "pointer_dtype_helper_name", "data_field", "extent", "size_primexpr")},
-            "var_types": _STRS, "size_wrappers": _STRS}),
+                                 "pointer_dtype_helper_name", "data_field", "extent", "size_primexpr", "hoist_dtype",
+                                 "hoist_access_ptr", "hoist_pointer_type", "hoist_dtype_from_pointer")},
+            "var_types": _STRS, "size_wrappers": _STRS, "hoist_names": _STRS, "pure_calls": _STRS,
+            "hoist_pointer_names": _STRS}),
         "registration": _Table({"arity_method": _STR, "macros": _Data(kind="str")}),
         "helpers": _Table({"names": _STRS, "pointer_param": _STR, "offset_param": _STR, "op": _STR, "exclude": _STR}),
     }),

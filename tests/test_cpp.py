@@ -165,10 +165,12 @@ def test_character_offsets_after_non_ascii_text():
     res = analyze(text, "u.cc", OPTS)
     [f] = res.findings
     assert (f.line, f.column) == (5, 19)
-    [wrap, lst] = sorted(f.fix.edits, key=lambda e: e.start)
-    assert text[wrap.start : wrap.end] == " " and text[wrap.end] == "{"
-    assert text[lst.start : lst.end] == "s->data, i, g->data, j, 8"
+    # one edit, the whole statement (laid out again, cpp/layout.py), at character offsets past the non-ASCII line
+    [stmt] = f.fix.edits
+    assert text[stmt.start : stmt.end] == (
+        "return Evaluate(Call(s->dtype, builtin::ptx_cp_async(), {s->data, i, g->data, j, 8}));")
     new = apply_edits(text, f.fix.edits)
+    assert "{dst_access_ptr, src_access_ptr, 8}));" in new
     assert new.startswith("// ∀ Größe → 16 Bytes, 日本語\n")
     assert "tvm_access_ptr" in new
 
@@ -228,8 +230,8 @@ def test_predicate_moves_with_the_list():
     text = PLAIN.replace("{s->data, i, g->data, j, 8}", "{s->data, i, g->data, j, 8, ok}")
     r = harness.run(text, path="p.cc")
     assert r.codes() == ["CPA101"]
-    tail = r.text[r.text.index("1}),") :]
-    assert tail.split(",")[1].strip() == "8" and "ok}));" in tail
+    # the predicate stays last, after the byte count, in the list of named access pointers
+    assert "{dst_access_ptr, src_access_ptr, 8, ok}));" in r.text
 
 
 def test_dead_branch_without_else_is_removed_with_its_whitespace():
@@ -567,9 +569,14 @@ def test_merge_branch_is_rewritten_in_pointer_type_units():
     assert "ICHECK(op->args.size() == 3U || op->args.size() == 4U);\n      Call dst_access_ptr = Downcast<Call>(op->args[0]);" in new
     assert "PrimExpr e = Off(b, dst_access_ptr->args[0].dtype());" in new
     assert "PrimExpr o = this->VisitExpr(dst_access_ptr->args[2]);" in new
-    assert "{dst_access_ptr->args[0], pool_, e + o, dst_access_ptr->args[3], dst_access_ptr->args[4]}" in new
+    # laid out as clang-format's LLVM style (80 columns) lays the new statements out (cpp/layout.py)
+    assert ("      PrimExpr rebased_dst =\n"
+            "          Call(DataType::Handle(), builtin::tvm_access_ptr(),\n"
+            "               {dst_access_ptr->args[0], pool_, e + o, dst_access_ptr->args[3],\n"
+            "                dst_access_ptr->args[4]});\n") in new
     assert "mul(" not in new and "args[5]" not in new
-    assert "return Call(dtype, op->op, {rebased_dst, op->args[1], op->args[2], op->args[3]});" in new
+    assert ("      return Call(dtype, op->op,\n"
+            "                  {rebased_dst, op->args[1], op->args[2], op->args[3]});") in new
     assert reparse_problem(_MERGE, new) is None
     assert analyze(new, "m.cc", OPTS).findings == []
 

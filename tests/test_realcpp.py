@@ -313,7 +313,9 @@ def test_tirx_tree_sites_and_fixes_compile(cache, tmp_path, target):
     new = apply_edits(old, [e for f in res.findings for e in f.fix.edits])
     assert reparse_problem(old, new) is None
     assert "tvm::tirx::builtin::tvm_access_ptr()" in new and "tvm::tir::" not in new
-    assert "floordiv(PrimExpr(bytes), GetPointerType(store->buffer->data->type_annotation).value().bytes())" in new
+    # the pointer type named once before the builder (cpp/hoist.py), the extent in its elements
+    assert "GetPointerType(store->buffer->data->type_annotation).value();" in new
+    assert "floordiv(PrimExpr(bytes), dst_dtype.bytes())" in new
     assert not [f for f in analyze(new, rel, options).findings], "a second run finds nothing"
     out = tmp_path / "tirx" / rel
     out.parent.mkdir(parents=True)
@@ -326,7 +328,8 @@ def test_tirx_tree_sites_and_fixes_compile(cache, tmp_path, target):
     mnew = apply_edits(mold, m.fix.edits)
     assert reparse_problem(mold, mnew) is None and not analyze(mnew, mrel, options).findings
     assert "TVM_FFI_ICHECK(dst_access_ptr->op.same_as(builtin::tvm_access_ptr()))" in mnew
-    assert "op->args[3]}, op->annotations);" in mnew
+    # the call's annotations kept (laid out at 80 columns, the default without a .clang-format: cpp/layout.py)
+    assert "{rebased_dst, op->args[1], op->args[2], op->args[3]},\n                  op->annotations);" in mnew
     mout = tmp_path / "tirx" / mrel
     mout.write_text(mnew, encoding="utf-8")
     includes = _tirx_includes(cache)

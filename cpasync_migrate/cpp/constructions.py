@@ -15,12 +15,19 @@ from typing import Optional
 
 from ..findings import Applicability
 from .. import codes
+from . import hoist
 from .context import PendingSite, int_value, short
+from .layout import Style, layout_statement
 from .source import ancestors, named, squash, walk
 
 _WRAP_COLUMN = 40  # a rewritten list starting further right begins on its own line
 _INDENT = "    "  # continuation indent for such a line
 _NAME = r"[A-Za-z_]\w*"
+
+
+def squash_ws(text: str) -> str:
+    """An expression's text on one line (its line breaks and their indentation become one space)."""
+    return re.sub(r"\s*\n\s*", " ", text)
 _SIMPLE_ATOM = rf"(?:{_NAME}(?:::{_NAME})*|\d+[uUlL]*|(?:{_NAME}::)*DataType::{_NAME}\(\d*\))"
 
 
@@ -393,6 +400,10 @@ class ConstructionChecks:
             for a in assumptions:
                 if a not in site.assumptions:
                     site.assumptions.append(a)
+            laid = self._laid_out(lst, elems, ctx)
+            if laid is not None:
+                edits.append(laid)
+                continue
             start = self.src.char_offset(elems[0].start_byte)
             pad = self.src.column_pad(start)
             brace = lst.children[0]
@@ -411,6 +422,126 @@ class ConstructionChecks:
         site.fix_note = (
             f"{self._layout(self.target, n)} with tvm_access_ptr built from each data pointer's own element type"
         )
+
+    # ------------------------------------------------------------ layout
+    def _laid_out(self, lst, elems, ctx):
+        """The edit that rewrites the statement holding ``lst`` as a whole, laid out as the file's
+        clang-format style lays it out (layout.py), its access pointers and their pointer types named
+        in declarations before it where hoist.py allows; None where the statement's shape is not one
+        the layout models (the caller then edits the list in place)."""
+        stmt = hoist.statement_of(lst)
+        if stmt is None or stmt.parent is None or stmt.parent.type != "compound_statement":
+            return None
+        indent = hoist.line_start_indent(self.src.data, stmt.start_byte)
+        if indent is None or "\t" in indent or self.near_error(stmt) or stmt.has_error:
+            return None
+        style = getattr(self.options, "cpp_style", None) or Style()
+        parts = self._parts(elems, ctx)
+        named_parts = self._hoist(lst, stmt, elems, parts)
+        data = self.src.data
+        if named_parts is not None:
+            names, decls = named_parts
+            new_elems = [names["dst_access_ptr"], names["src_access_ptr"]] + parts["rest"]
+        else:
+            decls = []
+            new_elems = [parts["dst_inline"], parts["src_inline"]] + parts["rest"]
+        before = data[stmt.start_byte:elems[0].start_byte].decode("utf-8", "replace")
+        after = data[elems[-1].end_byte:stmt.end_byte].decode("utf-8", "replace")
+        new_stmt = before + ", ".join(new_elems) + after
+        laid = layout_statement(new_stmt, len(indent), style)
+        laid_decls = [layout_statement(d, len(indent), style) for d in decls]
+        if laid is None or any(d is None for d in laid_decls):
+            return None  # the names only where the whole text can be laid out; else the list in place
+        if named_parts is not None:
+            self._hoisted.append((self.func_of(lst), stmt.parent.start_byte, stmt.parent.end_byte))
+        text = "".join(d + "\n" + indent for d in laid_decls) + laid
+        return (stmt.start_byte, stmt.end_byte, text.replace("\n", self.nl))
+
+    def _parts(self, elems, ctx) -> dict:
+        """The pieces of a legacy list's new elements, as one-line texts."""
+        emit = self.cpp.emit
+        d, d_off, s, s_off, size = elems[:5]
+        fmt = {"tir": ctx["tir"], "tvm": ctx["tvm"], "builtin": ctx["builtin"]}
+        wrappers = "|".join(re.escape(w) for w in emit["size_wrappers"])
+        size_text = squash_ws(self.text_of(size))
+        callee = size.child_by_field_name("function") if size.type == "call_expression" else None
+        is_primexpr = callee is not None and re.fullmatch(rf"(?:{_NAME}::)*(?:{wrappers})", squash(self.text_of(callee)))
+        size_arg = size_text if is_primexpr else emit["size_primexpr"].format(size=size_text, **fmt)
+        pdt_key = "pointer_dtype_helper" if ctx["helper"] else "pointer_dtype"
+
+        def ptr(data, off, mask, ptype) -> str:
+            args = emit["args"].format(ptype=ptype, **fmt)
+            extent = emit["extent"].format(size=size_arg, ptype=ptype, **fmt)
+            rest = emit["args_rest"].format(data=squash_ws(self.text_of(data)), offset=squash_ws(self.text_of(off)),
+                                            extent=extent, mask=mask, **fmt)
+            return emit["call"].format(**fmt) + " " + args + " " + rest
+
+        out = {"fmt": fmt, "ptr": ptr, "helper": ctx["helper"]}
+        for side, data, off, mask in (("dst", d, d_off, self.target.dst_rw_mask),
+                                      ("src", s, s_off, self.target.src_rw_mask)):
+            ptype = emit[pdt_key].format(data=squash_ws(self.text_of(data)), **fmt)
+            out[side + "_ptype"] = ptype
+            out[side + "_inline"] = ptr(data, off, mask, ptype)
+            out[side + "_named"] = (data, off, mask)
+        out["rest"] = [squash_ws(self.text_of(e)) for e in elems[4:]]
+        return out
+
+    def _hoist(self, lst, stmt, elems, parts):
+        """({role: name}, declarations) when the list's access pointers may be named (hoist.py); else None."""
+        emit = self.cpp.emit
+        fn = self.func_of(lst)
+        if fn is None:
+            return None
+        pure_calls = set(emit.get("pure_calls", ()))
+        check = lambda n: hoist.pure(n, self.text_of, pure_calls, self.is_op_call)
+        if not all(check(e) for e in elems[:5]) or not all(check(x) for x in hoist.siblings(lst, stmt)):
+            return None
+        listed = list(emit.get("hoist_names", ()))
+        if len(listed) != 4 or len(set(listed)) != 4:
+            return None
+        names = dict(zip(("dst_dtype", "dst_access_ptr", "src_dtype", "src_access_ptr"), listed))
+        public = not parts["helper"]  # the pointer type read with public headers: a PointerType local first
+        if public:
+            pointers = list(emit.get("hoist_pointer_names", ()))
+            if len(pointers) != 2 or len(set(pointers) | set(listed)) != 6:
+                return None
+            names["dst_pointer_type"], names["src_pointer_type"] = pointers
+        block = stmt.parent
+        for f, a, b in self._hoisted:
+            if f == fn and (a <= block.start_byte < b or block.start_byte <= a < block.end_byte):
+                return None  # another hoist of this function declares the same names in a block around it
+        fn_text = self.text_of(fn)
+        if not all(hoist.name_free(n, fn_text, self._outside_functions()) for n in names.values()):
+            return None
+        fmt = parts["fmt"]
+        decls = []
+        for side in ("dst", "src"):
+            data, off, mask = parts[side + "_named"]
+            dt = names[side + "_dtype"]
+            if public:
+                pt = names[side + "_pointer_type"]
+                decls.append(emit["hoist_pointer_type"].format(name=pt, data=squash_ws(self.text_of(data)), **fmt))
+                decls.append(emit["hoist_dtype_from_pointer"].format(name=dt, pointer=pt, **fmt))
+            else:
+                decls.append(emit["hoist_dtype"].format(name=dt, ptype=parts[side + "_ptype"], **fmt))
+            decls.append(emit["hoist_access_ptr"].format(name=names[side + "_access_ptr"],
+                                                          value=parts["ptr"](data, off, mask, dt), **fmt))
+        return names, decls
+
+    def _outside_functions(self) -> str:
+        """The file's text outside every function body (namespace and class scope, macros)."""
+        if self._outside is None:
+            data = self.src.data
+            keep, pos = [], 0
+            for f in sorted(self._fns, key=lambda f: f.start_byte):
+                body = f.child_by_field_name("body")
+                if body is None or body.start_byte < pos:
+                    continue
+                keep.append(data[pos:body.start_byte])
+                pos = body.end_byte
+            keep.append(data[pos:])
+            self._outside = b"".join(keep).decode("utf-8", "replace")
+        return self._outside
 
     def _same_line(self, a, b) -> bool:
         return a.end_point[0] == b.start_point[0]

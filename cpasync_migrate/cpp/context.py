@@ -121,6 +121,8 @@ class CppContext:
         self._dead_ranges: list[tuple[int, int]] = []
         self._fns: list = []  # function definitions in document order (filled by run)
         self._array_helpers_seen: set = set()  # functions returning an argument array, already judged
+        self._hoisted: list = []  # (function, block start, block end) of each list whose access pointers were named
+        self._outside = None  # the text outside every function body, once asked for (constructions.py)
         self._usings: Optional[list] = None  # `using namespace X;` directives (filled on demand)
         self._tag: tuple = (None, None)  # (IR op, role) of the sites being built
         self._tested_ops: list = []  # IR ops the consumer branch being read tests, in order

@@ -36,6 +36,7 @@ from typing import Optional
 from ..findings import Applicability
 from .. import codes
 from .context import int_suffix, short
+from .layout import Style, layout_statement
 from .source import named, squash, walk
 
 _DOWNCAST = re.compile(r"^((?:[A-Za-z_]\w*::)*Downcast)<(.+)>$")
@@ -460,9 +461,14 @@ class MergeRebase:
         ]
         at = self.src.data.rfind(b"\n", 0, b_decl.start_byte) + 1
         edits.append((at, at, "".join(ind + ln + nl for ln in lines)))
-        edits.append((b_sub.start_byte, b_sub.end_byte, f"{dptr}->{self.cpp.args_field}[1]"))
-        edits.append((e_dtype.start_byte, e_dtype.end_byte, f"{dptr}->{self.cpp.args_field}[0].dtype()"))
-        edits.append((o_sub.start_byte, o_sub.end_byte, f"{dptr}->{self.cpp.args_field}[2]"))
+        small = [(b_sub.start_byte, b_sub.end_byte, f"{dptr}->{self.cpp.args_field}[1]"),
+                 (e_dtype.start_byte, e_dtype.end_byte, f"{dptr}->{self.cpp.args_field}[0].dtype()"),
+                 (o_sub.start_byte, o_sub.end_byte, f"{dptr}->{self.cpp.args_field}[2]")]
+        relaid = [self._relaid(x) for x in small]
+        spans = sorted((x[0], x[1]) for x in relaid)
+        if any(a2 < b1 for (_, b1), (a2, _) in zip(spans, spans[1:])):
+            relaid = small  # two of them in one statement: edited in place, as before the layout
+        edits.extend(relaid)
         if k_decl is not None:
             lo = k_decl
             prev = k_decl.prev_sibling
@@ -479,16 +485,29 @@ class MergeRebase:
         a = self.cpp.args_field
         extra = f", {ann}" if ann else ""
         n3 = self.target.cpp_arity[0]
-        tail_text = [
-            f"{o_type} {new_dst} = {ctor}({tvm}DataType::Handle(), {builtin}tvm_access_ptr(),",
-            f"{unit}{unit}{{{dptr}->{a}[0], {merged}, {summed}, {dptr}->{a}[3], {dptr}->{a}[4]}});",
-            f"if ({obj}->{a}.size() == {n3}U) {{",
-            f"{unit}return {ctor}({dtype_text}, {opcall_text}, {{{new_dst}, {obj}->{a}[1], {obj}->{a}[2]}}{extra});",
-            "}",
-            f"return {ctor}({dtype_text}, {opcall_text}, {{{new_dst}, {obj}->{a}[1], {obj}->{a}[2], "
-            f"{obj}->{a}[3]}}{extra});",
+        # (nesting, statement) in order; each statement laid out by layout.py where it models it
+        rebuilt = [
+            (0, f"{o_type} {new_dst} = {ctor}({tvm}DataType::Handle(), {builtin}tvm_access_ptr(),",
+             f"{{{dptr}->{a}[0], {merged}, {summed}, {dptr}->{a}[3], {dptr}->{a}[4]}});"),
+            (0, f"if ({obj}->{a}.size() == {n3}U) {{", None),
+            (1, f"return {ctor}({dtype_text}, {opcall_text}, {{{new_dst}, {obj}->{a}[1], {obj}->{a}[2]}}{extra});",
+             None),
+            (0, "}", None),
+            (0, f"return {ctor}({dtype_text}, {opcall_text}, {{{new_dst}, {obj}->{a}[1], {obj}->{a}[2], "
+                f"{obj}->{a}[3]}}{extra});", None),
         ]
         tail_ind = self.src.indent_of_line(self.src.char_offset(tail[0].start_byte))
+        style = getattr(self.options, "cpp_style", None) or Style()
+        tail_text = []
+        for depth, head, cont in rebuilt:
+            laid = None
+            if "\t" not in tail_ind + unit and not head.endswith("{") and head != "}":
+                whole = head + (" " + cont if cont else "")
+                laid = layout_statement(whole, len(tail_ind) + depth * len(unit), style)
+            if laid is not None:
+                tail_text.append(unit * depth + laid.replace("\n", nl))
+            else:
+                tail_text.append(unit * depth + head + (nl + tail_ind + unit + unit + cont if cont else ""))
         text = (nl + tail_ind).join(tail_text)
         edits.append((tail[0].start_byte, tail[-1].end_byte, text))
         site.code = codes.CPP_MERGE_REBASE_REWRITABLE
@@ -513,6 +532,28 @@ class MergeRebase:
             "The merged buffer's offset of the destination is a whole number of the access pointer's element "
             "size (the merged allocations are aligned to at least that size).",
         ]
+
+    def _relaid(self, edit):
+        """``edit`` (inside one statement) as an edit of its whole statement, laid out as the file's
+        clang-format style lays it out (layout.py), when the layout models that statement; else as it is."""
+        a, b, r = edit
+        node = self.src.root.descendant_for_byte_range(a, b)
+        stmt = node
+        while stmt is not None and stmt.type not in ("declaration", "expression_statement", "return_statement"):
+            stmt = stmt.parent
+        if stmt is None or stmt.parent is None or stmt.parent.type != "compound_statement":
+            return edit
+        data = self.src.data
+        ls = data.rfind(b"\n", 0, stmt.start_byte) + 1
+        pre = data[ls:stmt.start_byte]
+        if pre.strip() or b"\t" in pre or not (stmt.start_byte <= a <= b <= stmt.end_byte):
+            return edit
+        new = (data[stmt.start_byte:a] + r.encode() + data[b:stmt.end_byte]).decode("utf-8", "replace")
+        style = getattr(self.options, "cpp_style", None) or Style()
+        laid = layout_statement(new, len(pre), style)
+        if laid is None:
+            return edit
+        return (stmt.start_byte, stmt.end_byte, laid.replace("\n", self.nl))
 
     def _merge_todo(self, obj: str) -> str:
         """What a person changes in a merge-style branch (one clause of the message)."""
