@@ -481,16 +481,20 @@ def test_harness_cpp():
 
     cc = ("Stmt F(const Buffer& s, const Buffer& g, PrimExpr i) {\n"
           "  return Evaluate(Call(s->dtype, builtin::ptx_cp_async(), {s->data, i, g->data, i, 16}));\n}\n")
-    # laid out as docs/cpp.md's example: the list on its own lines, each access pointer's list below its call
-    ptr = "Downcast<PrimType>(Downcast<PointerType>({v}->data->type_annotation)->element_type)->dtype"
-    side = ("Call(DataType::Handle(), builtin::tvm_access_ptr(),\n"
-            "            {{TypeAnnotation({p}),\n"
-            "             {v}->data, i, floordiv(PrimExpr(16), {p}.bytes()), {m}}})")
-    want = cc.replace("builtin::ptx_cp_async(), {s->data, i, g->data, i, 16}",
-                      "builtin::ptx_cp_async(),\n"
-                      "      {" + side.format(p=ptr.format(v="s"), v="s", m=2) + ",\n"
-                      "       " + side.format(p=ptr.format(v="g"), v="g", m=1) + ",\n"
-                      "       16}")
+    # laid out as docs/cpp.md's Layout section: each side's pointer type, dtype and access pointer named in a
+    # local before the statement (dst first, as the list evaluated them), broken as clang-format's LLVM style does
+    def side(v, name, mask):
+        return (f"  PointerType {name}_pointer_type =\n"
+                f"      Downcast<PointerType>({v}->data->type_annotation);\n"
+                f"  DataType {name}_dtype =\n"
+                f"      Downcast<PrimType>({name}_pointer_type->element_type)->dtype;\n"
+                f"  PrimExpr {name}_access_ptr =\n"
+                f"      Call(DataType::Handle(), builtin::tvm_access_ptr(),\n"
+                f"           {{TypeAnnotation({name}_dtype), {v}->data, i,\n"
+                f"            floordiv(PrimExpr(16), {name}_dtype.bytes()), {mask}}});\n")
+    want = ("Stmt F(const Buffer& s, const Buffer& g, PrimExpr i) {\n" + side("s", "dst", 2) + side("g", "src", 1) +
+            "  return Evaluate(Call(s->dtype, builtin::ptx_cp_async(),\n"
+            "                       {dst_access_ptr, src_access_ptr, 16}));\n}\n")
     r = assert_fix(cc, want, path="k.cc")
     assert r.codes() == ["CPA101"]
 

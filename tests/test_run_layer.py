@@ -45,8 +45,13 @@ def test_config_keys_are_the_tables(tmp_path):
 
 
 def test_front_end_options_are_the_result_options():
-    fields = {f.name for f in dataclasses.fields(FrontEndOptions)} - {"rules"}
+    # cpp_style is no option: each C++ file's nearest .clang-format gives it, and cache.key takes it as
+    # ``layout`` (checked below)
+    fields = {f.name for f in dataclasses.fields(FrontEndOptions)} - {"rules", "cpp_style"}
     assert fields == {o.front_end for o in options.result_options()}
+    plain = engine.RunSettings(mode="check")
+    assert cache.key(plain, "k.cc", "cpp", b"x", layout=(80, 4)) != cache.key(plain, "k.cc", "cpp", b"x",
+                                                                              layout=(100, 4))
     s = engine.RunSettings(mode="check", target="0.1.9", style="access_ptr", migrate_tvm=True)
     fe = engine.front_end_options(s, line_length=61)
     assert (fe.target.name, fe.source.name, fe.style, fe.migrate_tvm, fe.line_length) == (
