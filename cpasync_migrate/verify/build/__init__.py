@@ -10,9 +10,10 @@ makes that kernel (not the file) inconclusive.
 
 The package, one job per module: ``module.py`` reads the module (imports, kernels, macros,
 constants, binds); ``statements.py`` builds one prim_func's kernel (statements, declarations,
-launches, macros, loops) from the mixins of ``copies.py`` (the cp.async call, buffers, access
-pointers, regions) and ``expressions.py`` (expressions, folding) over ``context.py`` (what they
-share); ``identity.py`` says what a built kernel is and what its meaning depends on.  Here:
+launches, macros, loops) from the parts ``copies.py`` (the cp.async call, buffers, access
+pointers, regions) and ``expressions.py`` (expressions, folding) over ``context.py`` (the typed
+state they share), each declaring what it calls in the others in ``parts.py`` (a protocol per
+part); ``identity.py`` says what a built kernel is and what its meaning depends on.  Here:
 :func:`build_kernels`, the entry point.
 """
 from __future__ import annotations
