@@ -13,11 +13,14 @@ through the protocols of ``parts.py``; ``statements.py`` composes them into
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from ..ir import Buffer, Unsupported
 from .module import KernelSource, ModuleInfo, Scope, Unknown
 from .signatures import SIGNATURES, Bound, Signature, bind
+
+if TYPE_CHECKING:
+    from ...rules import Rules
 
 CPP_RESERVED = {"int", "float", "double", "char", "long", "short", "unsigned", "signed", "void", "bool", "half",
                 "auto", "const", "static", "struct", "class", "new", "delete", "this", "default", "case", "switch",
@@ -31,7 +34,7 @@ class KernelContext:
     """One prim_func's build and the questions every part of the builder asks (see the module docstring)."""
 
     mod: ModuleInfo  # the module's reading (imports, kernels, macros, constants, binds)
-    rules: object  # the generation's rules (``mod.rules``)
+    rules: "Rules"  # the rules (``mod.rules``)
     src: KernelSource  # the prim_func being built
     meaning: str  # size meaning of access-pointer calls in this text: "bytes" or "num_elems"
     used: set[str]  # IR names given out (``fresh``)
