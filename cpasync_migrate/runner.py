@@ -252,22 +252,11 @@ def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome, na
             if (chunks or hits) and all(w.tasks for w in pool.workers):
                 pool.grow()  # workers start as work appears: a run over a few files forks a few
             if not pool.workers:  # every worker died (or none could start): finish in this process
-                for c in [*chunks, *walk]:
-                    found(prefilter.select(c))
-                found([], release=True)
-                for _, pe in reversed(hits):
-                    on_outcome(process_file(pe[0], settings, *pe[1:]))
+                _finish_here([*chunks, *walk], found, hits, settings, on_outcome)
                 return
             if names.held and not prefiltering():
                 found([], release=True)  # every hit is known: the files with several names can go
-            for w in pool.workers:
-                while len(w.tasks) < DEPTH and chunks:
-                    pool.send(w, ("pre", chunks.pop(0)))
-            for w in pool.workers:
-                if not w.tasks and hits:
-                    pool.send(w, ("file", hits.pop()[1]))
-            while hits and pool.grow():  # every worker is busy and files are waiting: one more worker
-                pool.send(pool.workers[-1], ("file", hits.pop()[1]))
+            _dispatch(pool, chunks, hits)
             if not any(w.tasks for w in pool.workers):
                 if not walking and not chunks and not hits:
                     return
@@ -278,6 +267,28 @@ def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome, na
                 answered(*got)
     finally:
         pool.close()
+
+
+def _finish_here(chunks, found, hits: list, settings: RunSettings, on_outcome) -> None:
+    """What the forked workers left, prefiltered and processed in this process (the largest hit first)."""
+    for c in chunks:
+        found(prefilter.select(c))
+    found([], release=True)
+    for _, pe in reversed(hits):
+        on_outcome(process_file(pe[0], settings, *pe[1:]))
+
+
+def _dispatch(pool: "_ForkPool", chunks: list, hits: list) -> None:
+    """Prefilter chunks to every worker (up to ``DEPTH`` outstanding), then the largest hit to each idle
+    worker, then one more worker per waiting hit while the pool may grow."""
+    for w in pool.workers:
+        while len(w.tasks) < DEPTH and chunks:
+            pool.send(w, ("pre", chunks.pop(0)))
+    for w in pool.workers:
+        if not w.tasks and hits:
+            pool.send(w, ("file", hits.pop()[1]))
+    while hits and pool.grow():  # every worker is busy and files are waiting: one more worker
+        pool.send(pool.workers[-1], ("file", hits.pop()[1]))
 
 
 def _run_executor(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome, names: "_Names", on_memo) -> None:
@@ -307,6 +318,29 @@ def _stat_memo(settings: RunSettings, paths) -> tuple:
 
     k = stat_memo.memo_key(cache.salt(settings), paths)
     return stat_memo.load(settings.cache_dir, k, cache.read_json), k
+
+
+def _run_serial(pairs, settings: RunSettings, on_hits, on_outcome, names: "_Names") -> None:
+    """``-j 1``: every file the prefilter selects, processed in this process, chunk by chunk."""
+    for chunk in _chunks(pairs, CHUNK):
+        for pe in prefilter.select(chunk):
+            on_hits(1)
+            task = names.admit(pe)
+            if task is not None:
+                on_outcome(process_file(task[0], settings, *task[1:]))
+    for task in names.release():
+        on_outcome(process_file(task[0], settings, *task[1:]))
+
+
+def _unread_outcomes(unlisted: list, special: list) -> list[FileOutcome]:
+    """The errors for the folders the walk could not list and the named paths that are not regular files."""
+    out = []
+    for folder, why in unlisted:
+        out.append(error_outcome(folder, "folder", f"cannot list this folder ({why}); the files in it "
+                                 "were not checked"))
+    for path, what in special:
+        out.append(error_outcome(path, language_of(path) or "python", f"{what}, not a regular file; not read"))
+    return out
 
 
 def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 1, respect_gitignore=True,
@@ -357,14 +391,7 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
                 progress.advance()
 
             if jobs <= 1:
-                for chunk in _chunks(pairs(), CHUNK):
-                    for pe in prefilter.select(chunk):
-                        progress.hits(1)
-                        task = names.admit(pe)
-                        if task is not None:
-                            on_outcome(process_file(task[0], settings, *task[1:]))
-                for task in names.release():
-                    on_outcome(process_file(task[0], settings, *task[1:]))
+                _run_serial(pairs(), settings, progress.hits, on_outcome, names)
             elif (pool or ("fork" if hasattr(os, "fork") else "executor")) == "fork":
                 _run_forked(pairs(), jobs, settings, progress.hits, on_outcome, names, on_memo)
             else:
@@ -378,13 +405,7 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
             from . import cache
 
             stat_memo.save(settings.cache_dir, memo_key, memo, memo.entries(walked, fresh, stale), cache.write_json)
-    if unlisted or special:
-        for folder, why in unlisted:
-            outcomes.append(error_outcome(folder, "folder", f"cannot list this folder ({why}); the files in it "
-                                           "were not checked"))
-        for path, what in special:
-            outcomes.append(error_outcome(path, language_of(path) or "python",
-                                           f"{what}, not a regular file; not read"))
+    outcomes.extend(_unread_outcomes(unlisted, special))
     if verbose:
         for path, why in sorted(skipped):
             print(f"skipped {path}: {why}", file=sys.stderr)

@@ -12,7 +12,7 @@ The names below are loaded on first use, so that importing a submodule (the GPU 
     verifier.py       verify_source, verify_source_gpu, lower_cuda, emit_cuda, Verdict
     options.py        VerifyOptions: what one verification is asked to do
     build/            the kernel IR (ir.py) from a module's text (stdlib ast): module.py, statements.py,
-                      copies.py, expressions.py, context.py, identity.py
+                      copies.py, expressions.py, context.py, parts.py (a Protocol per part), identity.py
     sites.py          the static per-site proof; structure.py: the same program apart from cp.async
     smem.py           merged shared memory (the legacy destination's unit)
     interp.py         the numpy interpreter; dynamic.py runs both forms and compares them

@@ -100,11 +100,14 @@ def kernel_items(old_text: str, new_text: str, path: str, options: Optional[Veri
     ``options`` (or its fields as keywords: ``rules``, ``target``, ``source``, ``binds``,
     ``crosscheck_bytes``; see :class:`.options.VerifyOptions`) says what to verify; ``crosscheck_bytes``
     defaults to :data:`CROSSCHECK_BYTES`.  ``category`` and ``name`` label the items.  ``expect``: None,
-    a verdict for every kernel, or ``{qualname: verdict}`` (``"*"``: the others)."""
+    a verdict for every kernel, or ``{qualname: verdict}`` (``"*"``: the others).
+
+    The steps: build both texts (:func:`_built`), decide what the texts alone decide (:func:`_static_item`),
+    lower and attach the cross-check (:func:`_lowered_item`), and decide the kernels holding a site no
+    kernel builds (:func:`_decide_uncovered`)."""
     opts = VerifyOptions.of(options, **fields).resolved()
-    rules, target, source, binds = opts.rules, opts.target, opts.source, opts.binds
+    target, source = opts.target, opts.source
     crosscheck_bytes = CROSSCHECK_BYTES if opts.crosscheck_bytes is None else opts.crosscheck_bytes
-    widths = opts.widths()
     name = name or path
 
     def base(qual, line):
@@ -112,14 +115,37 @@ def kernel_items(old_text: str, new_text: str, path: str, options: Optional[Veri
         return {"category": category, "name": name, "kernel": qual, "line": line, "target": target.name,
                 "source": source.name, "expect": e, "sites": [], "params": [], "launch": {}}
 
+    built = _built(old_text, new_text, opts, base)
+    if isinstance(built, list):
+        return built
+    old, new, trees = built
+    items = []
+    for bo, bn in pair_kernels(old, new):
+        it = base(bo.qualname, bo.line)
+        items.append(it)
+        kernels = _static_item(it, bo, bn, opts)
+        if kernels is not None:
+            _lowered_item(it, bo, bn, *kernels, opts, crosscheck_bytes)
+    if old_text != new_text:
+        _decide_uncovered(items, old, new, trees, base)
+    return items
+
+
+def _built(old_text: str, new_text: str, opts: VerifyOptions, base):
+    """Both texts parsed and built: ``(old kernels, new kernels, (old tree, new tree))``, or the items that
+    decide the file when a text does not parse."""
+    rules, target, source, binds = opts.rules, opts.target, opts.source, opts.binds
     try:
-        old = build_kernels(old_text, rules, meaning=source.size_meaning, binds=binds)
+        old_tree = ast.parse(old_text)
+        old = build_kernels(old_text, rules, meaning=source.size_meaning, binds=binds, tree=old_tree)
     except SyntaxError as e:
         it = base("<file>", e.lineno or 0)
         it["decided"] = {"verdict": "inconclusive", "reason": f"the old text does not parse: {e.msg}"}
         return [it]
     try:
-        new = build_kernels(new_text, rules, meaning=target.size_meaning, binds=binds, forms=accepted_forms(target))
+        new_tree = ast.parse(new_text)
+        new = build_kernels(new_text, rules, meaning=target.size_meaning, binds=binds, forms=accepted_forms(target),
+                            tree=new_tree)
     except SyntaxError as e:
         out = []
         for b in old:
@@ -127,104 +153,110 @@ def kernel_items(old_text: str, new_text: str, path: str, options: Optional[Veri
             it["decided"] = {"verdict": "mismatch", "reason": f"the new text does not parse: {e.msg} (line {e.lineno})"}
             out.append(it)
         return out
-    items = []
-    for bo, bn in pair_kernels(old, new):
-        it = base(bo.qualname, bo.line)
-        items.append(it)
-        if bn is None:
-            it["decided"] = {"verdict": "mismatch", "reason": "the kernel is missing from the new text"}
-            continue
-        if bn.foreign and not bo.foreign:  # as the CPU verifier: a form the target does not load, or another construct
-            it["decided"] = {"verdict": "mismatch", "reason": f"new form: {bn.foreign} (the new text would not build)"}
-            continue
-        it["unchanged"] = bo.fingerprint == bn.fingerprint
-        if unchanged_text(bo, bn, source, target) and (bo.error is not None or bo.kernel.unsupported):
-            # as the CPU verifier: identical texts under the same meaning need no run (and this one cannot run)
-            it["decided"] = {"verdict": "equivalent", "reason": "the kernel, the macros it can call and the "
-                                                                "constants it sees are unchanged"}
-            continue
-        if bo.error is not None:
-            it["decided"] = {"verdict": "inconclusive", "reason": f"old form: {bo.error}"}
-            continue
-        if bn.error is not None:
-            it["decided"] = {"verdict": "inconclusive", "reason": f"new form: {bn.error}"}
-            continue
-        ko, kn = bo.kernel, bn.kernel
-        # the legacy form's addresses depend on whether TileLang merged the kernel's shared memory
-        # (smem.py); both texts are read under the one reading, and a kernel whose text leaves more
-        # than one open is not run here (the CPU verifier checks every reading)
-        plan = smem.plan(ko, rules)
-        readings = smem.distinct_readings(ko, plan)
-        reading = smem.default_reading(plan)
-        smem.apply(ko, reading)
-        smem.apply(kn, reading)
-        if len(readings) > 1:
-            it["decided"] = {"verdict": "inconclusive", "reason": "the text does not decide the shared-memory "
-                                                                  "merge (" + "; ".join(plan.open) + ")"}
-            continue
-        if it["unchanged"] and (source.size_meaning == target.size_meaning or not has_access_ptr_sites(ko)):
-            # identical texts under the same meaning: nothing to check site by site (as the CPU verifier);
-            # the device still runs both forms
-            it["sites"] = []
-        else:
-            it["sites"] = _json_clean(check_sites(ko, kn, rules, target, source.size_meaning))
-        blockers = ko.unsupported or kn.unsupported
-        if blockers:
-            b = blockers[0]
-            it["decided"] = {"verdict": "inconclusive", "reason": f"cannot run the kernel: {b.construct} (line {b.line})"}
-            continue
-        if signature(ko) != signature(kn):
-            it["decided"] = {"verdict": "mismatch", "reason": f"parameters differ: {signature(ko)} vs {signature(kn)}"}
-            continue
-        if ko.grid != kn.grid or ko.block != kn.block:
-            it["decided"] = {"verdict": "mismatch", "reason": f"launch differs: grid {ko.grid} block {ko.block} vs "
-                                                              f"grid {kn.grid} block {kn.block}"}
-            continue
-        local = next((s for k in (ko, kn) for s in k.sites
-                      if isinstance(s, CpAsync) and s.dst.buf.per_thread), None)
-        if local is not None:
-            it["decided"] = {"verdict": "inconclusive",
-                             "reason": f"cp.async into thread-local memory {local.dst.buf.name} (line {local.line}): "
-                                       "the device copies into shared memory only; this kernel is for the CPU "
-                                       "interpreter"}
-            if it["expect"] == "equivalent":
-                it["expect"] = "inconclusive"
-                it["expect_note"] = "CPU-only kernel: cp.async into thread-local memory"
-            continue
-        low = lower_pair(bo, bn, rules, target, prefill=True)
-        it["launch"] = low.get("launch", {})
-        it["params"] = low.get("params", [])
-        it["prefill"] = True
-        if low.get("error"):
-            if low.get("old_cuda") is not None and "new" in low.get("rejected", []):
-                it["decided"] = {"verdict": "mismatch",
-                                 "reason": f"the compiler rejects the new form: {low['error'].removeprefix('new form: ')}"}
-            else:
-                it["decided"] = {"verdict": "inconclusive", "reason": f"cannot lower: {low['error']}"}
-            continue
-        it["old_cuda"], it["new_cuda"] = low["old_cuda"], low["new_cuda"]
-        total = sum(int(p["bytes"]) for p in it["params"])
-        why = float_arithmetic(ko, rules, target)
-        if why is not None:
-            it["crosscheck"] = {"reason": why}
-        elif total > crosscheck_bytes:
-            it["crosscheck"] = {"reason": f"{total} parameter bytes (cross-checked up to {crosscheck_bytes})"}
-        else:
-            try:
-                it["expected"] = interpreter_outputs(ko, rules, widths, it["params"])
-                it["crosscheck"] = {"seeds": list(CROSSCHECK_SEEDS)}
-            except KernelError as e:
-                it["crosscheck"] = {"interpreter_error": str(e)}
-    _decide_uncovered(items, old, new, old_text, new_text, base)
-    return items
+    return old, new, (old_tree, new_tree)
 
 
-def _decide_uncovered(items: list, old: list, new: list, old_text: str, new_text: str, base) -> None:
-    """As the CPU and GPU verifiers: a cp.async site of either text that no kernel of the bundle builds makes
-    the kernel holding it (every kernel, when no prim_func holds it) inconclusive, decided here, not run."""
-    if old_text == new_text:
+def _static_item(it: dict, bo, bn, opts: VerifyOptions):
+    """What the two built kernels decide before lowering: ``it`` gets ``unchanged``, ``sites`` and, when the
+    texts alone decide the kernel, ``decided``.  Returns the two kernels to lower, or None when decided."""
+    rules, target, source = opts.rules, opts.target, opts.source
+    if bn is None:
+        it["decided"] = {"verdict": "mismatch", "reason": "the kernel is missing from the new text"}
+        return None
+    if bn.foreign and not bo.foreign:  # as the CPU verifier: a form the target does not load, or another construct
+        it["decided"] = {"verdict": "mismatch", "reason": f"new form: {bn.foreign} (the new text would not build)"}
+        return None
+    it["unchanged"] = bo.fingerprint == bn.fingerprint
+    if unchanged_text(bo, bn, source, target) and (bo.error is not None or bo.kernel.unsupported):
+        # as the CPU verifier: identical texts under the same meaning need no run (and this one cannot run)
+        it["decided"] = {"verdict": "equivalent", "reason": "the kernel, the macros it can call and the "
+                                                            "constants it sees are unchanged"}
+        return None
+    if bo.error is not None:
+        it["decided"] = {"verdict": "inconclusive", "reason": f"old form: {bo.error}"}
+        return None
+    if bn.error is not None:
+        it["decided"] = {"verdict": "inconclusive", "reason": f"new form: {bn.error}"}
+        return None
+    ko, kn = bo.kernel, bn.kernel
+    # the legacy form's addresses depend on whether TileLang merged the kernel's shared memory
+    # (smem.py); both texts are read under the one reading, and a kernel whose text leaves more
+    # than one open is not run here (the CPU verifier checks every reading)
+    plan = smem.plan(ko, rules)
+    readings = smem.distinct_readings(ko, plan)
+    reading = smem.default_reading(plan)
+    smem.apply(ko, reading)
+    smem.apply(kn, reading)
+    if len(readings) > 1:
+        it["decided"] = {"verdict": "inconclusive", "reason": "the text does not decide the shared-memory "
+                                                              "merge (" + "; ".join(plan.open) + ")"}
+        return None
+    if it["unchanged"] and (source.size_meaning == target.size_meaning or not has_access_ptr_sites(ko)):
+        # identical texts under the same meaning: nothing to check site by site (as the CPU verifier);
+        # the device still runs both forms
+        it["sites"] = []
+    else:
+        it["sites"] = _json_clean(check_sites(ko, kn, rules, target, source.size_meaning))
+    blockers = ko.unsupported or kn.unsupported
+    if blockers:
+        b = blockers[0]
+        it["decided"] = {"verdict": "inconclusive", "reason": f"cannot run the kernel: {b.construct} (line {b.line})"}
+        return None
+    if signature(ko) != signature(kn):
+        it["decided"] = {"verdict": "mismatch", "reason": f"parameters differ: {signature(ko)} vs {signature(kn)}"}
+        return None
+    if ko.grid != kn.grid or ko.block != kn.block:
+        it["decided"] = {"verdict": "mismatch", "reason": f"launch differs: grid {ko.grid} block {ko.block} vs "
+                                                          f"grid {kn.grid} block {kn.block}"}
+        return None
+    local = next((s for k in (ko, kn) for s in k.sites
+                  if isinstance(s, CpAsync) and s.dst.buf.per_thread), None)
+    if local is not None:
+        it["decided"] = {"verdict": "inconclusive",
+                         "reason": f"cp.async into thread-local memory {local.dst.buf.name} (line {local.line}): "
+                                   "the device copies into shared memory only; this kernel is for the CPU "
+                                   "interpreter"}
+        if it["expect"] == "equivalent":
+            it["expect"] = "inconclusive"
+            it["expect_note"] = "CPU-only kernel: cp.async into thread-local memory"
+        return None
+    return ko, kn
+
+
+def _lowered_item(it: dict, bo, bn, ko, kn, opts: VerifyOptions, crosscheck_bytes: int) -> None:
+    """Lower both forms into ``it`` (launch, parameters, CUDA sources) and attach the interpreter's
+    cross-check outputs, or why there is none."""
+    rules, target = opts.rules, opts.target
+    low = lower_pair(bo, bn, rules, target, prefill=True)
+    it["launch"] = low.get("launch", {})
+    it["params"] = low.get("params", [])
+    it["prefill"] = True
+    if low.get("error"):
+        if low.get("old_cuda") is not None and "new" in low.get("rejected", []):
+            it["decided"] = {"verdict": "mismatch",
+                             "reason": f"the compiler rejects the new form: {low['error'].removeprefix('new form: ')}"}
+        else:
+            it["decided"] = {"verdict": "inconclusive", "reason": f"cannot lower: {low['error']}"}
         return
-    trees = (ast.parse(old_text), ast.parse(new_text))
+    it["old_cuda"], it["new_cuda"] = low["old_cuda"], low["new_cuda"]
+    total = sum(int(p["bytes"]) for p in it["params"])
+    why = float_arithmetic(ko, rules, target)
+    if why is not None:
+        it["crosscheck"] = {"reason": why}
+    elif total > crosscheck_bytes:
+        it["crosscheck"] = {"reason": f"{total} parameter bytes (cross-checked up to {crosscheck_bytes})"}
+    else:
+        try:
+            it["expected"] = interpreter_outputs(ko, rules, opts.widths(), it["params"])
+            it["crosscheck"] = {"seeds": list(CROSSCHECK_SEEDS)}
+        except KernelError as e:
+            it["crosscheck"] = {"interpreter_error": str(e)}
+
+
+def _decide_uncovered(items: list, old: list, new: list, trees: tuple, base) -> None:
+    """As the CPU and GPU verifiers: a cp.async site of either text that no kernel of the bundle builds makes
+    the kernel holding it (every kernel, when no prim_func holds it) inconclusive, decided here, not run.
+    ``trees``: the two texts' syntax trees the kernels were built from (two different texts)."""
     covered: tuple = (set(), set())
     by_kernel = {it["kernel"]: it for it in items}
     for bo, bn in pair_kernels(old, new):

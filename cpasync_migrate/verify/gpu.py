@@ -419,58 +419,8 @@ def worker(bundle_dir: str, results: str, start: int, seeds: Optional[int], cach
     chunk_of = {i: c for c in chunks for i in c}
     need = [c for c in chunks if c[-1] >= start]
 
-    def chunk_source(c):
-        parts = []
-        for i in c:
-            for src in _entry_sources(bundle, items[i]).values():
-                parts.append(prepare_source(src))
-        return "\n".join(parts)
-
-    # compile every chunk still needed, in threads (NVRTC runs on the CPU), before the first launch
-    t0 = time.perf_counter()
-    compiled: dict = {}
-    failed: dict = {}
-
-    def comp(c):
-        try:
-            return tuple(c), dev.compile(chunk_source(c)), None
-        except Exception as e:  # noqa: BLE001
-            return tuple(c), None, e
-
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for key, res, err in pool.map(comp, need):
-            if err is None:
-                compiled[key] = res
-            else:
-                failed[key] = err
-    compile_wall = time.perf_counter() - t0
-    hits = sum(1 for r in compiled.values() if r[1])
-    emit({"type": "compile", "chunks": len(need), "cache_hits": hits, "cache_misses": len(compiled) - hits,
-          "failed_chunks": len(failed), "wall_s": compile_wall,
-          "cpu_s": sum(r[2] for r in compiled.values())})
+    compiled = _compile_chunks(dev, bundle, need, jobs, emit)
     modules: dict = {}
-
-    def kernels_for(i):
-        it = items[i]
-        c = tuple(chunk_of[i])
-        lk = it["launch"]
-        if c in compiled:
-            if c not in modules:
-                t = time.perf_counter()
-                modules[c] = dev.cp.RawModule(path=compiled[c][0])
-                dev.stats["load_s"] += time.perf_counter() - t
-            mod = modules[c]
-            return {"old": mod.get_function(lk["old_entry"]), "new": mod.get_function(lk["new_entry"])}, None
-        # the chunk failed: compile this item's forms alone to find out which one the compiler refuses
-        ks, errs = {}, {}
-        for form, src in _entry_sources(bundle, it).items():
-            try:
-                ks[form] = dev.module_for(prepare_source(src)).get_function(lk[f"{form}_entry"])
-            except Exception as e:  # noqa: BLE001
-                errs[form] = _one_line(str(e))
-        return ks, errs
 
     for i in range(start, len(items)):
         it = items[i]
@@ -481,7 +431,7 @@ def worker(bundle_dir: str, results: str, start: int, seeds: Optional[int], cach
         emit({"type": "begin", "index": i, "id": it["id"]})
         t = time.perf_counter()
         try:
-            kernels, errs = kernels_for(i)
+            kernels, errs = _kernels_for(dev, bundle, it, tuple(chunk_of[i]), compiled, modules)
         except Exception as e:  # noqa: BLE001
             kernels, errs = {}, {"old": _one_line(str(e))}
         if errs:
@@ -513,6 +463,65 @@ def worker(bundle_dir: str, results: str, start: int, seeds: Optional[int], cach
     return 0
 
 
+def _compile_chunks(dev, bundle: dict, need: list, jobs: int, emit) -> dict:
+    """Compile every chunk still needed, in ``jobs`` threads (NVRTC runs on the CPU), before the first launch,
+    and emit the ``compile`` event: ``{chunk: (module path, cache hit, cpu seconds)}`` of those that compiled."""
+    items = bundle["items"]
+
+    def chunk_source(c):
+        parts = []
+        for i in c:
+            for src in _entry_sources(bundle, items[i]).values():
+                parts.append(prepare_source(src))
+        return "\n".join(parts)
+
+    t0 = time.perf_counter()
+    compiled: dict = {}
+    failed: dict = {}
+
+    def comp(c):
+        try:
+            return tuple(c), dev.compile(chunk_source(c)), None
+        except Exception as e:  # noqa: BLE001
+            return tuple(c), None, e
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for key, res, err in pool.map(comp, need):
+            if err is None:
+                compiled[key] = res
+            else:
+                failed[key] = err
+    compile_wall = time.perf_counter() - t0
+    hits = sum(1 for r in compiled.values() if r[1])
+    emit({"type": "compile", "chunks": len(need), "cache_hits": hits, "cache_misses": len(compiled) - hits,
+          "failed_chunks": len(failed), "wall_s": compile_wall,
+          "cpu_s": sum(r[2] for r in compiled.values())})
+    return compiled
+
+
+def _kernels_for(dev, bundle: dict, it: dict, c: tuple, compiled: dict, modules: dict) -> tuple[dict, dict]:
+    """The item's two entry functions from its chunk's module (loaded once into ``modules``), or, when the
+    chunk failed to compile, from each form compiled alone: ``({form: function}, {form: error})``."""
+    lk = it["launch"]
+    if c in compiled:
+        if c not in modules:
+            t = time.perf_counter()
+            modules[c] = dev.cp.RawModule(path=compiled[c][0])
+            dev.stats["load_s"] += time.perf_counter() - t
+        mod = modules[c]
+        return {"old": mod.get_function(lk["old_entry"]), "new": mod.get_function(lk["new_entry"])}, None
+    # the chunk failed: compile this item's forms alone to find out which one the compiler refuses
+    ks, errs = {}, {}
+    for form, src in _entry_sources(bundle, it).items():
+        try:
+            ks[form] = dev.module_for(prepare_source(src)).get_function(lk[f"{form}_entry"])
+        except Exception as e:  # noqa: BLE001
+            errs[form] = _one_line(str(e))
+    return ks, errs
+
+
 def _one_line(s: str) -> str:
     return " ".join(s.split())
 
@@ -542,21 +551,7 @@ def run_bundle(bundle_dir: str, *, seeds: Optional[int] = None, cache_dir: Optio
         log = os.path.join(tmp, "events.jsonl")
         read_pos = 0
         while start < len(items):
-            # -P and an empty working folder: nothing of the current folder or the scanned tree is importable
-            cmd = [python or sys.executable, "-P", "-m", "cpasync_migrate.verify.gpu", "--worker",
-                   os.path.abspath(bundle_dir),
-                   "--results", log, "--start", str(start), "--jobs", str(jobs)]
-            if seeds:
-                cmd += ["--seeds", str(seeds)]
-            if cache_dir:
-                cmd += ["--cache", os.path.abspath(cache_dir)]
-            if not use_cache:
-                cmd += ["--no-cache"]
-            if separate:
-                cmd += ["--separate-buffers"]
-            env = dict(os.environ)
-            root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-            env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+            cmd, env = _worker_command(python, bundle_dir, log, start, jobs, seeds, cache_dir, use_cache, separate)
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tmp)
             with open(log, encoding="utf-8") as f:
                 f.seek(read_pos)
@@ -613,6 +608,27 @@ def run_bundle(bundle_dir: str, *, seeds: Optional[int] = None, cache_dir: Optio
             start = nxt
     wall = time.perf_counter() - t_all
     return build_report(bundle, results, device, compile_events, stats_all, faults, wall)
+
+
+def _worker_command(python, bundle_dir: str, log: str, start: int, jobs: int, seeds, cache_dir, use_cache: bool,
+                    separate: bool) -> tuple[list, dict]:
+    """The command line and environment of one worker process (``run_bundle``'s options as its flags)."""
+    # -P and an empty working folder: nothing of the current folder or the scanned tree is importable
+    cmd = [python or sys.executable, "-P", "-m", "cpasync_migrate.verify.gpu", "--worker",
+           os.path.abspath(bundle_dir),
+           "--results", log, "--start", str(start), "--jobs", str(jobs)]
+    if seeds:
+        cmd += ["--seeds", str(seeds)]
+    if cache_dir:
+        cmd += ["--cache", os.path.abspath(cache_dir)]
+    if not use_cache:
+        cmd += ["--no-cache"]
+    if separate:
+        cmd += ["--separate-buffers"]
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return cmd, env
 
 
 def build_report(bundle: dict, results: dict, device: dict, compile_events: list, stats_all: list, faults: int,

@@ -431,36 +431,7 @@ def check_pair(k_old: Kernel, co: SiteCtx, o, n, no, nn, rules, target, old_mean
             sd, ss = size(n.dst.elem_type), size(n.src.elem_type)
             add("same width", sd == ss, f"sizeof({n.dst.elem_type}) = {sd}, sizeof({n.src.elem_type}) = {ss}")
     if n.form == "access_ptr":
-        for side, want in (("dst", target.dst_rw_mask), ("src", target.src_rw_mask)):
-            p = getattr(n, side)
-            if p.rw_mask is not None:
-                m = const_value(nn(p.rw_mask))
-                add(f"{side} rw mask", m == want, f"{m} (want {want})")
-            if p.extent is not None:
-                # the extent is metadata that must cover the copy (docs/design.md: extent x sizeof >= bytes); neither
-                # 0.1.8's nor 0.1.15's code generation reads it (seen: an extent of twice the copy, past the
-                # end of a global buffer, lowers to the same plain copy)
-                try:
-                    d = decide_at_least(nn(scale(p.extent, size(p.elem_type))), nn(nb_new), k_old, co)
-                except (NotStatic, RecursionError) as e:
-                    d = Decision(None, str(e) or "expression nested too deeply")
-                add(f"{side} extent", d.ok, f"{show(p.extent)} x sizeof({p.elem_type}) >= {show(nb_new)} bytes: "
-                                            f"{d.how}", d.witness)
-            elif p.style != "legacy":
-                add(f"{side} extent", None, "access pointer without an extent")
-            if p.extent is not None and p.elem_type != p.buf.dtype and p.buf.scope == "global":
-                # TileLang's safe-memory-access pass bounds-checks an access pointer into a global
-                # buffer by its offset + extent (in units of the pointer type) against the buffer's
-                # element count; a narrower view of a wider tensor fails it and the copy is guarded
-                # out (zero-filled) on the device.  Shared destinations get no such guard (seen with
-                # 0.1.8 and 0.1.15: a uint8 view of a bfloat16 tile lowers to a plain copy).
-                try:
-                    d = decide_at_most(nn(Bin("add", p.offset, p.extent)), p.buf.numel, k_old, co)
-                except (NotStatic, RecursionError) as e:
-                    d = Decision(None, str(e))
-                add(f"{side} in bounds", d.ok,
-                    f"offset + extent in {p.elem_type} units vs {p.buf.numel} elements of {p.buf.name} "
-                    f"({p.buf.dtype}): {d.how}", d.witness)
+        _pointer_checks(n, target, nn, nb_new, size, k_old, co, add)
     po_, pn_ = o.predicate, n.predicate
     if guard is not None and po_ is None and pn_ is not None:
         for name, ok, how, w in guarded_predicate(k_old, co, o, n, no, nn, guard, size, nb_new):
@@ -473,6 +444,41 @@ def check_pair(k_old: Kernel, co: SiteCtx, o, n, no, nn, rules, target, old_mean
         d = eq(po_, pn_)
         add("predicate", d.ok, f"{show(po_)} vs {show(pn_)}: {d.how}", d.witness)
     return finish(res)
+
+
+def _pointer_checks(n, target, nn, nb_new, size, k_old: Kernel, co: SiteCtx, add) -> None:
+    """``check_pair``'s checks of the new call's access pointers: each side's rw mask, that its extent covers
+    the copy, and that a narrower view into a global buffer stays in bounds.  ``add`` records a check."""
+    for side, want in (("dst", target.dst_rw_mask), ("src", target.src_rw_mask)):
+        p = getattr(n, side)
+        if p.rw_mask is not None:
+            m = const_value(nn(p.rw_mask))
+            add(f"{side} rw mask", m == want, f"{m} (want {want})")
+        if p.extent is not None:
+            # the extent is metadata that must cover the copy (docs/design.md: extent x sizeof >= bytes); neither
+            # 0.1.8's nor 0.1.15's code generation reads it (seen: an extent of twice the copy, past the
+            # end of a global buffer, lowers to the same plain copy)
+            try:
+                d = decide_at_least(nn(scale(p.extent, size(p.elem_type))), nn(nb_new), k_old, co)
+            except (NotStatic, RecursionError) as e:
+                d = Decision(None, str(e) or "expression nested too deeply")
+            add(f"{side} extent", d.ok, f"{show(p.extent)} x sizeof({p.elem_type}) >= {show(nb_new)} bytes: "
+                                        f"{d.how}", d.witness)
+        elif p.style != "legacy":
+            add(f"{side} extent", None, "access pointer without an extent")
+        if p.extent is not None and p.elem_type != p.buf.dtype and p.buf.scope == "global":
+            # TileLang's safe-memory-access pass bounds-checks an access pointer into a global
+            # buffer by its offset + extent (in units of the pointer type) against the buffer's
+            # element count; a narrower view of a wider tensor fails it and the copy is guarded
+            # out (zero-filled) on the device.  Shared destinations get no such guard (seen with
+            # 0.1.8 and 0.1.15: a uint8 view of a bfloat16 tile lowers to a plain copy).
+            try:
+                d = decide_at_most(nn(Bin("add", p.offset, p.extent)), p.buf.numel, k_old, co)
+            except (NotStatic, RecursionError) as e:
+                d = Decision(None, str(e))
+            add(f"{side} in bounds", d.ok,
+                f"offset + extent in {p.elem_type} units vs {p.buf.numel} elements of {p.buf.name} "
+                f"({p.buf.dtype}): {d.how}", d.witness)
 
 
 def guarded_predicate(k: Kernel, co: SiteCtx, o, n, no, nn, guard, size, nb_new):

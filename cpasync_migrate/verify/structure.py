@@ -164,9 +164,149 @@ def compare(ko: Kernel, kn: Kernel, size_of) -> Match:
     return m2 if m2.same else m
 
 
-def _compare(ko: Kernel, kn: Kernel, size_of, by_name: bool) -> Match:
-    from .poly import key  # polynomial normal form of an expression
+class _Walk:
+    """The statement-by-statement comparison of :func:`_compare`: the two sides' renamings (``so``, ``sn``),
+    the :class:`Match` it fills (``m``: paired cp.async calls, guarded calls) and the dtype sizes."""
 
+    def __init__(self, so: Side, sn: Side, m: Match, size_of):
+        from .poly import key  # polynomial normal form of an expression
+
+        self.so, self.sn, self.m, self.size_of, self.key = so, sn, m, size_of, key
+
+    def k_(self, side: Side, e) -> str:
+        return self.key(side.norm(e))
+
+    def items(self, body, side: Side) -> list:
+        out = []
+        run = None
+        for st in body:
+            if isinstance(st, Assign) and st.var in side.lets:
+                continue
+            if isinstance(st, CpAsync):
+                if run is None:
+                    run = []
+                    out.append(run)
+                run.append(st)
+                continue
+            run = None
+            out.append(st)
+        return out
+
+    def line(self, st):
+        if isinstance(st, list):
+            return st[0].line if st else None
+        return getattr(st, "line", None)
+
+    def body(self, ob, nb):
+        oi, ni = self.items(ob, self.so), self.items(nb, self.sn)
+        for a, b in zip(oi, ni):
+            self.stmt(a, b)
+        if len(oi) != len(ni):
+            extra = oi[len(ni)] if len(oi) > len(ni) else ni[len(oi)]
+            raise Differ("one kernel has a statement the other lacks", self.line(extra) if len(oi) > len(ni) else None,
+                         self.line(extra) if len(ni) > len(oi) else None)
+
+    def src_sig(self, side: Side, s: CpAsync):
+        b = side.buf(s.src.buf)
+        from .poly import scale
+
+        return (id(side.buf(s.dst.buf)), id(b), self.k_(side, scale(s.src.offset, self._size(s.src))))
+
+    def _size(self, p):
+        return self.size_of(p.elem_type) or 1
+
+    def stmt(self, a, b):
+        la, lb = self.line(a), self.line(b)
+        if isinstance(a, If) and isinstance(b, list) and not a.orelse and a.then and len(a.then) == len(b) and \
+                all(isinstance(x, CpAsync) and x.predicate is None for x in a.then) and \
+                all(y.predicate is not None and self.k_(self.sn, y.predicate) == self.k_(self.so, a.cond) for y in b):
+            # ``if c: cp(...)`` rewritten as ``cp(..., c)``: the same copies where c holds; where it does not,
+            # the new calls zero-fill their destinations, which the per-site checks must show is never read
+            self.stmt(list(a.then), b)
+            for x in a.then:
+                self.m.guarded[id(x)] = a.cond
+            return
+        if isinstance(a, list) or isinstance(b, list):
+            self.runs(a, b, la, lb)
+            return
+        if type(a) is not type(b):
+            raise Differ(f"{type(a).__name__} vs {type(b).__name__}", la, lb)
+        self.same_kind(a, b, la, lb)
+
+    def runs(self, a, b, la, lb):
+        """Two runs of adjacent cp.async calls: paired in order, or by source when only their order differs."""
+        if not (isinstance(a, list) and isinstance(b, list)):
+            raise Differ("a cp.async call stands where the other kernel has another statement", la, lb)
+        if len(a) != len(b):
+            raise Differ(f"{len(a)} adjacent cp.async calls vs {len(b)}", la, lb)
+        sa = [self.src_sig(self.so, s) for s in a]
+        sb = [self.src_sig(self.sn, s) for s in b]
+        if sa != sb and sorted(map(repr, sa)) == sorted(map(repr, sb)) and len(set(map(repr, sa))) == len(sa):
+            order = {repr(s): i for i, s in enumerate(sb)}
+            self.m.pairs.extend((x, b[order[repr(s)]]) for x, s in zip(a, sa))
+        else:
+            self.m.pairs.extend(zip(a, b))
+
+    def same_kind(self, a, b, la, lb):
+        """Two statements of one kind: the same statement under the pairing so far (else :class:`Differ`)."""
+        if isinstance(a, For):
+            if a.kind != b.kind:
+                raise Differ(f"a {a.kind} loop vs a {b.kind} loop", la, lb)
+            if self.k_(self.so, a.start) != self.k_(self.sn, b.start) or \
+                    self.k_(self.so, a.extent) != self.k_(self.sn, b.extent):
+                raise Differ("loop bounds differ", la, lb)
+            self.so.vmap[a.var] = a.var
+            self.sn.vmap[b.var] = a.var
+            self.body(a.body, b.body)
+        elif isinstance(a, Parallel):
+            if a.extents != b.extents:
+                raise Differ("T.Parallel extents differ", la, lb)
+            for x, y in zip(a.vars, b.vars):
+                self.so.vmap[x] = x
+                self.sn.vmap[y] = x
+            self.body(a.body, b.body)
+        elif isinstance(a, If):
+            if self.k_(self.so, a.cond) != self.k_(self.sn, b.cond):
+                raise Differ("if conditions differ", la, lb)
+            self.body(a.then, b.then)
+            self.body(a.orelse, b.orelse)
+        elif isinstance(a, Assign):
+            if self.k_(self.so, a.value) != self.k_(self.sn, b.value):
+                raise Differ("assigned values differ", la, lb)
+            self.so.vmap[a.var] = a.var
+            self.sn.vmap[b.var] = a.var
+        elif isinstance(a, Store):
+            if self.so.buf(a.buf) is not self.sn.buf(b.buf):
+                raise Differ(f"stores to {a.buf.name} vs {b.buf.name}", la, lb)
+            if self.k_(self.so, flat_index(a.buf, a.indices)) != self.k_(self.sn, flat_index(b.buf, b.indices)):
+                raise Differ(f"store indices of {a.buf.name} differ", la, lb)
+            if self.k_(self.so, a.value) != self.k_(self.sn, b.value):
+                raise Differ(f"stored values of {a.buf.name} differ", la, lb)
+        elif isinstance(a, Wait):
+            if a.n != b.n:
+                raise Differ(f"wait_group({a.n}) vs wait_group({b.n})", la, lb)
+        elif isinstance(a, (Commit, Barrier)):
+            pass
+        elif isinstance(a, Fill):
+            if self.so.buf(a.buf) is not self.sn.buf(b.buf) or self.k_(self.so, a.value) != self.k_(self.sn, b.value):
+                raise Differ("fills differ", la, lb)
+        elif isinstance(a, CopyRegion):
+            for ra, rb in ((a.src, b.src), (a.dst, b.dst)):
+                if self.so.buf(ra.buf) is not self.sn.buf(rb.buf) or tuple(ra.extents) != tuple(rb.extents) or \
+                        [self.k_(self.so, x) for x in ra.starts] != [self.k_(self.sn, x) for x in rb.starts]:
+                    raise Differ("T.copy regions differ", la, lb)
+        elif isinstance(a, Evaluate):
+            if self.k_(self.so, a.value) != self.k_(self.sn, b.value):
+                raise Differ("evaluated expressions differ", la, lb)
+        elif isinstance(a, Opaque):
+            if a.construct != b.construct:
+                raise Differ(f"{a.construct} vs {b.construct}", la, lb)
+            self.body(a.body, b.body)
+        else:
+            raise Differ(f"{type(a).__name__} is not compared", la, lb)
+
+
+def _compare(ko: Kernel, kn: Kernel, size_of, by_name: bool) -> Match:
     bmap, why = pair_buffers(ko, kn, by_name)
     tags = {}
     for name, tag in ko.thread_vars.items():
@@ -183,131 +323,8 @@ def _compare(ko: Kernel, kn: Kernel, size_of, by_name: bool) -> Match:
         m.reason = "the launch differs"
         return m
 
-    def k_(side: Side, e) -> str:
-        return key(side.norm(e))
-
-    def items(body, side: Side) -> list:
-        out = []
-        run = None
-        for st in body:
-            if isinstance(st, Assign) and st.var in side.lets:
-                continue
-            if isinstance(st, CpAsync):
-                if run is None:
-                    run = []
-                    out.append(run)
-                run.append(st)
-                continue
-            run = None
-            out.append(st)
-        return out
-
-    def line(st):
-        if isinstance(st, list):
-            return st[0].line if st else None
-        return getattr(st, "line", None)
-
-    def body(ob, nb):
-        oi, ni = items(ob, so), items(nb, sn)
-        for a, b in zip(oi, ni):
-            stmt(a, b)
-        if len(oi) != len(ni):
-            extra = oi[len(ni)] if len(oi) > len(ni) else ni[len(oi)]
-            raise Differ("one kernel has a statement the other lacks",
-                         line(extra) if len(oi) > len(ni) else None, line(extra) if len(ni) > len(oi) else None)
-
-    def src_sig(side: Side, s: CpAsync):
-        b = side.buf(s.src.buf)
-        from .poly import scale
-
-        return (id(side.buf(s.dst.buf)), id(b), k_(side, scale(s.src.offset, _size(s.src))))
-
-    def _size(p):
-        return size_of(p.elem_type) or 1
-
-    def stmt(a, b):
-        la, lb = line(a), line(b)
-        if isinstance(a, If) and isinstance(b, list) and not a.orelse and a.then and len(a.then) == len(b) and \
-                all(isinstance(x, CpAsync) and x.predicate is None for x in a.then) and \
-                all(y.predicate is not None and k_(sn, y.predicate) == k_(so, a.cond) for y in b):
-            # ``if c: cp(...)`` rewritten as ``cp(..., c)``: the same copies where c holds; where it does not,
-            # the new calls zero-fill their destinations, which the per-site checks must show is never read
-            stmt(list(a.then), b)
-            for x in a.then:
-                m.guarded[id(x)] = a.cond
-            return
-        if isinstance(a, list) or isinstance(b, list):
-            if not (isinstance(a, list) and isinstance(b, list)):
-                raise Differ("a cp.async call stands where the other kernel has another statement", la, lb)
-            if len(a) != len(b):
-                raise Differ(f"{len(a)} adjacent cp.async calls vs {len(b)}", la, lb)
-            sa = [src_sig(so, s) for s in a]
-            sb = [src_sig(sn, s) for s in b]
-            if sa != sb and sorted(map(repr, sa)) == sorted(map(repr, sb)) and len(set(map(repr, sa))) == len(sa):
-                order = {repr(s): i for i, s in enumerate(sb)}
-                m.pairs.extend((x, b[order[repr(s)]]) for x, s in zip(a, sa))
-            else:
-                m.pairs.extend(zip(a, b))
-            return
-        if type(a) is not type(b):
-            raise Differ(f"{type(a).__name__} vs {type(b).__name__}", la, lb)
-        if isinstance(a, For):
-            if a.kind != b.kind:
-                raise Differ(f"a {a.kind} loop vs a {b.kind} loop", la, lb)
-            if k_(so, a.start) != k_(sn, b.start) or k_(so, a.extent) != k_(sn, b.extent):
-                raise Differ("loop bounds differ", la, lb)
-            so.vmap[a.var] = a.var
-            sn.vmap[b.var] = a.var
-            body(a.body, b.body)
-        elif isinstance(a, Parallel):
-            if a.extents != b.extents:
-                raise Differ("T.Parallel extents differ", la, lb)
-            for x, y in zip(a.vars, b.vars):
-                so.vmap[x] = x
-                sn.vmap[y] = x
-            body(a.body, b.body)
-        elif isinstance(a, If):
-            if k_(so, a.cond) != k_(sn, b.cond):
-                raise Differ("if conditions differ", la, lb)
-            body(a.then, b.then)
-            body(a.orelse, b.orelse)
-        elif isinstance(a, Assign):
-            if k_(so, a.value) != k_(sn, b.value):
-                raise Differ("assigned values differ", la, lb)
-            so.vmap[a.var] = a.var
-            sn.vmap[b.var] = a.var
-        elif isinstance(a, Store):
-            if so.buf(a.buf) is not sn.buf(b.buf):
-                raise Differ(f"stores to {a.buf.name} vs {b.buf.name}", la, lb)
-            if k_(so, flat_index(a.buf, a.indices)) != k_(sn, flat_index(b.buf, b.indices)):
-                raise Differ(f"store indices of {a.buf.name} differ", la, lb)
-            if k_(so, a.value) != k_(sn, b.value):
-                raise Differ(f"stored values of {a.buf.name} differ", la, lb)
-        elif isinstance(a, Wait):
-            if a.n != b.n:
-                raise Differ(f"wait_group({a.n}) vs wait_group({b.n})", la, lb)
-        elif isinstance(a, (Commit, Barrier)):
-            pass
-        elif isinstance(a, Fill):
-            if so.buf(a.buf) is not sn.buf(b.buf) or k_(so, a.value) != k_(sn, b.value):
-                raise Differ("fills differ", la, lb)
-        elif isinstance(a, CopyRegion):
-            for ra, rb in ((a.src, b.src), (a.dst, b.dst)):
-                if so.buf(ra.buf) is not sn.buf(rb.buf) or tuple(ra.extents) != tuple(rb.extents) or \
-                        [k_(so, x) for x in ra.starts] != [k_(sn, x) for x in rb.starts]:
-                    raise Differ("T.copy regions differ", la, lb)
-        elif isinstance(a, Evaluate):
-            if k_(so, a.value) != k_(sn, b.value):
-                raise Differ("evaluated expressions differ", la, lb)
-        elif isinstance(a, Opaque):
-            if a.construct != b.construct:
-                raise Differ(f"{a.construct} vs {b.construct}", la, lb)
-            body(a.body, b.body)
-        else:
-            raise Differ(f"{type(a).__name__} is not compared", la, lb)
-
     try:
-        body(ko.body, kn.body)
+        _Walk(so, sn, m, size_of).body(ko.body, kn.body)
     except Differ as d:
         m.reason, m.old_line, m.new_line = d.what, d.old_line, d.new_line
         m.pairs = []

@@ -63,27 +63,27 @@ def verify_source(old_text: str, new_text: str, path: str, options: Optional[Ver
         return verify_source_gpu(old_text, new_text, path, opts)
     if opts.device not in ("cpu", "auto"):
         raise ValueError(f"device {opts.device!r}: expected 'cpu', 'auto' or 'gpu'")
-    rules, target, source, binds, seeds = opts.rules, opts.target, opts.source, opts.binds, opts.seeds
+    rules, target, source, binds = opts.rules, opts.target, opts.source, opts.binds
     try:
-        old = build_kernels(old_text, rules, meaning=source.size_meaning, binds=binds)
+        old_tree = ast.parse(old_text)
+        old = build_kernels(old_text, rules, meaning=source.size_meaning, binds=binds, tree=old_tree)
     except SyntaxError as e:
         return [Verdict("<file>", e.lineno or 0, "inconclusive", f"the old text does not parse: {e.msg}")]
     try:
-        new = build_kernels(new_text, rules, meaning=target.size_meaning, binds=binds, forms=accepted_forms(target))
+        new_tree = ast.parse(new_text)
+        new = build_kernels(new_text, rules, meaning=target.size_meaning, binds=binds, forms=accepted_forms(target),
+                            tree=new_tree)
     except SyntaxError as e:
         return [Verdict(b.qualname, b.line, "mismatch", f"the new text does not parse: {e.msg} (line {e.lineno})")
                 for b in old]
-    widths = opts.widths()
-    old_lines = old_text.splitlines()
-    new_lines = new_text.splitlines()
     out = []
     cache: dict = {}
-    trees = (ast.parse(old_text), ast.parse(new_text))
+    trees = (old_tree, new_tree)
     covered: tuple = (set(), set())
     for bo, bn in pair_kernels(old, new):
-        v = _verify_kernel(bo, bn, rules, target, source, widths, seeds, old_lines, new_lines)
+        v = _verify_kernel(bo, bn, opts)
         _record(covered, bo, bn, v, trees)
-        v = _sweep(v, bo, old_text, new_text, rules, target, source, widths, binds or {}, cache, trees, covered)
+        v = _sweep(v, bo, old_text, new_text, opts, cache, trees, covered)
         out.append(v)
     if old_text != new_text:  # an unchanged text changes nothing: there is no site to prove
         _require_coverage(out, trees, covered)
@@ -92,8 +92,9 @@ def verify_source(old_text: str, new_text: str, path: str, options: Optional[Ver
     return out
 
 
-def _verify_kernel(bo: BuiltKernel, bn: Optional[BuiltKernel], rules, target, source, widths, seeds,
-                   old_lines, new_lines) -> Verdict:
+def _verify_kernel(bo: BuiltKernel, bn: Optional[BuiltKernel], opts: VerifyOptions) -> Verdict:
+    """The verdict on one kernel pair under ``opts`` (resolved: ``target`` and ``source`` generations)."""
+    rules, target, source = opts.rules, opts.target, opts.source
     name, line = bo.qualname, bo.line
     if bn is None:
         return Verdict(name, line, "mismatch", "the kernel is missing from the new text")
@@ -123,7 +124,7 @@ def _verify_kernel(bo: BuiltKernel, bn: Optional[BuiltKernel], rules, target, so
         # one compilation of one program: legacy calls the new text still holds read the same way
         smem.apply(ko, r)
         smem.apply(kn, r)
-        results.append((r, _one_reading(ko, kn, rules, target, source, widths, seeds, match, detail)))
+        results.append((r, _one_reading(ko, kn, opts, match, detail)))
     smem.apply(ko, smem.default_reading(mp))
     smem.apply(kn, smem.default_reading(mp))
     if len(results) == 1:
@@ -143,7 +144,8 @@ def _verify_kernel(bo: BuiltKernel, bn: Optional[BuiltKernel], rules, target, so
     return Verdict(name, line, verdict, _one_line(reason), sites, detail)
 
 
-def _one_reading(ko, kn, rules, target, source, widths, seeds, match, detail):
+def _one_reading(ko, kn, opts: VerifyOptions, match, detail):
+    rules, target, source = opts.rules, opts.target, opts.source
     sites = check_sites(ko, kn, rules, target, source.size_meaning, match)
     if not match.same:
         # site refutations rest on a pairing of the two kernels' variables that the structure did not confirm
@@ -162,7 +164,7 @@ def _one_reading(ko, kn, rules, target, source, widths, seeds, match, detail):
         dyn_verdict, dyn_reason = "inconclusive", (f"cannot run the kernel: the legacy call at line {unknown[0]} "
                                                    "writes merged shared memory with a dtype not known from the text")
     else:
-        dyn = run_pair(ko, kn, rules, widths, seeds=seeds)
+        dyn = run_pair(ko, kn, rules, opts.widths(), seeds=opts.seeds)
         dyn_verdict, dyn_reason = dyn.verdict, dyn.reason
         detail.update(dyn.detail)
         detail["runs"] = dyn.runs
@@ -248,10 +250,12 @@ def _require_coverage(out: list, trees: tuple, covered: tuple):
                              f"gives reaches them; --bind can); the rest: {v.reason}")
 
 
-def _sweep(v: Verdict, bo: BuiltKernel, old_text, new_text, rules, target, source, widths, binds, cache,
+def _sweep(v: Verdict, bo: BuiltKernel, old_text, new_text, opts: VerifyOptions, cache,
            trees: tuple = (), covered: tuple = (set(), set())) -> Verdict:
     """Check a factory kernel under the other bindings its text gives its parameters (:mod:`.coverage`) and
-    at other sizes of its integer parameters before calling it equivalent."""
+    at other sizes of its integer parameters before calling it equivalent (one input set each)."""
+    rules, target, source, binds = opts.rules, opts.target, opts.source, opts.binds or {}
+    once = VerifyOptions.of(opts, seeds=1)
     fixed = frozenset(binds)
     defaults, given = coverage.factory_bindings(trees[0], bo.qualname, fixed) if trees else ({}, [])
     shown = {**defaults, **bo.int_params}
@@ -293,7 +297,7 @@ def _sweep(v: Verdict, bo: BuiltKernel, old_text, new_text, rules, target, sourc
         if bo2 is None or bo2.kernel is None:
             skipped.append(f"{_fmt_binds(b)} (old form: {bo2.error if bo2 else 'not built'})")
             continue
-        r = _verify_kernel(bo2, bn2, rules, target, source, widths, 1, [], [])
+        r = _verify_kernel(bo2, bn2, once)
         if (r.verdict == "inconclusive" and r.reason.startswith("old form:")) or (r.detail.get(
                 "interpreter", {}).get("reason", "").startswith("the old form fails")):
             skipped.append(f"{_fmt_binds(b)} ({r.reason[:80]})")

@@ -10,9 +10,10 @@ makes that kernel (not the file) inconclusive.
 
 The package, one job per module: ``module.py`` reads the module (imports, kernels, macros,
 constants, binds); ``statements.py`` builds one prim_func's kernel (statements, declarations,
-launches, macros, loops) from the mixins of ``copies.py`` (the cp.async call, buffers, access
-pointers, regions) and ``expressions.py`` (expressions, folding) over ``context.py`` (what they
-share); ``identity.py`` says what a built kernel is and what its meaning depends on.  Here:
+launches, macros, loops) from the parts ``copies.py`` (the cp.async call, buffers, access
+pointers, regions) and ``expressions.py`` (expressions, folding) over ``context.py`` (the typed
+state they share), each declaring what it calls in the others in ``parts.py`` (a protocol per
+part); ``identity.py`` says what a built kernel is and what its meaning depends on.  Here:
 :func:`build_kernels`, the entry point.
 """
 from __future__ import annotations
@@ -31,17 +32,17 @@ __all__ = ["BuiltKernel", "accepted_forms", "build_kernels"]
 
 # ---------------------------------------------------------------- entry points
 def build_kernels(text: str, rules, *, meaning: str, binds: Optional[dict] = None,
-                  forms: Optional[tuple] = None) -> list[BuiltKernel]:
+                  forms: Optional[tuple] = None, tree: Optional[ast.Module] = None) -> list[BuiltKernel]:
     """Every prim_func in ``text`` with its IR (or the reason it has none).
 
     ``meaning`` is the size meaning of access-pointer calls in this text
     ("bytes" or "num_elems"); legacy calls always mean bytes.  ``forms``: the
     cp.async forms ("legacy", "access_ptr") the generation the text is built
     for accepts (None: either).  A kernel reaching a call in another form does
-    not build there: it gets that as ``foreign`` (the text would not build).
-    Raises SyntaxError when the text does not parse.
+    not build there: it gets that as ``foreign`` (the text would not build).  ``tree``: ``text`` parsed,
+    when the caller has it (read, never changed).  Raises SyntaxError when the text does not parse.
     """
-    tree = ast.parse(text)
+    tree = ast.parse(text) if tree is None else tree
     b = {k: parse_bind_value(v) if isinstance(v, str) else v for k, v in (binds or {}).items()}
     mod = ModuleInfo(tree, rules, b)
     defs = definitions(tree)

@@ -4,18 +4,23 @@
 kernel's source, the size meaning of its access-pointer calls, the launch, the buffers, the
 cp.async sites and the statements left opaque) and answers the questions every part asks: a
 fresh IR name, the TileLang/TVM op a callee names, the build-time value of an expression in a
-scope, and a dtype.  The parts are mixins over it: ``copies.py`` (the cp.async call, buffers,
-access pointers, regions) and ``expressions.py`` (expressions, folding); ``statements.py``
-composes them into :class:`~.statements.KernelBuilder`.
+scope, and a dtype.  Its state is typed, field by field, below.  The parts name it as their
+base: ``copies.py`` (the cp.async call, buffers, access pointers, regions) and
+``expressions.py`` (expressions, folding), each declaring what it calls in the other parts
+through the protocols of ``parts.py``; ``statements.py`` composes them into
+:class:`~.statements.KernelBuilder`.
 """
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from ..ir import Buffer, Unsupported
 from .module import KernelSource, ModuleInfo, Scope, Unknown
 from .signatures import SIGNATURES, Bound, Signature, bind
+
+if TYPE_CHECKING:
+    from ...rules import Rules
 
 CPP_RESERVED = {"int", "float", "double", "char", "long", "short", "unsigned", "signed", "void", "bool", "half",
                 "auto", "const", "static", "struct", "class", "new", "delete", "this", "default", "case", "switch",
@@ -27,6 +32,21 @@ CPP_RESERVED = {"int", "float", "double", "char", "long", "short", "unsigned", "
 
 class KernelContext:
     """One prim_func's build and the questions every part of the builder asks (see the module docstring)."""
+
+    mod: ModuleInfo  # the module's reading (imports, kernels, macros, constants, binds)
+    rules: "Rules"  # the rules (``mod.rules``)
+    src: KernelSource  # the prim_func being built
+    meaning: str  # size meaning of access-pointer calls in this text: "bytes" or "num_elems"
+    used: set[str]  # IR names given out (``fresh``)
+    grid: list[Optional[int]]  # blockIdx extents x, y, z (None: not launched)
+    block: list[Optional[int]]  # threadIdx extents x, y, z (None: not launched)
+    thread_vars: dict[str, tuple[str, int]]  # IR name -> ("threadIdx" | "blockIdx", dim)
+    allocs: list[Buffer]  # buffers declared in the body
+    params: list[Buffer]  # buffer parameters
+    sites: list  # the cp.async sites read, in order
+    unsupported: list  # the statements left opaque
+    kernel_seen: bool  # a T.Kernel or thread launch was read
+    depth: int  # macro inlining depth
 
     def __init__(self, mod: ModuleInfo, src: KernelSource, meaning: str):
         self.mod = mod

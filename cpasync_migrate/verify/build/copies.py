@@ -4,24 +4,28 @@
 call (``T.alloc_shared``, a ``T.Tensor`` parameter, ...), reads a ``T.ptx_cp_async`` call in
 either form (legacy offsets, or access pointers: ``T.tvm_access_ptr``, ``T.access_ptr``,
 ``Buffer.access_ptr``) into a :class:`~cpasync_migrate.verify.ir.CpAsync`, and reads the
-regions of ``T.copy`` and the indexed elements ``buf[i, j]``.  A mixin of
-:class:`~.statements.KernelBuilder` over :class:`~.context.KernelContext`.
+regions of ``T.copy`` and the indexed elements ``buf[i, j]``.  A part of
+:class:`~.statements.KernelBuilder` over :class:`~.context.KernelContext`; what it calls in the other parts is
+declared in ``parts.py``.
 """
 from __future__ import annotations
 
 import ast
 
 from ..ir import Bin, Buffer, Const, CpAsync, Ptr, Region, Unsupported, flat_index
+from .context import KernelContext
 from .expressions import fold
 from .module import Scope
+from .parts import ExpressionPart
 from .signatures import Bound, cp_async_signature
 
 DEFAULT_SCOPES = {"alloc_shared": "shared.dyn", "alloc_fragment": "local.fragment", "alloc_local": "local",
                   "alloc_buffer": "global", "decl_buffer": "global"}
 
 
-class CopyBuilder:
-    """Mixin of :class:`~.statements.KernelBuilder`: buffers, the cp.async call, access pointers, regions."""
+class CopyBuilder(KernelContext, ExpressionPart):
+    """A part of :class:`~.statements.KernelBuilder`: buffers, the cp.async call, access pointers, regions.  It
+    reads expressions through :class:`~.parts.ExpressionPart`."""
 
     # buffers ----------------------------------------------------------------
     def shape(self, node, scope: Scope) -> tuple:

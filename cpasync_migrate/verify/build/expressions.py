@@ -4,8 +4,8 @@
 and calls (casts, ``T.min``/``T.max``, integer division, bit operations, math functions,
 ``T.get_thread_binding``) into :mod:`~cpasync_migrate.verify.ir` expressions;
 :func:`const_expr` makes an IR constant of a Python value and :func:`fold` folds integer
-constant subexpressions.  A mixin of :class:`~.statements.KernelBuilder` over
-:class:`~.context.KernelContext`.
+constant subexpressions.  A part of :class:`~.statements.KernelBuilder` over
+:class:`~.context.KernelContext`; what it calls in the other parts is declared in ``parts.py``.
 """
 from __future__ import annotations
 
@@ -13,15 +13,18 @@ import ast
 from typing import Optional
 
 from ..ir import Bin, Cast, Cmp, Const, Expr, Load, Logic, Math, Select, Unary, Unsupported, Var
+from .context import KernelContext
 from .module import BIN_OPS, CMP_OPS, MISSING, PY_OPS, Scope
+from .parts import CopyPart, StatementPart
 from .signatures import MATH_SIGNATURE
 
 MATH_FNS = {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "fabs", "sin", "cos", "tanh", "floor", "ceil",
             "round", "trunc", "sigmoid"}
 
 
-class ExpressionBuilder:
-    """Mixin of :class:`~.statements.KernelBuilder`: expressions (see the module docstring)."""
+class ExpressionBuilder(KernelContext, CopyPart, StatementPart):
+    """A part of :class:`~.statements.KernelBuilder`: expressions (see the module docstring).  It reads buffers
+    and subscripts through :class:`~.parts.CopyPart` and binds threads through :class:`~.parts.StatementPart`."""
 
     # expressions -----------------------------------------------------------------
     def expr(self, node, scope: Scope) -> Expr:

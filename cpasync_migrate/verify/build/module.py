@@ -220,20 +220,7 @@ class ModuleInfo:
                     self._scan_body(st.body, fenv, prefix + st.name + ".", base_macros, list(factory) + [st], ip,
                                     module_env=base_env if top else module_env)
             elif isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
-                targets = st.targets if isinstance(st, ast.Assign) else [st.target]
-                v = self._macro_call(st.value, env)
-                if v is None:
-                    try:
-                        v = self.cval(st.value, env)
-                    except Unsupported as e:
-                        v = Unknown(f"value of the name is not known from the text ({e.construct})")
-                for t in targets:
-                    self._bind_target(t, v, env)
-                    if isinstance(t, ast.Name):
-                        if isinstance(v, MacroDef):
-                            macros[t.id] = v
-                        else:
-                            macros.pop(t.id, None)
+                self._scan_assign(st, env, macros)
             elif isinstance(st, (ast.If, ast.With, ast.Try, ast.For, ast.While)):
                 # Names bound under guards or loops are not known from the text; kernels inside are still found.
                 for sub in ("body", "orelse", "finalbody"):
@@ -255,6 +242,23 @@ class ModuleInfo:
             self.final_env, self.final_macros = env, macros
         if top:
             self.consts = env
+
+    def _scan_assign(self, st, env: dict, macros: dict) -> None:
+        """An assignment of ``_scan_body``: its targets bound in ``env`` (a macro also in ``macros``)."""
+        targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+        v = self._macro_call(st.value, env)
+        if v is None:
+            try:
+                v = self.cval(st.value, env)
+            except Unsupported as e:
+                v = Unknown(f"value of the name is not known from the text ({e.construct})")
+        for t in targets:
+            self._bind_target(t, v, env)
+            if isinstance(t, ast.Name):
+                if isinstance(v, MacroDef):
+                    macros[t.id] = v
+                else:
+                    macros.pop(t.id, None)
 
     def _call_env(self, fn: ast.FunctionDef) -> dict:
         """The module's names a module-level function runs with: the final bindings, except a name its

@@ -5,8 +5,9 @@ and unpacking, buffer declarations, the launch (``T.Kernel``, thread bindings an
 threads), ``T.macro`` calls inlined at their call sites, loops, ``if`` and the statement calls
 (cp.async, commit and wait groups, barriers, ``T.copy``, ``T.fill``).  A statement outside the
 modelled subset becomes an :class:`~cpasync_migrate.verify.ir.Opaque` so that the rest is still
-read.  It is composed from the mixins of ``copies.py`` and ``expressions.py`` over the shared
-:class:`~.context.KernelContext`; ``build_kernels`` (the package's front door) runs it.
+read.  It is composed from the parts of ``copies.py`` and ``expressions.py`` over the shared
+:class:`~.context.KernelContext` and is the one class that defines every method the protocols of
+``parts.py`` declare; ``build_kernels`` (the package's front door) runs it.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from .context import KernelContext
 from .copies import DEFAULT_SCOPES, CopyBuilder
 from .expressions import ExpressionBuilder, fold
 from .module import BIN_OPS, MacroDef, Scope, Unknown
+from .parts import StatementPart
 
 NOOP_OPS = {"reads", "writes", "func_attr", "block_attr", "use_swizzle", "no_set_max_nreg", "annotate_l2_hit_ratio"}
 BLOCK_CTX = {"block", "sblock", "init"}
@@ -31,7 +33,7 @@ THREAD_TAGS = {"threadIdx.x": ("threadIdx", 0), "threadIdx.y": ("threadIdx", 1),
 
 
 # ---------------------------------------------------------------- kernel body
-class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext):
+class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext, StatementPart):
     """One prim_func's kernel IR: ``KernelBuilder(mod, src, meaning).build()`` (see the module docstring)."""
 
     # build ----------------------------------------------------------------
