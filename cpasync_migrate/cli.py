@@ -449,9 +449,12 @@ def run(args) -> int:
     # for the command line's
     here = os.getcwd()
     there = os.path.dirname(os.path.abspath(cfg["__file__"])) if "__file__" in cfg else here
-    anchored = ([(g, here) for g in args.exclude] if args.exclude is not None
-                else [(g, there) for g in cfg.get("exclude", [])])
-    anchored += [(g, there) for g in cfg.get("extend-exclude", [])] + [(g, here) for g in args.extend_exclude or []]
+    from .discovery import Glob
+
+    anchored = ([(Glob.of(g, "exclude"), here) for g in args.exclude] if args.exclude is not None
+                else [(Glob.of(g, "exclude"), there) for g in cfg.get("exclude", [])])
+    anchored += [(Glob.of(g, "extend-exclude"), there) for g in cfg.get("extend-exclude", [])] + \
+        [(Glob.of(g, "extend-exclude"), here) for g in args.extend_exclude or []]
     excludes = _excludes_for(anchored) if anchored else ()
     from .files import CPP_SUFFIXES, PYTHON_SUFFIXES
 
@@ -753,6 +756,7 @@ def _rel_to(path: str, anchor: str) -> Optional[str]:
 def _excludes_for(anchored):
     """For a folder argument, the exclude globs as the walk there needs them (relative to it)."""
     from .config import glob_for_folder
+    from .discovery import tagged
 
     def for_folder(arg: str) -> tuple:
         out = []
@@ -764,7 +768,7 @@ def _excludes_for(anchored):
                 continue
             t = glob_for_folder(g, prefix)
             if t is not None:
-                out.append(t)
+                out.append(tagged(t, g))
         return tuple(out)
 
     return for_folder

@@ -30,12 +30,13 @@ from .progress import progress as _progress
 SUFFIXES = files.PYTHON_SUFFIXES + files.CPP_SUFFIXES
 
 
-def _discovered(paths, excludes, respect_gitignore, since_set, errors=None, skipped=None, special=None):
+def _discovered(paths, excludes, respect_gitignore, since_set, errors=None, skipped=None, special=None,
+                reasons=None):
     """Yield (path, explicit) for every source file in scope (no reading); unlistable folders go to
     ``errors``, entries that are not regular files to ``skipped`` (in a walk) or ``special`` (named)."""
     explicit = {p for p in paths if not os.path.isdir(p)}
     changed = None if since_set is None else since_filter(paths, since_set)
-    for path in discovery.discover(paths, SUFFIXES, excludes, respect_gitignore, errors, skipped, special):
+    for path in discovery.discover(paths, SUFFIXES, excludes, respect_gitignore, errors, skipped, special, reasons):
         if changed is not None and not changed(path):
             continue
         yield path, path in explicit
@@ -322,7 +323,8 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
 
     def pairs():
         nonlocal scanned
-        for pe in _discovered(paths, excludes, respect_gitignore, since_set, unlisted, skipped, special):
+        for pe in _discovered(paths, excludes, respect_gitignore, since_set, unlisted, skipped, special,
+                              skipped if verbose else None):
             scanned += 1
             if memo is not None and not pe[1]:
                 walked.append(pe[0])
@@ -376,10 +378,13 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
         for path, what in special:
             outcomes.append(error_outcome(path, language_of(path) or "python",
                                            f"{what}, not a regular file; not read"))
-    if verbose:
-        for path, why in sorted(skipped):
-            print(f"skipped {path}: {why}", file=sys.stderr)
+    if verbose:  # paths named as the findings name them (paths.rel: `x`, not `./x`)
+        from .paths import rel
+
+        for path, why in sorted(set(skipped)):
+            print(f"skipped {rel(path)}: {why}", file=sys.stderr)
         for o in sorted(outcomes, key=lambda o: o.path):
-            print(f"processed {o.path}" + (" (analysis from the results cache)" if o.cached else ""), file=sys.stderr)
+            print(f"processed {rel(o.path)}" + (" (analysis from the results cache)" if o.cached else ""),
+                  file=sys.stderr)
     outcomes.sort(key=lambda o: o.path)
     return outcomes, scanned
