@@ -84,3 +84,83 @@ def test_verbose_in_a_git_work_tree(tmp_path):
     assert "skipped gen: ignored by git (.gitignore, .git/info/exclude or core.excludesFile)" in got
     assert [ln for ln in got if not ln.startswith("skipped gen:")] == [ln for ln in WALK if "gen" not in ln]
     assert "./" not in r.stderr
+
+
+UNSAFE = '''import tilelang.language as T
+
+
+def copy(S, A, tx):
+    T.ptx_cp_async("float16", S.data, tx * 8, A.data, tx * 8, 16)
+'''
+
+
+def test_an_applied_unsafe_fix_reads_as_applied(tmp_path):
+    put(tmp_path / "k.py", UNSAFE)
+    r = run_cli("--unsafe-fixes", "k.py", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout
+    first = r.stdout.splitlines()[0]
+    assert first == "k.py:5:5: CPA001 fixed (unsafe fix applied; it rests on 2 assumption(s)) [in copy]", first
+    assert "migrate to access pointers" not in r.stdout
+    assert r.stdout.splitlines()[1].startswith("    assumption: no declaration of `S`")
+    # not applied (no --unsafe-fixes): the message of a site still to migrate
+    put(tmp_path / "k.py", UNSAFE)
+    r = run_cli("k.py", cwd=tmp_path)
+    assert "k.py:5:5: CPA001 legacy offset-form ptx_cp_async; migrate to access pointers" in r.stdout
+
+
+def test_json_in_check_mode_claims_no_write(tmp_path):
+    put(tmp_path / "k.py", LEGACY)
+    rep = json.loads(run_cli("--check", "--format", "json", "k.py", cwd=tmp_path).stdout)
+    (f,) = rep["findings"]
+    assert (f["status"], f["fix"]["applied"]) == ("fixable", False)
+    assert rep["summary"]["files_written"] == 0
+    assert (rep["summary"]["sites"]["rewritten"], rep["summary"]["sites"]["fixable"]) == (0, 1)
+    assert "rewritten" not in {x["status"] for x in rep["findings"]}
+    rep = json.loads(run_cli("--diff", "--format", "json", "k.py", cwd=tmp_path).stdout)
+    assert (rep["findings"][0]["status"], rep["findings"][0]["fix"]["applied"]) == ("fixable", False)
+    # write mode: rewritten and applied, and written
+    rep = json.loads(run_cli("--format", "json", "k.py", cwd=tmp_path).stdout)
+    (f,) = rep["findings"]
+    assert (f["status"], f["fix"]["applied"], rep["summary"]["files_written"]) == ("rewritten", True, 1)
+    assert "fixable" not in rep["summary"]["sites"]
+
+
+@pytest.mark.parametrize("text", [
+    'import tilelang.language as T\n\n\ndef f(S):\n    T.ptx_cp_async("float16", S.data, 0, S.data, 0, 16\n\nx = 1\n',
+    "import tilelang.language as T\ndef f():\n  x = 1\n    y = T.ptx_cp_async\n",
+    "import tilelang.language as T\nx = [1, 2\nT.ptx_cp_async(1 2)\n",
+])
+def test_parse_error_position_is_pythons(text, tmp_path):
+    import ast
+
+    put(tmp_path / "bad.py", text)
+    try:
+        ast.parse(text)
+    except SyntaxError as e:
+        want = f"bad.py:{e.lineno}:{e.offset}: CPA900 cannot parse: {e.msg}"
+    r = run_cli("--check", "bad.py", cwd=tmp_path)
+    assert r.returncode == 2
+    assert want in r.stdout.splitlines(), (want, r.stdout)
+
+
+def test_exit_codes_as_docs_ci_md_gives_them(tmp_path):
+    """0 nothing to do, 1 sites remain (--check) or unsafe fixes not applied, 2 a file error, 3 bad usage;
+    --exit-zero turns 1 into 0 only.  docs/ci.md's table lists the same."""
+    table = (Path(__file__).resolve().parent.parent / "docs" / "ci.md").read_text()
+    for code in ("| 0 |", "| 1 |", "| 2 |", "| 3 |"):
+        assert code in table
+    put(tmp_path / "clean.py", "x = 1\n")
+    put(tmp_path / "k.py", LEGACY)
+    put(tmp_path / "bad.py", "import tilelang.language as T\nT.ptx_cp_async(\n")
+    assert run_cli("--check", "clean.py", cwd=tmp_path).returncode == 0
+    assert run_cli("--check", "k.py", cwd=tmp_path).returncode == 1
+    assert run_cli("--check", "--exit-zero", "k.py", cwd=tmp_path).returncode == 0
+    assert run_cli("--check", "k.py", "bad.py", cwd=tmp_path).returncode == 2  # 2 wins over 1
+    assert run_cli("--check", "--exit-zero", "bad.py", cwd=tmp_path).returncode == 2
+    assert run_cli("--check", "--no-such-option", "k.py", cwd=tmp_path).returncode == 3
+    put(tmp_path / "pyproject.toml", "[tool.cpasync-migrate]\nno-such-key = 1\n")
+    assert run_cli("--check", "k.py", cwd=tmp_path).returncode == 3
+    (tmp_path / "pyproject.toml").unlink()
+    assert run_cli("k.py", cwd=tmp_path).returncode == 0  # write mode: fixed, nothing left
+    put(tmp_path / "u.py", UNSAFE)
+    assert run_cli("u.py", cwd=tmp_path).returncode == 1  # an unsafe fix not applied remains
