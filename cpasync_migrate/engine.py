@@ -151,10 +151,11 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
             analysis = fe.analyze(text, path, opts)
         except (RecursionError, MemoryError):  # nesting past what files.nesting bounds (a long chain of a + a + ...)
             return error_outcome(path, language, "nested too deep for the parser or its passes; not analysed")
-        if "cpasync-migrate" in text:  # suppression comments by code, per file, unused (suppress.py)
-            from . import suppress
+        from . import suppress
 
-            analysis = suppress.resolve(text, path, language, analysis, lambda t: fe.analyze(t, path, opts))
+        if suppress.spelling(opts.rules.suppress_comment).marker in text:  # suppression comments (suppress.py)
+            analysis = suppress.resolve(text, path, language, analysis, lambda t: fe.analyze(t, path, opts),
+                                        opts.rules)
         if ck is not None:
             cache.store_analysis(settings.cache_dir, ck, analysis)
     if analysis.error:
