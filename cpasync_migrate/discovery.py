@@ -30,9 +30,10 @@ class _Pattern:
     :func:`_wildmatch`, which keeps one backtracking point per level and so takes at most (path
     length x pattern length) steps."""
 
-    __slots__ = ("negate", "dir_only", "regex", "base", "name_only", "lead", "segments")
+    __slots__ = ("negate", "dir_only", "regex", "base", "name_only", "lead", "segments", "text")
 
     def __init__(self, line: str, base: str, lead: str = ""):
+        self.text = line  # as written in its .gitignore (for -v)
         self.base = base  # directory (relative to the walk root, "" for root) holding the .gitignore
         # for a .gitignore above the walk root: the walk root relative to its folder, with a final "/"
         # (an anchored pattern there matches lead + the path from the walk root)
@@ -259,6 +260,47 @@ def _ignored(patterns: list[_Pattern], rel: str, is_dir: bool) -> bool:
     return ignored
 
 
+class Glob(str):
+    """An exclude glob that knows the option it came from (``exclude`` or ``extend-exclude``), for -v."""
+
+    option = "exclude"
+
+    @classmethod
+    def of(cls, text: str, option: str) -> "Glob":
+        g = cls(text)
+        g.option = option
+        return g
+
+
+def tagged(text: str, like) -> str:
+    """``text`` (a glob made from ``like``) with ``like``'s option, where it has one."""
+    return Glob.of(text, like.option) if isinstance(like, Glob) else text
+
+
+def _why_ignored(patterns: list, rel: str, is_dir: bool) -> str:
+    """-v's reason for a path the ``.gitignore`` patterns ignore: the last pattern that decides it."""
+    last = None
+    for p in patterns:
+        if p.matches(rel, is_dir):
+            last = p
+    where = (last.base + "/" if last is not None and last.base else "") + ".gitignore"
+    return f"ignored by `{last.text}` in {where}" if last is not None else "ignored by a .gitignore"
+
+
+def _skip_dir_reason(name: str) -> str:
+    if name in (".venv", "venv", ".env", "env"):
+        return "a virtual environment's folder name; such folders are not scanned"
+    return f"a `{name}` folder; such folders are not scanned"
+
+
+_VCS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", ".jj"})  # -v does not name these (git does not list them)
+VENV_REASON = "a virtual environment (holds pyvenv.cfg); not scanned"
+
+
+def suffix_reason(suffixes) -> str:
+    return f"not a kernel source ({' '.join(suffixes)})"
+
+
 class _Filter:
     """The ``.gitignore`` patterns and ``--exclude`` globs in force in one folder, compiled for the walk.
 
@@ -313,6 +355,17 @@ class _Filter:
                 return False
         return True if not self.negations else _ignored(self.patterns, rel, is_dir)
 
+    def why(self, rel: str, name: str, is_dir: bool) -> str:
+        """-v's reason for a path :meth:`skip` skips: the exclude glob (and its option) or the .gitignore
+        pattern that decides it.  Called only for such paths, only under -v."""
+        norm = os.path.normcase
+        for g in self.excludes or ():
+            gn = norm(g)
+            whole = fnmatch.fnmatchcase(norm(rel), gn) or fnmatch.fnmatchcase(norm(rel), norm(g.rstrip("/") + "/*"))
+            if whole or fnmatch.fnmatchcase(norm(name), gn):
+                return f"matches `{g}` ({getattr(g, 'option', 'exclude')})"
+        return _why_ignored(self.patterns, rel, is_dir)
+
 
 def _git_root_patterns(start: Path) -> tuple[Optional[Path], list[_Pattern]]:
     """.gitignore files of the enclosing repository above ``start`` (outermost first)."""
@@ -347,6 +400,7 @@ def discover(
     errors: Optional[list] = None,
     skipped: Optional[list] = None,
     special: Optional[list] = None,
+    reasons: Optional[list] = None,
 ) -> Iterator[str]:
     """Yield candidate files (explicit files first in argument order; a folder's files in no set order).
 
@@ -354,6 +408,11 @@ def discover(
     regular files (or links to them) are yielded: a FIFO, socket, device, broken link or link to a
     folder met in a walk goes to ``skipped`` as (path, reason); one named explicitly goes to
     ``special`` (the caller reports it as an error) and is never opened.
+
+    ``reasons`` (-v): when given, every entry a walk passes over by a rule goes there as (path, why): a
+    .gitignore pattern or git's own ignore rules, an exclude glob (and whether ``exclude`` or
+    ``extend-exclude`` gave it), a virtual environment, a folder never scanned (``.git``, ``build``...),
+    a file without a kernel suffix.  A folder passed over is named once, not the files below it.
     """
     seen: set[str] = set()
     for arg in paths:
@@ -363,10 +422,10 @@ def discover(
             st = None
         if st is not None and stat.S_ISDIR(st.st_mode):
             ex = tuple(excludes(arg)) if callable(excludes) else excludes  # per folder: globs anchored elsewhere
-            found = _git_walk(arg, suffixes, ex, skipped) if respect_gitignore else None
+            found = _git_walk(arg, suffixes, ex, skipped, reasons) if respect_gitignore else None
             if found is None:  # not in a git work tree, or no git: the walker reads the .gitignore files
                 outer = _git_root_patterns(Path(arg))[1] if respect_gitignore else []
-                found = _walk(arg, outer, suffixes, ex, respect_gitignore, errors, skipped)
+                found = _walk(arg, outer, suffixes, ex, respect_gitignore, errors, skipped, reasons)
             for f in found:
                 if f not in seen:
                     seen.add(f)
@@ -423,7 +482,8 @@ def _maybe_in_git(folder: str) -> bool:
         cur = up
 
 
-def _git_walk(top: str, suffixes, excludes, skipped: Optional[list] = None) -> Optional[Iterator[str]]:
+def _git_walk(top: str, suffixes, excludes, skipped: Optional[list] = None,
+              reasons: Optional[list] = None) -> Optional[Iterator[str]]:
     """The files under ``top`` in scope, from git's own list (see :func:`_git_list`); None when git
     cannot give it (then the walker is used).
 
@@ -435,12 +495,31 @@ def _git_walk(top: str, suffixes, excludes, skipped: Optional[list] = None) -> O
     entries = _git_list(top)
     if entries is None or not any(entries):
         return None  # git has nothing there: a folder named on the command line that git ignores is walked
-    return _git_files(top, "", entries, suffixes, _Filter([], excludes) if excludes else None, skipped)
+    if reasons is not None:
+        _git_ignored(top, "", reasons)
+    return _git_files(top, "", entries, suffixes, _Filter([], excludes) if excludes else None, skipped, reasons)
 
 
-def _git_files(top: str, prefix: str, entries: list, suffixes, filt, skipped) -> Iterator[str]:
+def _git_ignored(top: str, prefix: str, reasons: list) -> None:
+    """-v: what git's ignore rules leave out under ``top`` (one more git process, only under -v)."""
+    from .gitrev import git
+
+    try:
+        r = git(["ls-files", "-z", "-o", "-i", "--exclude-standard", "--directory", "--", "."], top + "/" + prefix)
+    except (OSError, ValueError):
+        return
+    if r.returncode != 0:
+        return
+    base = top if top.endswith(os.sep) else top + os.sep
+    for rel in os.fsdecode(r.stdout).split("\0"):
+        if rel:
+            reasons.append((base + prefix + rel.rstrip("/"),
+                            "ignored by git (.gitignore, .git/info/exclude or core.excludesFile)"))
+
+
+def _git_files(top: str, prefix: str, entries: list, suffixes, filt, skipped, reasons=None) -> Iterator[str]:
     candidates: dict = {}  # rel -> True (a dict: a conflicted file is listed once per stage)
-    nested, venvs, links = [], set(), []
+    nested, venvs, links, unsuffixed = [], set(), [], []
     for ent in entries:
         tag = ent[:1]
         if tag == "?":
@@ -464,10 +543,14 @@ def _git_files(top: str, prefix: str, entries: list, suffixes, filt, skipped) ->
             venvs.add(rel[: -len("/pyvenv.cfg")] if "/" in rel else "")
         elif look and skipped is not None:
             links.append(rel)  # untracked or a link: one to a folder is reported as skipped, as the walker does
+        if reasons is not None and not rel.endswith(suffixes):
+            unsuffixed.append(rel)
     ok: dict = {"": True}
     if prefix:
         ok[prefix[:-1]] = True  # a nested repository's folder was checked as an entry of the one above
     venvs.discard(prefix[:-1] if prefix else "")  # the folder scanned is scanned, whatever it holds
+
+    base = top if top.endswith(os.sep) else top + os.sep  # as os.path.join(top, rel) writes it
 
     def folder_ok(d: str) -> bool:
         v = ok.get(d)
@@ -475,12 +558,18 @@ def _git_files(top: str, prefix: str, entries: list, suffixes, filt, skipped) ->
             up, _, name = d.rpartition("/")
             v = ok[d] = (folder_ok(up) and name not in SKIP_DIRS and not name.endswith(".egg-info")
                          and d not in venvs and not (filt is not None and filt.skip(d, name, True)))
+            if not v and reasons is not None and ok.get(up):
+                reasons.append((base + d, _skip_dir_reason(name) if name in SKIP_DIRS or name.endswith(".egg-info")
+                                else VENV_REASON if d in venvs else filt.why(d, name, True)))
         return v
 
-    base = top if top.endswith(os.sep) else top + os.sep  # as os.path.join(top, rel) writes it
     for rel in candidates:
         d, _, name = rel.rpartition("/")
-        if not folder_ok(d) or filt is not None and filt.skip(rel, name, False):
+        if not folder_ok(d):
+            continue
+        if filt is not None and filt.skip(rel, name, False):
+            if reasons is not None:
+                reasons.append((base + rel, filt.why(rel, name, False)))
             continue
         path = base + rel
         try:
@@ -504,6 +593,9 @@ def _git_files(top: str, prefix: str, entries: list, suffixes, filt, skipped) ->
         d = rel.rpartition("/")[0]
         if folder_ok(d) and os.path.islink(base + rel) and os.path.isdir(base + rel):
             skipped.append((base + rel, "a symbolic link to a folder; links to folders are not followed"))
+    for rel in unsuffixed:
+        if folder_ok(rel.rpartition("/")[0]) and not (os.path.islink(base + rel) and os.path.isdir(base + rel)):
+            reasons.append((base + rel, suffix_reason(suffixes)))
     for rel in nested:
         if not folder_ok(rel):
             continue
@@ -512,9 +604,11 @@ def _git_files(top: str, prefix: str, entries: list, suffixes, filt, skipped) ->
             continue  # a submodule that is not checked out
         sub = _git_list(folder)
         if sub is None:  # a repository git cannot read: the walker reads its .gitignore files
-            yield from _walk(folder, [], suffixes, _sub_globs(filt, rel), True, None, skipped)
+            yield from _walk(folder, [], suffixes, _sub_globs(filt, rel), True, None, skipped, reasons)
             continue
-        yield from _git_files(top, rel + "/", sub, suffixes, filt, skipped)
+        if reasons is not None:
+            _git_ignored(top, rel + "/", reasons)
+        yield from _git_files(top, rel + "/", sub, suffixes, filt, skipped, reasons)
 
 
 def _sub_globs(filt, rel: str) -> tuple:
@@ -523,11 +617,12 @@ def _sub_globs(filt, rel: str) -> tuple:
         return ()
     from .config import glob_for_folder
 
-    return tuple(g for g in (glob_for_folder(g, rel) for g in filt.excludes) if g is not None)
+    return tuple(tagged(t, g) for g, t in ((g, glob_for_folder(g, rel)) for g in filt.excludes) if t is not None)
 
 
 def _walk(top: str, outer: list[_Pattern], suffixes, excludes, respect_gitignore,
-          errors: Optional[list] = None, skipped: Optional[list] = None) -> Iterator[str]:
+          errors: Optional[list] = None, skipped: Optional[list] = None,
+          reasons: Optional[list] = None) -> Iterator[str]:
     """Files under ``top`` in scope, in no particular order (callers sort what they report).
 
     One ``scandir`` per folder and no other system call for plain entries: a folder's own
@@ -550,6 +645,8 @@ def _walk(top: str, outer: list[_Pattern], suffixes, excludes, respect_gitignore
             continue
         names = [e.name for e in entries]
         if rel_dir and "pyvenv.cfg" in names:
+            if reasons is not None:
+                reasons.append((full_dir, VENV_REASON))
             continue  # a virtual environment, whatever its folder is called
         if respect_gitignore and ".gitignore" in names:
             own = _read_gitignore(full_dir, rel_dir)
@@ -568,13 +665,19 @@ def _walk(top: str, outer: list[_Pattern], suffixes, excludes, respect_gitignore
                 continue
             if is_dir:
                 if name in SKIP_DIRS or name.endswith(".egg-info"):
+                    if reasons is not None and name not in _VCS:
+                        reasons.append((e.path, _skip_dir_reason(name)))
                     continue
                 rel = f"{rel_dir}/{name}" if rel_dir else name
                 if filt is not None and filt.skip(rel, name, True):
+                    if reasons is not None:
+                        reasons.append((e.path, filt.why(rel, name, True)))
                     continue
                 stack.append((rel, pats))
             elif name.endswith(suffixes):
                 if filt is not None and filt.skip(f"{rel_dir}/{name}" if rel_dir else name, name, False):
+                    if reasons is not None:
+                        reasons.append((e.path, filt.why(f"{rel_dir}/{name}" if rel_dir else name, name, False)))
                     continue
                 try:
                     regular = e.is_file()  # follows a link; FIFOs, sockets and devices are not files
@@ -592,6 +695,10 @@ def _walk(top: str, outer: list[_Pattern], suffixes, excludes, respect_gitignore
                     linked_dir = False
                 if linked_dir:
                     skipped.append((e.path, "a symbolic link to a folder; links to folders are not followed"))
+                elif reasons is not None:
+                    reasons.append((e.path, suffix_reason(suffixes)))
+            elif reasons is not None:
+                reasons.append((e.path, suffix_reason(suffixes)))
 
 
 # ---------------------------------------------------------------- reading

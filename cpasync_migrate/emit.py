@@ -135,7 +135,7 @@ def _emit(outcomes, scanned: int, mode: str, args, target_info: dict, rules, set
             for f in report.all_findings(outcomes):
                 if f.status is Status.REWRITTEN and f.legacy_site and not (f.fix and f.fix.assumptions):
                     out.write(f"{report.rel(f.path)}:{f.line}:{f.column}: {f.code} fixed\n")
-        _print_unapplied(outcomes, out)
+        _print_unapplied(outcomes, out, written=True)
         info = out
     for line in report.verdict_lines(outcomes):
         info.write(line + "\n")
@@ -190,15 +190,18 @@ def _write_diffs(outcomes, out) -> None:
             out.write(report.colorize_diff(d) if color else d)
 
 
-def _print_unapplied(outcomes, out, show_unsafe: bool = False) -> None:
-    """Sites left for a person and unapplied unsafe fixes, with reasons and assumptions."""
+def _print_unapplied(outcomes, out, show_unsafe: bool = False, written: bool = False) -> None:
+    """Sites left for a person and unsafe fixes, with reasons and assumptions.  ``written`` (write mode):
+    an unsafe fix the run applied reads as applied (``fixed (unsafe fix applied ...)``), not with the
+    message of a site still to migrate."""
     from . import report
     from .findings import Status
 
     for f in report.all_findings(outcomes):
         if f.status in (Status.MANUAL, Status.UNSAFE, Status.UNPARSABLE) or (
                 f.status is Status.REWRITTEN and f.fix and f.fix.assumptions):
-            out.write(report.finding_line(f) + "\n")
+            applied = written and f.status is Status.REWRITTEN
+            out.write((report.applied_line(f) if applied else report.finding_line(f)) + "\n")
             if f.fix and f.fix.assumptions:
                 for a in f.fix.assumptions:
                     out.write(f"    assumption: {a}\n")

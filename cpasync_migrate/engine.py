@@ -78,56 +78,22 @@ def front_end_options(settings: RunSettings, line_length: int = 88, cpp_style=No
     return FrontEndOptions(rules=rules, cpp_style=cpp_style, **given)
 
 
-_LINE_LENGTHS: dict = {}  # (pyproject path, mtime, size) -> its line length
-_NEAREST: dict = {}  # folder -> its nearest pyproject.toml (Path or None), for one run (forget_folders)
-
-
 def forget_folders() -> None:
-    """Forget which pyproject.toml each folder has, and which files import a macro (a run starts: files may
+    """Forget which configuration each folder has, and which files import a macro (a run starts: files may
     have come or gone)."""
-    _NEAREST.clear()
-    from . import importers
-    from . import clang_format
+    from . import clang_format, importers, line_length
 
     clang_format.forget()
 
+    line_length.forget()
     importers.forget()
 
 
 def line_length_of(path: str) -> int:
-    """``[tool.ruff] line-length``, else ``[tool.black] line-length``, of the file's nearest pyproject.toml; else 88."""
-    import os
-    import tomllib
-    from pathlib import Path
+    """The line length ruff, else black, is configured to for the file; else 88 (``line_length.py``)."""
+    from . import line_length
 
-    from .config import find_pyproject
-
-    folder = os.path.dirname(os.path.abspath(path))
-    if folder in _NEAREST:
-        pp = _NEAREST[folder]
-    else:
-        pp = _NEAREST[folder] = find_pyproject(Path(folder))
-    if pp is None:
-        return 88
-    try:
-        st = pp.stat()
-    except OSError:
-        return 88
-    k = (str(pp), st.st_mtime_ns, st.st_size)
-    if k not in _LINE_LENGTHS:
-        n = 88
-        try:
-            tool = tomllib.loads(pp.read_text("utf-8")).get("tool")
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-            tool = None
-        for name in ("ruff", "black"):
-            v = tool.get(name) if isinstance(tool, dict) else None
-            v = v.get("line-length") if isinstance(v, dict) else None
-            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
-                n = v
-                break
-        _LINE_LENGTHS[k] = n
-    return _LINE_LENGTHS[k]
+    return line_length.of(path)
 
 
 def _count_sites(text: str) -> list[tuple[int, int]]:
@@ -203,10 +169,11 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
             analysis = fe.analyze(text, path, opts)
         except (RecursionError, MemoryError):  # nesting past what files.nesting bounds (a long chain of a + a + ...)
             return error_outcome(path, language, "nested too deep for the parser or its passes; not analysed")
-        if "cpasync-migrate" in text:  # suppression comments by code, per file, unused (suppress.py)
-            from . import suppress
+        from . import suppress
 
-            analysis = suppress.resolve(text, path, language, analysis, lambda t: fe.analyze(t, path, opts))
+        if suppress.spelling(opts.rules.suppress_comment).marker in text:  # suppression comments (suppress.py)
+            analysis = suppress.resolve(text, path, language, analysis, lambda t: fe.analyze(t, path, opts),
+                                        opts.rules)
         if ck is not None:
             cache.store_analysis(settings.cache_dir, ck, analysis)
     if analysis.error:

@@ -20,6 +20,10 @@ from typing import Optional
 # layout without naming it (the Python runtime helpers of rules/python_api.toml, the C++ printer helpers
 # of rules/cpp.toml; a test checks every name listed there contains one of these).
 HELPER_NEEDLES = (b"cp_async_gs", b"CpAsyncAssembly")
+# The suppression comment's marker (rules/namespaces.toml's [suppress] comment, up to its ":"; a test
+# checks they agree): a file with a suppression comment is read even if it names nothing else, so a
+# comment that suppresses nothing there is reported (suppress.py).
+MARKER_NEEDLE = b"cpasync-migrate:"
 
 
 def _common_part(needles) -> bytes:
@@ -39,7 +43,7 @@ def _needles() -> tuple:
     from .rules import intrinsic_name
 
     NEEDLE = intrinsic_name().encode("ascii")
-    NEEDLES = (NEEDLE, *HELPER_NEEDLES)
+    NEEDLES = (NEEDLE, *HELPER_NEEDLES, MARKER_NEEDLE)
     COMMON = _common_part(NEEDLES)
     return NEEDLES
 

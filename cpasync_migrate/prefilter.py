@@ -27,7 +27,7 @@ def select(chunk):
     be opened or read is kept: the reader reports it.  This loop runs once per file of
     the tree, so it is written flat, with everything it uses in local variables.
     """
-    n0, n1, n2 = files.NEEDLES
+    n0, n1, n2, n3 = files.NEEDLES
     common = files.COMMON  # in every needle: a file without it holds none (one pass instead of three)
     block = _BLOCK
     buf = _buffer()
@@ -64,7 +64,8 @@ def select(chunk):
                     n = len(data)
                     mv[:n] = data
                 hit = ((find(common, 0, n) != -1
-                        and (find(n0, 0, n) != -1 or find(n1, 0, n) != -1 or find(n2, 0, n) != -1))
+                        and (find(n0, 0, n) != -1 or find(n1, 0, n) != -1 or find(n2, 0, n) != -1
+                             or find(n3, 0, n) != -1))
                        or (n == block and _rest_has(fd, buf, block)))
             except OSError:
                 hit = True

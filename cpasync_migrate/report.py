@@ -148,6 +148,14 @@ def finding_line(f: Finding) -> str:
     return f"{rel(f.path)}:{f.line}:{f.column}: {f.code} {msg}"
 
 
+def applied_line(f: Finding) -> str:
+    """A site write mode just fixed with an unsafe fix: said as done, with how many assumptions it rests on
+    (they follow, one a line)."""
+    n = len(f.fix.assumptions) if f.fix else 0
+    where = f" [in {f.function}]" if f.function else ""
+    return f"{rel(f.path)}:{f.line}:{f.column}: {f.code} fixed (unsafe fix applied; it rests on {n} assumption(s)){where}"
+
+
 def check_lines(outcomes: list[FileOutcome]) -> list[str]:
     lines = []
     for f in all_findings(outcomes):
@@ -347,12 +355,15 @@ def colorize_diff(text: str) -> str:
 # ------------------------------------------------------------------ json
 
 
-def finding_dict(f: Finding) -> dict:
+def finding_dict(f: Finding, mode: str = "write") -> dict:
+    """One finding of the JSON ledger.  Only write mode applies fixes: under --check and --diff a site the
+    run would rewrite has status ``fixable`` and its fix ``applied: false`` (nothing was written)."""
     fix = None
+    written = mode == "write"
     if f.fix is not None:
         fix = {
             "applicability": f.fix.applicability.value,
-            "applied": f.status is Status.REWRITTEN,
+            "applied": written and f.status is Status.REWRITTEN,
             "original": f.original,
             "replacement": f.replacement,
             "assumptions": list(f.fix.assumptions),
@@ -368,7 +379,7 @@ def finding_dict(f: Finding) -> dict:
         "code": f.code,
         "message": f.message,
         "severity": f.severity or SEVERITY[f.status],
-        "status": f.status.value,
+        "status": "fixable" if not written and f.status is Status.REWRITTEN else f.status.value,
         "legacy_site": f.legacy_site,
         "fixable": f.fix is not None,
         "fix": fix,
@@ -387,13 +398,24 @@ def json_report(outcomes: list[FileOutcome], files_scanned: int, mode: str, targ
         "mode": mode,
         "target": target_info,
         "rules": rules_versions,
-        "summary": summarize(outcomes, files_scanned, mode),
-        "findings": [finding_dict(f) for f in all_findings(outcomes)],
+        "summary": _json_summary(outcomes, files_scanned, mode),
+        "findings": [finding_dict(f, mode) for f in all_findings(outcomes)],
         "errors": [{"path": rel(o.path), "line": o.error_line, "message": o.error}
                    for o in sorted(outcomes, key=lambda o: o.path) if o.error],
         "verdicts": [dict(v, path=rel(o.path)) for o in sorted(outcomes, key=lambda o: o.path) for v in o.verdicts],
         "sets": [_set_dict(cs) for cs in sets],
     }
+
+
+def _json_summary(outcomes: list[FileOutcome], files_scanned: int, mode: str) -> dict:
+    """The summary; under --check and --diff the sites the run would rewrite count as ``fixable`` (none as
+    ``rewritten``: nothing was written)."""
+    s = summarize(outcomes, files_scanned, mode)
+    if mode != "write":
+        sites = dict(s["sites"])
+        sites["fixable"], sites["rewritten"] = sites["rewritten"], 0
+        s = dict(s, sites=sites)
+    return s
 
 
 def _set_dict(cs) -> dict:

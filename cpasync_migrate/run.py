@@ -118,16 +118,20 @@ def _rel_to(path: str, anchor: str) -> Optional[str]:
 def anchored_excludes(args, cfg: dict) -> list:
     """Each exclude glob with the folder it is relative to: the configuration's folder for its own, the
     current one for the command line's (--exclude replaces the file's list, --extend-exclude adds)."""
+    from .discovery import Glob  # each glob tagged with the key that gave it, for -v's reasons
+
     here = os.getcwd()
     there = os.path.dirname(os.path.abspath(cfg["__file__"])) if "__file__" in cfg else here
-    out = ([(g, here) for g in args.exclude] if args.exclude is not None
-           else [(g, there) for g in cfg.get("exclude", [])])
-    return out + [(g, there) for g in cfg.get("extend-exclude", [])] + [(g, here) for g in args.extend_exclude or []]
+    out = ([(Glob.of(g, "exclude"), here) for g in args.exclude] if args.exclude is not None
+           else [(Glob.of(g, "exclude"), there) for g in cfg.get("exclude", [])])
+    return out + [(Glob.of(g, "extend-exclude"), there) for g in cfg.get("extend-exclude", [])] + \
+        [(Glob.of(g, "extend-exclude"), here) for g in args.extend_exclude or []]
 
 
 def globs_for_folder(arg: str, anchored) -> tuple:
     """For a folder argument, the exclude globs as the walk there needs them (relative to it)."""
     from .config import glob_for_folder
+    from .discovery import tagged
 
     out = []
     for g, anchor in anchored:
@@ -138,7 +142,7 @@ def globs_for_folder(arg: str, anchored) -> tuple:
             continue
         t = glob_for_folder(g, prefix)
         if t is not None:
-            out.append(t)
+            out.append(tagged(t, g))
     return tuple(out)
 
 

@@ -31,13 +31,13 @@ SUFFIXES = files.PYTHON_SUFFIXES + files.CPP_SUFFIXES
 
 
 def _discovered(paths, excludes, respect_gitignore, since_set, errors=None, skipped=None, special=None,
-                keep=None):
+                keep=None, reasons=None):
     """Yield (path, explicit) for every source file in scope (no reading); unlistable folders go to
     ``errors``, entries that are not regular files to ``skipped`` (in a walk) or ``special`` (named).
     ``keep``: for a file found in a walk, why it is out of scope (its own configuration excludes it), or None."""
     explicit = {p for p in paths if not os.path.isdir(p)}
     changed = None if since_set is None else since_filter(paths, since_set)
-    for path in discovery.discover(paths, SUFFIXES, excludes, respect_gitignore, errors, skipped, special):
+    for path in discovery.discover(paths, SUFFIXES, excludes, respect_gitignore, errors, skipped, special, reasons):
         if changed is not None and not changed(path):
             continue
         if keep is not None and path not in explicit:
@@ -365,7 +365,8 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
 
     def pairs():
         nonlocal scanned
-        for pe in _discovered(paths, excludes, respect_gitignore, since_set, unlisted, skipped, special, keep):
+        for pe in _discovered(paths, excludes, respect_gitignore, since_set, unlisted, skipped, special, keep,
+                              skipped if verbose else None):
             scanned += 1
             if memo is not None and not pe[1]:
                 walked.append(pe[0])
@@ -406,10 +407,13 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
 
             stat_memo.save(settings.cache_dir, memo_key, memo, memo.entries(walked, fresh, stale), cache.write_json)
     outcomes.extend(_unread_outcomes(unlisted, special))
-    if verbose:
-        for path, why in sorted(skipped):
-            print(f"skipped {path}: {why}", file=sys.stderr)
+    if verbose:  # paths named as the findings name them (paths.rel: `x`, not `./x`)
+        from .paths import rel
+
+        for path, why in sorted(set(skipped)):
+            print(f"skipped {rel(path)}: {why}", file=sys.stderr)
         for o in sorted(outcomes, key=lambda o: o.path):
-            print(f"processed {o.path}" + (" (analysis from the results cache)" if o.cached else ""), file=sys.stderr)
+            print(f"processed {rel(o.path)}" + (" (analysis from the results cache)" if o.cached else ""),
+                  file=sys.stderr)
     outcomes.sort(key=lambda o: o.path)
     return outcomes, scanned

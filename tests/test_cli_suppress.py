@@ -22,7 +22,7 @@ def test_codes_in_brackets_suppress_only_those_codes(tmp_path):
     write(tmp_path / "all.py", _with_comment("# cpasync-migrate: ignore"))
     r = run_cli("--check", "--format", "json", ".", cwd=tmp_path)
     got = {f["path"]: (f["code"], f["status"]) for f in json.loads(r.stdout)["findings"] if f["code"] != "CPA010"}
-    assert got == {"other.py": ("CPA001", "rewritten"), "own.py": ("CPA001", "suppressed"),
+    assert got == {"other.py": ("CPA001", "fixable"), "own.py": ("CPA001", "suppressed"),
                    "all.py": ("CPA001", "suppressed")}
     assert r.returncode == 1  # other.py's site is not silenced by a comment for another code
     # write mode: the site whose code is not named is migrated, the comment kept; the other two stay
@@ -40,7 +40,7 @@ def test_file_level_suppression(tmp_path):
     rep = json.loads(r.stdout)
     st = {(f["path"], f["code"]): f["status"] for f in rep["findings"]}
     assert st[("f.py", "CPA001")] == "suppressed"
-    assert st[("g.py", "CPA001")] == "rewritten"
+    assert st[("g.py", "CPA001")] == "fixable"
     assert st[("g.py", "CPA010")] == "info"  # no CPA002 site in g.py
     assert ("f.py", "CPA010") not in st
 
@@ -98,4 +98,4 @@ def test_cpp_suppressions_by_code_per_file_and_unused(tmp_path):
     assert r.returncode == 0
     write(tmp_path / "c.cc", "/* cpasync-migrate: ignore-file[CPA104] */\n" + CPP)
     r = run_cli("--check", "--format", "json", "--accept-partial-sets", "c.cc", cwd=tmp_path)
-    assert _findings(r) == [(1, "CPA010", "info"), (9, "CPA101", "rewritten"), (13, "CPA101", "rewritten")]
+    assert _findings(r) == [(1, "CPA010", "info"), (9, "CPA101", "fixable"), (13, "CPA101", "fixable")]

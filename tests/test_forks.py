@@ -209,7 +209,7 @@ def test_a_whole_legacy_fork_migrates_in_one_default_run(tmp_path):
     assert [(f["path"], f["role"], f["set_id"]) for f in rep["findings"] if f["code"] == "CPA106"] == [
         ("src/target/codegen_demo.cc", None, None)]
     statuses = {f["status"] for f in rep["findings"] if f["code"] != "CPA900"}
-    assert statuses == {"rewritten"}, [(f["path"], f["line"], f["code"], f["status"]) for f in rep["findings"]]
+    assert statuses == {"fixable"}, [(f["path"], f["line"], f["code"], f["status"]) for f in rep["findings"]]
     # the members whose fixes are unsafe on their own are applied because the set establishes what they assume
     unsafe_alone = {f["code"] for f in rep["findings"] if f["fix"] and f["fix"]["applicability"] == "unsafe"}
     assert unsafe_alone == {"CPA103", "CPA105", "CPA110", "CPA111"}

@@ -18,6 +18,7 @@ import atexit
 import io
 import os
 import shutil
+import sys
 import tempfile
 import tokenize
 from collections import Counter
@@ -105,12 +106,23 @@ def added_import(s: Script, out: str) -> tuple[str, int, int]:
     assert len(added) == 1, "exactly one `import tilelang.language as T` must be added"
     i = added[0]
     node = tree.body[i]
-    # right after the last top-level import at the top of the file
+    # in the top-of-file import block, where isort puts it: after the third-party `import x` statements whose
+    # names sort before it and before those that sort after it (case-insensitively)
     for prev in tree.body[:i]:
         assert isinstance(prev, (ast.Import, ast.ImportFrom)) or (
             isinstance(prev, ast.Expr) and isinstance(prev.value, ast.Constant)), ast.unparse(prev)
-    assert i > 0 and isinstance(tree.body[i - 1], (ast.Import, ast.ImportFrom))
-    assert i + 1 == len(tree.body) or not isinstance(tree.body[i + 1], (ast.Import, ast.ImportFrom))
+    assert i > 0 and (isinstance(tree.body[i - 1], (ast.Import, ast.ImportFrom))
+                      or isinstance(tree.body[i + 1], (ast.Import, ast.ImportFrom)))
+    end = i + 1
+    while end < len(tree.body) and isinstance(tree.body[end], (ast.Import, ast.ImportFrom)):
+        end += 1
+
+    def third_party(n) -> list[str]:
+        return [a.name.lower() for a in n.names if a.name.split(".")[0] not in sys.stdlib_module_names] \
+            if isinstance(n, ast.Import) else []
+
+    assert all(m <= "tilelang.language" for n in tree.body[:i] for m in third_party(n))
+    assert all(m > "tilelang.language" for n in tree.body[i + 1:end] for m in third_party(n))
     a = starts[node.lineno - 1]
     b = starts[node.end_lineno] if node.end_lineno < len(starts) else len(out)
     nl = "\r\n" if s.crlf else "\n"

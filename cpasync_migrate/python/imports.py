@@ -9,6 +9,7 @@ module's imports, one edit every fix that needs it carries.
 """
 from __future__ import annotations
 
+import sys
 from typing import Optional
 
 import libcst as cst
@@ -42,6 +43,7 @@ class Imports:
         alias = None
         last_import_end = None
         body = self.module.body
+        top: list[cst.SimpleStatementLine] = []  # the module's top import block
         i = 0
         if body and is_docstring(body[0]):
             last_import_end = self.pos(body[0]).end.line
@@ -52,6 +54,7 @@ class Imports:
                     isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)):
                 break
             last_import_end = self.pos(stmt).end.line
+            top.append(stmt)
             i += 1
         for stmt in body:
             if not isinstance(stmt, cst.SimpleStatementLine):
@@ -90,12 +93,63 @@ class Imports:
                     break
                 off = nl + 1
         else:
-            off = self.starts[last_import_end] if last_import_end < len(self.starts) else len(self.text)
-            if off == len(self.text) and not self.text.endswith("\n"):
-                stmt_text = self.newline + stmt_text.rstrip("\r\n")
+            at = self._sorted_place(top, want, name, stmt_text)
+            if at is not None:
+                off, stmt_text = at
+            else:
+                off = self.starts[last_import_end] if last_import_end < len(self.starts) else len(self.text)
+                if off == len(self.text) and not self.text.endswith("\n"):
+                    stmt_text = self.newline + stmt_text.rstrip("\r\n")
         self._import_edit = Edit(off, off, stmt_text)
         self._emit_alias = name
         return name
+
+    def _sorted_place(self, top: list, want: str, name: str, stmt_text: str) -> Optional[tuple[int, str]]:
+        """Where isort puts ``import <want> as <name>`` in the top import block, and the text to insert
+        there; None where that is right after the block (rule in the module's docstring)."""
+        paragraphs: list[list] = []  # isort's sections as the file shows them: a blank line right before an
+        for st in top:  # import starts one (a blank line before a comment above an import does not)
+            if not paragraphs or (st.leading_lines and st.leading_lines[-1].comment is None):
+                paragraphs.append([])
+            paragraphs[-1].append(st)
+        root = want.split(".")[0]
+        para = next((p for p in paragraphs if any(_root(st) == root for st in p)), None) or \
+            next((p for p in paragraphs if any(_section(st) == "other" for st in p)), None)
+        nl = self.newline
+        if para is None:
+            # no third-party paragraph: one of its own after the standard library's, before the relative imports
+            local = next((p for p in paragraphs if _section(p[0]) == "local"), None)
+            if local is not None:
+                return self._line_before(local[0]), stmt_text + nl
+            if top and all(_section(st) in ("future", "stdlib") for st in top):
+                ln = self.pos(top[-1]).end.line
+                if ln < len(self.starts):
+                    return self.starts[ln], nl + stmt_text
+            return None
+        mine = (want.lower(), name.lower(), want, name)
+        others = [st for st in para if _section(st) == "other"]
+        straight = [i for i, st in enumerate(others) if isinstance(st.body[0], cst.Import)]
+        after = next((others[i] for i in straight if _key(others[i]) > mine), None)
+        if after is None:  # the first `from` import after the last straight one
+            after = next((st for st in others[(straight[-1] + 1 if straight else 0):]
+                          if isinstance(st.body[0], cst.ImportFrom)), None)
+        if after is not None:
+            if after is not para[0] and any(el.comment is None for el in after.leading_lines):
+                # a comment block set off by a blank line: the import goes before the blank line
+                prev = para[para.index(after) - 1]
+                return self.starts[self.pos(prev).end.line], stmt_text
+            return self._line_before(after), stmt_text
+        ln = self.pos(others[-1]).end.line
+        return (self.starts[ln], stmt_text) if ln < len(self.starts) else None
+
+    def _line_before(self, stmt: cst.SimpleStatementLine) -> int:
+        """The offset of the statement's line, or of the comment lines just above it (they go with it)."""
+        ln = self.pos(stmt).start.line
+        k = len(stmt.leading_lines)
+        while k and stmt.leading_lines[k - 1].comment is not None:
+            k -= 1
+            ln -= 1
+        return self.starts[ln - 1]
 
     def _globally_bound(self, name: str) -> bool:
         scope = self.md(ScopeProvider, self.module)
@@ -116,3 +170,30 @@ class Imports:
         head = alias.split(".")[0]
         mod_scope = self.md(ScopeProvider, self.module)
         return set(self.assignments(node, head)) == set(mod_scope[head]) if mod_scope else False
+
+
+def _root(stmt: cst.SimpleStatementLine) -> Optional[str]:
+    s = stmt.body[0]
+    if isinstance(s, cst.Import):
+        return dotted(s.names[0].name).split(".")[0]
+    if s.relative or s.module is None:
+        return None
+    return dotted(s.module).split(".")[0]
+
+
+def _section(stmt: cst.SimpleStatementLine) -> str:
+    """isort's section of an import statement: "future", "stdlib", "local" (relative) or "other"."""
+    root = _root(stmt)
+    if root is None:
+        return "local"
+    if root == "__future__":
+        return "future"
+    return "stdlib" if root in sys.stdlib_module_names else "other"
+
+
+def _key(stmt: cst.SimpleStatementLine) -> tuple:
+    """isort's order of ``import x [as y]`` statements: the module name case-insensitively, then its alias."""
+    alias = stmt.body[0].names[0]
+    mod = dotted(alias.name)
+    asname = alias.asname.name.value if alias.asname else ""
+    return (mod.lower(), asname.lower(), mod, asname)

@@ -37,6 +37,13 @@ Rules (each split is tried in this order, the first that fits wins, as black and
    before ``)``), a comment after ``(`` stays there.  An argument that spans lines (a parenthesized
    offset with comments) keeps its lines, moved by the distance its first line moved.
 5. Widths count characters as black does (East Asian wide characters count 2, a tab 4).
+6. An argument that is an operator chain (``(i * 16 + tx // 8) * BLOCK + tx % 8 * 8``) and does not fit
+   on its line is split before each operator of its loosest-binding level, the pieces at the argument's
+   indent (black's and ruff's delimiter split inside brackets).
+7. Quotes: a string the fix inserts (a ``"float16"`` it spells out, ``"w"``) takes the file's quote
+   style: single quotes where the file's one-line strings are mostly single-quoted (as ``ruff format``
+   with ``quote-style = "single"`` leaves them), else double.  Text the fix copies (a declaration's
+   dtype, copied verbatim) is kept as written: a double-quoted string the file holds is not changed.
 
 A call this module cannot read back (an argument holding a multi-line string or a backslash
 continuation, whose lines cannot be moved without changing it) keeps the spliced text.
@@ -69,6 +76,7 @@ class _Unsupported(Exception):
 class _Atom:
     lines: list[str]  # the text of one argument as written; continuation lines keep their indent
     shift_from: Optional[int]  # column its first line had in the original text (None: not known)
+    chain: Optional[list[str]] = None  # an operator chain's pieces ("a * b", "+ c"): where it may split
 
     def flat(self) -> Optional[str]:
         return self.lines[0] if len(self.lines) == 1 else None
@@ -131,10 +139,32 @@ def lay_out(ctx, node: cst.Call, edits: list[Edit]) -> list[Edit]:
     ``ctx`` is rewrite's ``_Context``: its ``text``, ``vspan``, ``pos``, ``parent``, ``newline`` and
     ``opts.line_length`` are used.
     """
+    edits = _requoted(ctx, node, edits)
     try:
         return _lay_out(ctx, node, edits)
     except _Unsupported:
         return edits
+
+
+_DQ_STRING_RE = re.compile(r'"([^"\'\\\r\n]*)"')
+
+
+def _requoted(ctx, node: cst.Call, edits: list[Edit]) -> list[Edit]:
+    """The edits with the double-quoted strings they insert single-quoted, in a file that prefers single
+    quotes (rule 7).  A string the file already holds as written (a declaration's dtype the fix copies
+    verbatim) is kept."""
+    _, quote, held = _file_habits(ctx)
+    if quote != "'":
+        return edits
+
+    def one(m: re.Match) -> str:
+        return m.group(0) if m.group(0) in held else f"'{m.group(1)}'"
+
+    out = []
+    for e in edits:
+        r = _DQ_STRING_RE.sub(one, e.replacement) if '"' in e.replacement else e.replacement
+        out.append(e if r == e.replacement else Edit(e.start, e.end, r))
+    return out
 
 
 def _lay_out(ctx, node: cst.Call, edits: list[Edit]) -> list[Edit]:
@@ -289,7 +319,29 @@ def _value(module: cst.Module, value: cst.BaseExpression, column_in_original):
         if '"""' in code or "'''" in code or re.search(r"\\\r?\n", code):
             raise _Unsupported("an argument whose lines cannot move")
         return _Atom(lines, column_in_original(value))
-    return _Atom(lines, None)
+    return _Atom(lines, None, _chain(module, value))
+
+
+# Each binary operator's token and how tightly it binds (Python's precedence): a chain splits at its
+# loosest level.  ``**`` (right-associative, split last by the formatters) is not split.
+_BINDING = {cst.BitOr: ("|", 1), cst.BitXor: ("^", 2), cst.BitAnd: ("&", 3), cst.LeftShift: ("<<", 4),
+            cst.RightShift: (">>", 4), cst.Add: ("+", 5), cst.Subtract: ("-", 5), cst.Multiply: ("*", 6),
+            cst.Divide: ("/", 6), cst.FloorDivide: ("//", 6), cst.Modulo: ("%", 6), cst.MatrixMultiply: ("@", 6)}
+
+
+def _chain(module: cst.Module, value: cst.BaseExpression) -> Optional[list[str]]:
+    """``a * b + c - d`` -> ``["a * b", "+ c", "- d"]``: the operands of the unparenthesized top-level
+    operators of the loosest level, each after the first led by its operator (None: not such a chain)."""
+    if not isinstance(value, cst.BinaryOperation) or value.lpar or type(value.operator) not in _BINDING:
+        return None
+    level = _BINDING[type(value.operator)][1]
+    rest: list[str] = []
+    cur: cst.BaseExpression = value
+    while isinstance(cur, cst.BinaryOperation) and not cur.lpar \
+            and _BINDING.get(type(cur.operator), ("", 0))[1] == level:
+        rest.append(f"{_BINDING[type(cur.operator)][0]} {module.code_for_node(cur.right)}")
+        cur = cur.left
+    return [module.code_for_node(cur)] + rest[::-1]
 
 
 # ------------------------------------------------------------------------------------------ style
@@ -350,10 +402,19 @@ def _file_unit(ctx) -> str:
 
 def _file_comma(ctx) -> bool:
     """Whether the file's lists of one item per line end with a comma (no such list: yes)."""
-    got = getattr(ctx, "_layout_comma", None)
+    return _file_habits(ctx)[0]
+
+
+def _file_habits(ctx) -> tuple[bool, str, frozenset]:
+    """(whether the file's lists of one item per line end with a comma (no such list: yes), the quote its
+    one-line strings mostly use: ``'`` where single quotes are the more, else ``"``, and where that is
+    ``'`` the double-quoted strings the file holds), from one token pass."""
+    got = getattr(ctx, "_layout_habits", None)
     if got is not None:
         return got
     yes = no = 0
+    quotes: Counter = Counter()
+    doubles: set = set()
     stack: list[dict] = []
     last = None  # last significant token
     try:
@@ -363,7 +424,13 @@ def _file_comma(ctx) -> bool:
                         and stack[-1]["depth_comma"] is last:
                     stack[-1]["split"] = True
                 continue
-            if tok.type == tokenize.OP and tok.string in "([{":
+            if tok.type == tokenize.STRING:
+                body = tok.string.lstrip("rRbBuUfF")
+                if body[:3] not in ('"""', "'''") and "'" not in body[1:-1] and '"' not in body[1:-1]:
+                    quotes[body[:1]] += 1
+                if body[:1] == '"':
+                    doubles.add(tok.string)
+            elif tok.type == tokenize.OP and tok.string in "([{":
                 stack.append({"split": False, "depth_comma": None})
             elif tok.type == tokenize.OP and tok.string in ")]}":
                 if stack:
@@ -378,8 +445,9 @@ def _file_comma(ctx) -> bool:
             last = tok
     except (tokenize.TokenError, SyntaxError, IndentationError):
         pass
-    ctx._layout_comma = yes >= no
-    return ctx._layout_comma
+    single = quotes["'"] > quotes['"']
+    ctx._layout_habits = (yes >= no, "'" if single else '"', frozenset(doubles) if single else frozenset())
+    return ctx._layout_habits
 
 
 # ------------------------------------------------------------------------------------------ render
@@ -406,6 +474,8 @@ def _render(node, col: int, indent: str, tail: int, style: _Style, top: bool = F
     whole lines.
     """
     if isinstance(node, _Atom):
+        if node.chain and col + str_width(node.lines[0]) + tail > style.width:
+            return [node.chain[0]] + [indent + piece for piece in node.chain[1:]]
         return _shifted(node, col)
     w = style.width
     flat = node.flat()

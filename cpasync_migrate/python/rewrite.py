@@ -135,10 +135,29 @@ class _Context(Context, Bindings, Imports, LegacyCall, AccessPtrCall, ValueRead)
                           [a.keyword.value for a in node.args if a.keyword is not None])
 
 
+def _python_error(text: str):
+    """The SyntaxError Python's own parser gives for ``text`` (parsed only, never run), or None."""
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text)
+    except SyntaxError as e:
+        return e if e.lineno else None
+    except (ValueError, MemoryError, RecursionError):
+        return None
+    return None
+
+
 def analyze(text: str, path: str, options: FrontEndOptions) -> Analysis:
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as e:
+        py = _python_error(text)
+        if py is not None:  # Python's own position and words (libcst's point past the error)
+            return Analysis([], error=f"cannot parse: {py.msg}", error_line=py.lineno, error_column=py.offset or 1)
         return Analysis([], error=f"cannot parse: {e.message}", error_line=e.raw_line, error_column=e.raw_column + 1)
     except Exception as e:  # noqa: BLE001 - libcst raises a few other types on odd input
         return Analysis([], error=f"cannot parse: {e}")
