@@ -124,6 +124,8 @@ OTHERS = {
     "cpasync_migrate.engine:process_file", "cpasync_migrate.python.checks.legacy_call:LegacyCall.rewrite",
     "cpasync_migrate.python.fast:decide", "cpasync_migrate.python.fast_scan:scan",
     "cpasync_migrate.python.fast_scan:value_reads",
+    "cpasync_migrate.cpp.consumers:ConsumerChecks._consumer", "cpasync_migrate.cpp.layout:_Tokens.expr",
+    "cpasync_migrate.discovery:_git_files",
 }
 
 
