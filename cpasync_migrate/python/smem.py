@@ -116,8 +116,8 @@ class SharedMemory:
         assumptions = []
         for _, r in readings:
             assumptions.extend(a for a in r.assumptions if a not in assumptions)
-        assumptions.extend(a for a in self._macro_assumptions(call) if a not in assumptions)
         k0, r0 = readings[0]
+        assumptions.extend(a for a in self._macro_assumptions(call, scope, bool(r0.merged)) if a not in assumptions)
         why = r0.why if len(readings) == 1 else (
             f"every kernel that reaches this call ({', '.join(f'`{k.name.value}`' for k, _ in readings)}) "
             f"{'merges' if r0.merged else 'does not merge'}: {r0.why}")
@@ -290,8 +290,11 @@ class SharedMemory:
                 return [], f"the macro `{fdef.name.value}` is used other than by a call (line {self._line(acc.node)})"
         return calls, ""
 
-    def _macro_assumptions(self, call) -> list[str]:
-        """A public module-level macro may be called from other files, whose kernels are not read."""
+    def _macro_assumptions(self, call, scope: str, merged: bool) -> list[str]:
+        """A public module-level macro may be called from other files' kernels: the assumption that none does,
+        with the question importers.py asks of each importing kernel (the same reading: ``merged`` in
+        ``scope``; ``allocs``: the most allocations of that scope the macro's own body adds where it is
+        inlined, None when the text does not bound them)."""
         out = []
         fdef = self.enclosing_def(call)
         seen = 0
@@ -304,7 +307,11 @@ class SharedMemory:
                 a = (f"only kernels of this file call the macro `{fdef.name.value}` (another file could "
                      "import it into a kernel that merges shared memory differently)")
                 out.append(a)
-                self.ctx.importer_questions[a] = (fdef.name.value, star)
+                own = self.census(fdef)
+                allocs = None if own.maybe_more else sum(
+                    1 for x in own.allocs if x.used is not False and x.scope in (None, scope))
+                self.ctx.importer_questions[a] = (fdef.name.value, star, {
+                    "kind": "merge", "scope": scope, "merged": merged, "allocs": allocs})
             callers, _ = self.macro_callers(fdef)
             fdef = self.enclosing_def(callers[0]) if callers else None
         return out

@@ -156,11 +156,13 @@ class LegacyCall:
         d = DType(f'"{dt0.name}"', dt0.name, dt0.size)
         from ..callers import exported
 
-        for m, pname in public:
+        for m, pname, index, pdata in public:
             a = (f"only the calls of macro `{m}` in this file pass `{pname}` (another file could import the macro "
                  "and pass another buffer)")
             d.assumptions.append(a)
-            self.importer_questions[a] = (m, bool(exported(self, m)))
+            # importers.py reads the importing files' calls of `m` for the same reading
+            self.importer_questions[a] = (m, bool(exported(self, m)), {
+                "kind": "dtype", "param": pname, "index": index, "data": pdata, "dtype": dt0.name})
         note = ""
         ann = route.param.annotation
         if data and ann is not None:
@@ -181,8 +183,9 @@ class LegacyCall:
         from ..callers import param_route
 
         macro = route.macro.name.value
-        if route.public and (macro, name) not in public:
-            public.append((macro, name))
+        if route.public and not any(p[:2] == (macro, name) for p in public):
+            params = list(route.macro.params.params)
+            public.append((macro, name, params.index(route.param) if route.param in params else None, data))
         macros = set(self.rules.shared_memory.get("functions", {}).get("macro", []))
         for b in route.bindings:
             e = b.expr
