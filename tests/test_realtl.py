@@ -244,6 +244,41 @@ def test_migrated_example_lowers_to_the_same_copies(legacy, migrated, example, t
     assert not failures, f"{example.name} under tilelang {new['tilelang']}:\n" + json.dumps(failures, indent=1)
 
 
+def lowering_failure(result: dict) -> str:
+    """Why lower.py's object is no lowered file: the import's error, every kernel's error, or "no kernel"; "" when it
+    imported and every kernel it found lowered."""
+    if result["error"]:
+        return result["error"]
+    if not result["kernels"]:
+        return "no kernel"
+    return " | ".join(v["error"] for v in result["kernels"].values() if v["error"])
+
+
+@pytest.mark.realtl
+@pytest.mark.skipif(os.environ.get("CPASYNC_REALTL") != "1", reason="opt-in: set CPASYNC_REALTL=1")
+def test_fixtures_marked_as_lowering_lower_under_0_1_7_post1_and_the_others_do_not(envs, tmp_path):
+    """Each Python fixture's ``lowers`` (tests/test_fixtures.py requires it) is what real TileLang 0.1.7.post1 does
+    with the legacy input; a text-only one fails with the ``error`` its TOML gives."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fixture_cases import cases
+
+    fixtures = cases("python")
+    copies = []
+    for c in fixtures:
+        shutil.copyfile(c.input, tmp_path / c.input.name)
+        copies.append(tmp_path / c.input.name)
+    lowered = lower_all(envs["legacy"], copies)
+    wrong = []
+    for c in fixtures:
+        why = lowering_failure(lowered[c.input.name])
+        if c.meta["lowers"] and why:
+            wrong.append(f"{c}: marked as lowering, but {why[-300:]}")
+        elif not c.meta["lowers"] and c.meta["error"] not in why:
+            wrong.append(f"{c}: marked text-only ({c.meta['error']!r}), but " + (f"{why[-300:]}" if why else "it lowers"))
+    assert not wrong, "\n".join(wrong)
+    assert any(c.meta["lowers"] for c in fixtures) and not all(c.meta["lowers"] for c in fixtures)
+
+
 # One access-pointer copy of `count` float16 elements (or bytes) per kernel, inside a loop of the given kind.
 _SIZE_KERNEL = """import tilelang.language as T
 
