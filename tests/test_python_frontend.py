@@ -297,9 +297,44 @@ def test_two_conflicting_declarations_name_both_and_offer_no_fix():
     assert "line 9" in f.message and "line 11" in f.message
 
 
-def test_two_agreeing_declarations_keep_the_fallback():
+def test_agreeing_declarations_are_read_as_one_type():
+    # both uint8 and the call float16: the merge question is asked of them (two allocation statements under an
+    # `if`: undecided), where the fix once fell back to the call's float16 (wrong for both branches, unmerged)
     f = one(TWO.replace("{other}", '"uint8"'))
-    assert f.code == "CPA001" and f.fix.applicability.value == "unsafe"
+    assert f.code == "CPA002" and "`S`'s own type uint8 if not" in f.message, f.message
+    # both float16, as the call: the text decides the pointer type, and the fix is safe
+    g = one(TWO.replace("{other}", '"float16"').replace('"uint8"', '"float16"'))
+    assert g.code == "CPA001" and g.fix.safe, g.message
+    assert 'T.type_annotation("float16"), S.data, tx * 8, 8, 2)' in replacement(g)
+
+
+NESTED = HEAD + '''\
+    def make(kind="bytes", signed=False):
+        @T.prim_func
+        def k(A: T.Tensor((1024,), "float16")):
+            with T.Kernel(8, threads=16) as bx:
+                if kind == "bytes":
+                    if signed:
+                        S = T.alloc_shared((256,), {a})
+                    else:
+                        S = T.alloc_shared((256,), {b})
+                else:
+                    S = T.alloc_shared((128,), "float16")
+                tx = T.get_thread_binding()
+                T.ptx_cp_async("float16", S.data, tx * 8, A.data, tx * 8, 16)
+
+        return k
+    '''
+
+
+def test_declarations_through_nested_ifs_are_named_in_the_files_order():
+    f = one(NESTED.replace("{a}", '"int8"').replace("{b}", '"uint8"'))
+    assert f.code == "CPA002" and f.fix is None and "3 declarations of `S` reach the call" in f.message
+    lines = [f.message.index(f"line {n}:") for n in (10, 12, 14)]
+    assert lines == sorted(lines), f.message
+    assert "int8;" in f.message and "uint8;" in f.message and "float16)" in f.message
+    g = one(NESTED.replace("{a}", '"float16"').replace("{b}", "T.float16"))
+    assert g.code == "CPA001" and g.fix.safe, g.message
 
 
 def test_conflicting_declarations_passed_to_a_macro():

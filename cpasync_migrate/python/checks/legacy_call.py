@@ -98,7 +98,12 @@ class LegacyCall:
                     dt = DType(f'"{dt.name}"', dt.name, dt.size)
                 return Pointer(arg, buf, dt)
         if buf is not None:
-            self.no_conflicting_declarations(call, buf)
+            agreed = self.no_conflicting_declarations(call, buf)
+            if agreed is not None:
+                dt, decls = agreed
+                # every declaration that reaches the call gives one type: the text decides it (the merge question,
+                # where it arises, is asked of them as of a macro's callers' buffers)
+                return Pointer(arg, buf, DType(f'"{dt}"', dt, self.rules.dtype_size(dt)), routed_decls=decls)
         # no declaration visible: fall back to the call's dtype
         what = f"`{buf}`" if buf else f"`{self.node_text(v)}`"
         if call_dtype is None:
@@ -110,12 +115,13 @@ class LegacyCall:
         ]
         return Pointer(arg, buf, dt)
 
-    def no_conflicting_declarations(self, call: cst.Call, buf: str) -> None:
-        """NoFix when several declarations of ``buf`` reach the call (branches of a factory's ``if``) and they
-        give different element types: no fix may pick one of them."""
+    def no_conflicting_declarations(self, call: cst.Call, buf: str) -> Optional[tuple[str, list]]:
+        """NoFix when several declarations of ``buf`` reach the call (branches of a factory's ``if``, nested or
+        not) and they give different element types: no fix may pick one of them.  When they all give one known
+        type: (that type, the declarations); None when fewer than two reach it."""
         decls = self.declarations_of(call, buf)
         if not decls or len(decls) < 2:
-            return
+            return None
         kinds = set()
         for ctx_node, decl in decls:
             try:
@@ -128,6 +134,10 @@ class LegacyCall:
             raise NoFix(f"{len(decls)} declarations of `{buf}` reach the call ({self.readings(decls, buf)}); "
                         "each gives the access pointer its own type and the text does not decide which one "
                         "holds: migrate each branch by hand")
+        (dt,) = kinds
+        if self.rules.dtype_size(dt) is None:
+            return None
+        return dt, [d for _, d in decls]
 
     def through_callers(self, arg: cst.Arg, call: cst.Call) -> Optional[Pointer]:
         """A pointer that is a T.macro's parameter, typed by the buffers the macro's calls pass (callers.py).
