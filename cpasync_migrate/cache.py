@@ -378,7 +378,8 @@ def _finding(d: dict, path: str) -> Finding:
         fix = Fix(edits=[Edit(int(a), int(b), str(r)) for a, b, r in fx["edits"]],
                   applicability=Applicability(fx["applicability"]),
                   assumptions=[str(a) for a in fx["assumptions"]], steps=[str(s) for s in fx["steps"]],
-                  importers={str(a): (str(q[0]), bool(q[1])) for a, q in fx.get("importers", {}).items()},
+                  importers={str(a): (str(q[0]), bool(q[1])) + ((dict(q[2]),) if len(q) > 2 else ())
+                             for a, q in fx.get("importers", {}).items()},
                   set_established=bool(fx.get("set_established", False)),
                   needs_function=str(fx.get("needs_function", "")))
     return Finding(path=path, line=int(d["line"]), column=int(d["column"]), end_line=int(d["end_line"]),

@@ -181,7 +181,7 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
     if any(f.fix is not None and f.fix.importers for f in analysis.findings):
         from . import importers  # the cross-file question, answered for this run, never cached with the file
 
-        importers.settle(path, analysis.findings)
+        importers.settle(path, analysis.findings, settings.rules_dir)
     outcome = FileOutcome(path=path, language=language, findings=analysis.findings, old_text=text,
                           cached=ck is not None and not fresh, migrated=list(analysis.migrated))
     chosen: list[Edit] = []

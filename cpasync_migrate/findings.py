@@ -47,7 +47,8 @@ class Fix:
     # Migration steps this fix applies, e.g. ["legacy->0.1.8"].
     steps: list[str] = field(default_factory=list)
     # Assumptions another file of the repository decides (importers.py): assumption -> (the module-level
-    # macro it is about, whether a star import of the module binds that name).
+    # macro it is about, whether a star import of the module binds that name, the reading the importing
+    # files' calls of it must give: a JSON-able dict, see importers.py).
     importers: dict = field(default_factory=dict)
     # The assumptions are facts the fix's change set establishes when it is complete and every
     # legacy member of it is migrated in the same run (sets.py applies such a fix by default then).

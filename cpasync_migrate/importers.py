@@ -6,7 +6,19 @@ tracked and untracked, not ignored, Python files), else the folder of its neares
 (walked by ``discovery``).  A file that names the macro and imports it from this module (``from
 pkg.stage import stage``, ``from .stage import *`` when the name is exported, ``import pkg.stage``,
 ``importlib``) is an importer.  No importer: the assumption is dropped and the finding names the ground;
-an importer: the assumption stays and names the importing files; outside any repository it stays.
+outside any repository it stays.
+
+An importer's calls of the macro count like the module's own (``call_sites``; ``ast.parse`` only): each
+assumption carries the reading the module's callers give (``Fix.importers``: the element type of a
+parameter's buffer, or whether the kernels around the call merge the destination's scope), and each
+importing call is read for the same reading by the front end's declaration rules as the stdlib pass
+mirrors them (``fast_sizes.NewForm``) and by an upper bound of the merge pass's count.  Every call agrees:
+the assumption is dropped and the finding names the importing files and calls; a call disagrees: the fix
+is taken away (CPA002) and the message names each such call by file and line with both readings; a call
+that cannot be read (``*args``, the macro bound to another name or passed on, a file over the size limit,
+a call inside a macro of the importer, a kernel calling a function it does not show): the assumption stays
+and says why.  A file that binds the macro at module level is itself a module others may import it from;
+its importers are read too (``_REEXPORT_DEPTH`` links).
 
 Why here and not in the front end: the answer depends on other files, so it must not be part of the
 per-file analysis the results cache keeps (``cache.py`` keys an analysis by the file's own bytes).  The
@@ -39,6 +51,7 @@ def forget() -> None:
     """A run starts: files may have come or gone."""
     _ROOTS.clear()
     _ANSWERS.clear()
+    _SITES.clear()
 
 
 def repository_of(path: str) -> Optional[tuple[str, str]]:
@@ -167,41 +180,480 @@ def _imports(cand: str, module: str, root: str, name: str, exported: bool) -> bo
     return False
 
 
+# ---------------------------------------------------------------- the importers' calls
+
+_RUNTIME_IMPORTS = ("import_module", "__import__", "run_path", "spec_from_file_location")
+_REEXPORT_DEPTH = 3  # files that import the macro from a file that imports it, followed
+_SITES: dict = {}  # (file, module, name, exported) -> Sites, for one run
+
+
+@dataclass
+class Site:
+    """One call of the macro in an importing file."""
+
+    file: str  # relative to the repository's root
+    line: int
+    call: ast.Call
+    kernel: Optional[ast.FunctionDef]  # the prim_func whose body holds the call; None: see ``why``
+    why: str = ""
+    reader: object = None  # _Reader of the file
+
+
+@dataclass
+class Sites:
+    """The calls of the macro the importing files make, or why some cannot be read."""
+
+    sites: list = field(default_factory=list)
+    unread: list = field(default_factory=list)  # "`file`: why", one per file or call that cannot be read
+
+
+class _Reader:
+    """One importing file, parsed with ``ast`` (never imported): its import bindings, parents and the
+    front end's declaration rules as the stdlib pass mirrors them (``fast_sizes.NewForm``)."""
+
+    def __init__(self, tree: ast.Module, text: str, rules):
+        from types import SimpleNamespace
+
+        from .python.fast_scan import scan
+        from .python.fast_sizes import NewForm
+
+        self.tree = tree
+        self.rules = rules
+        self.scan = scan(tree)
+        self.decls = NewForm(self.scan, text.splitlines(), SimpleNamespace(rules=rules, target=None))
+        self.parents = {}
+        for node in ast.walk(tree):
+            for child in ast.iter_child_nodes(node):
+                self.parents[child] = node
+        self.mods = set(rules.tilelang_modules) | set(rules.tvm_modules)
+
+    def qualified(self, func) -> Optional[str]:
+        """The callee's dotted name through the file's imports; None when its root is no import; raises
+        ``fast_scan.Undecided`` where the binding is not plain."""
+        from .python.fast_scan import qualify
+
+        return qualify(func, self.scan)
+
+    def is_api(self, func, names) -> Optional[str]:
+        """The last name of a TileLang/TVM function ``func`` names, when it is in ``names``."""
+        q = self.qualified(func)
+        if q is None:
+            return None
+        mod, _, last = q.rpartition(".")
+        if last in names and (mod in self.mods or mod.split(".")[0] in ("tilelang", "tvm")):
+            return last
+        return None
+
+    def kernel_of(self, node) -> tuple[Optional[ast.FunctionDef], str]:
+        from .python.fast_scan import Undecided
+
+        cur = self.parents.get(node)
+        while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            cur = self.parents.get(cur)
+        if not isinstance(cur, ast.FunctionDef):
+            return None, "is not inside a function"
+        names = set(self.rules.shared_memory.get("functions", {}).get("prim_func", []))
+        for d in cur.decorator_list:
+            try:
+                if self.is_api(d.func if isinstance(d, ast.Call) else d, names):
+                    return cur, ""
+            except Undecided:
+                return None, f"is inside `{cur.name}`, whose decorator this reading does not resolve"
+        return None, (f"is inside `{cur.name}`, which is not a prim_func (a macro calling it is followed only "
+                      "within one file)")
+
+
+def _all_of(tree: ast.Module):
+    """The module's ``__all__``: a set of names, None without one, False when it is not a literal."""
+    found = None
+    for stmt in tree.body:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
+            stmt, (ast.AnnAssign, ast.AugAssign)) else []
+        if not any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            continue
+        v = stmt.value
+        if isinstance(stmt, ast.AugAssign) or not isinstance(v, (ast.List, ast.Tuple)) or found is not None or \
+                not all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in v.elts):
+            return False
+        found = {e.value for e in v.elts}
+    return found
+
+
+def _star_binds(tree: ast.Module, name: str) -> bool:
+    listed = _all_of(tree)
+    if listed is None:
+        return not name.startswith("_")
+    return listed is False or name in listed
+
+
+def call_sites(path: str, name: str, exported: bool, rules, depth: int = 0, seen=None) -> Optional[Sites]:
+    """The calls of the macro ``name`` defined at module level in ``path`` that the other files of its
+    repository make (each importer's own, and those of files importing it from an importer); None outside
+    any repository."""
+    ans = importers_of(path, name, exported)
+    if ans is None:
+        return None
+    me = os.path.realpath(path)
+    k = (me, name, exported)
+    if k in _SITES:
+        return _SITES[k]
+    seen = set(seen or ()) | {k}
+    out = Sites()
+    for rel in ans.files:
+        _read_importer(os.path.join(ans.root, rel), rel, me, ans.root, name, exported, rules, out, depth, seen)
+    _SITES[k] = out
+    return out
+
+
+def _read_importer(cand, rel, module, root, name, exported, rules, out: Sites, depth, seen) -> None:
+    from .python.fast_scan import Undecided
+
+    def unread(why):
+        out.unread.append(f"`{rel}` {why}")
+
+    try:
+        with open(cand, "rb") as fh:
+            raw = fh.read(_MAX_BYTES + 1)
+        if len(raw) > _MAX_BYTES:
+            return unread(f"is over the size limit ({_MAX_BYTES >> 20} MiB), not read")
+        text = raw.decode("utf-8")
+        tree = ast.parse(text)
+    except (OSError, SyntaxError, ValueError, MemoryError, RecursionError) as e:
+        return unread(f"cannot be read ({type(e).__name__})")
+    target = _module_parts(module, root)
+    here = os.path.relpath(os.path.dirname(os.path.realpath(cand)), root).split(os.sep)
+    here = [] if here == ["."] else here
+    macro_names: dict = {}  # local name -> the import's line (a name bound to the macro itself)
+    module_names: dict = {}  # local name -> the attribute path from it to the module
+    top = {id(s) for s in tree.body}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            called = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if called in _RUNTIME_IMPORTS:
+                return unread(f"imports a module by name at run time (line {node.lineno})")
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        found = []  # (local name, None: the macro | path to the module)
+        if isinstance(node, ast.ImportFrom):
+            mod = node.module.split(".") if node.module else []
+            if node.level:
+                if node.level - 1 > len(here):
+                    continue
+                parts, relative = here[: len(here) - (node.level - 1)] + mod, True
+            else:
+                parts, relative = mod, False
+
+            def names_it(p):
+                return bool(p) and (p == target if relative else target[-len(p):] == p)
+            for a in node.names:
+                if a.name == "*":
+                    if exported and names_it(parts):
+                        found.append((name, None))
+                elif a.name == name and names_it(parts):
+                    found.append((a.asname or a.name, None))
+                elif names_it(parts + [a.name]):
+                    found.append((a.asname or a.name, []))
+        else:
+            for a in node.names:
+                p = a.name.split(".")
+                if target[-len(p):] == p:
+                    found.append((a.asname, []) if a.asname else (p[0], p[1:]))
+        for local, path in found:
+            if id(node) not in top:
+                return unread(f"imports it inside a block (line {node.lineno}), which this reading does not follow")
+            if len(ast_bindings(tree, local)) > 1:
+                return unread(f"binds `{local}` more than once")
+            if path is None:
+                macro_names[local] = node.lineno
+            else:
+                module_names[local] = path
+    reader = _Reader(tree, text, rules)
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
+            continue
+        if node.id in macro_names:
+            ref = node
+        elif node.id in module_names:
+            ref = node
+            for part in module_names[node.id] + [name]:
+                par = reader.parents.get(ref)
+                if not (isinstance(par, ast.Attribute) and par.value is ref and par.attr == part):
+                    ref = None
+                    break
+                ref = par
+            if ref is None:
+                continue  # another name of the module (or the module itself read)
+        else:
+            continue
+        par = reader.parents.get(ref)
+        if not (isinstance(par, ast.Call) and par.func is ref):
+            return unread(f"uses the macro other than by a call at line {ref.lineno} (bound to another name or "
+                          "passed on)")
+        kernel, why = reader.kernel_of(par)
+        out.sites.append(Site(rel, par.lineno, par, kernel, why and f"the call at `{rel}:{par.lineno}` {why}", reader))
+    for local, line in macro_names.items():
+        # a name of the macro this file binds at module level: a third file may import it from here
+        k = (os.path.realpath(cand), local, _star_binds(tree, local))
+        if k in seen:
+            continue
+        if depth >= _REEXPORT_DEPTH:
+            return unread(f"binds the macro as `{local}` (line {line}), and files import it from there too deeply "
+                          "to follow")
+        try:
+            more = call_sites(cand, local, k[2], rules, depth + 1, seen)
+        except (OSError, subprocess.SubprocessError, Undecided) as e:
+            return unread(f"binds the macro as `{local}`, and the files importing it from there cannot be searched: {e}")
+        if more is not None:
+            out.sites.extend(more.sites)
+            out.unread.extend(more.unread)
+
+
+def ast_bindings(tree: ast.Module, name: str) -> list:
+    """Every statement or target that binds ``name`` anywhere in the module."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
+            out.append(node)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for a in node.names:
+                bound = a.asname or (a.name.split(".")[0] if isinstance(node, ast.Import) else a.name)
+                if bound == name or (a.name == "*" and isinstance(node, ast.ImportFrom)):
+                    out.append(node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            out.append(node)
+        elif isinstance(node, ast.arg) and node.arg == name:
+            out.append(node)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            out.append(node)
+    return out
+
+
+# ---------------------------------------------------------------- the readings an importing call gives
+
+def _argument(call: ast.Call, param: str, index) -> Optional[ast.expr]:
+    for k in call.keywords:
+        if k.arg == param:
+            return k.value
+    if index is not None and index < len(call.args):
+        return call.args[index]
+    return None
+
+
+def dtype_reading(site: Site, q: dict) -> tuple[Optional[str], str]:
+    """The element type the call passes for the macro's parameter (``q``: its name, position, whether it is
+    a buffer or a pointer), read as the per-file analysis reads a caller's buffer; (None, why) where the text
+    does not decide it."""
+    from .python.fast_scan import Undecided
+    from .python.fast_sizes import _NoFix
+
+    call, at = site.call, f"`{site.file}:{site.line}`"
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None, f"the call at {at} passes *args or **kwargs"
+    e = _argument(call, q["param"], q.get("index"))
+    if e is None:
+        return None, f"the call at {at} does not pass `{q['param']}` plainly"
+    if q.get("data") and isinstance(e, ast.Name):
+        buf = e.id
+    elif not q.get("data") and isinstance(e, ast.Attribute) and e.attr == "data" and isinstance(e.value, ast.Name):
+        buf = e.value.id
+    else:
+        return None, f"the call at {at} passes `{ast.unparse(e)}` for `{q['param']}`, not a buffer it can read"
+    r = site.reader
+    try:
+        found = r.decls.decl_of(buf, call)
+        if found is None:
+            return None, f"the call at {at} passes `{buf}`, and no single declaration of it is visible there"
+        ctx_node, decl = found
+        dexpr = r.decls.decl_dtype(decl)
+        if dexpr is None:
+            fname = r.qualified(decl.func).rpartition(".")[2]
+            d = r.rules.declarations[fname].get("default")
+            if d is None:
+                return None, f"the call at {at} passes `{buf}`, declared without a dtype"
+            return r.rules.canonical_dtype(d), ""
+        name, _ = r.decls.dtype_of_expr(dexpr, ctx_node)
+    except (Undecided, _NoFix, AttributeError, KeyError):
+        return None, f"the call at {at} passes `{buf}`, whose declaration this reading does not follow"
+    if name is None:
+        return None, f"the call at {at} passes `{buf}`, whose dtype `{ast.unparse(dexpr)}` is not known there"
+    return name, ""
+
+
+def merge_reading(site: Site, q: dict, calls_in_kernel: int, site_calls: set) -> tuple[Optional[bool], str]:
+    """Whether the importing kernel around the call merges the macro's destination (``q``: the scope and the
+    macro's own allocations, ``calls_in_kernel`` times; ``site_calls``: ids of the macro's calls), counted as
+    the merge pass counts, bounded from above: False when it can have fewer than two allocations of the scope;
+    True when it has at least two literal ones; (None, why) else."""
+    from .python.fast_scan import Undecided
+
+    if site.kernel is None:
+        return None, site.why
+    r, k = site.reader, site.kernel
+    facts = r.rules.shared_memory
+    scope, static = q["scope"], facts.get("static_scope", "shared")
+    allocations = facts.get("allocations", {})
+    workspaces = set(facts.get("workspaces", {}).get("ops", []))
+    builtins = set(facts.get("functions", {}).get("python_builtins", []))
+    at = f"`{k.name}` (`{site.file}:{k.lineno}`)"
+    if q.get("allocs") is None:
+        return None, f"the macro's own allocations are not bounded by its text, so {at} is not counted"
+    count = q["allocs"] * calls_in_kernel
+    literal = 0
+    stack = list(k.body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            return None, f"{at} defines `{getattr(n, 'name', 'a lambda')}` in its body, which is not counted"
+        stack.extend(ast.iter_child_nodes(n))
+        if not isinstance(n, ast.Call) or id(n) in site_calls:
+            continue
+        try:
+            q_name = r.qualified(n.func)
+        except Undecided:
+            return None, f"{at} calls `{ast.unparse(n.func)}` (line {n.lineno}), which this reading does not resolve"
+        if q_name is None:
+            if isinstance(n.func, ast.Name) and n.func.id in builtins and not ast_bindings(r.tree, n.func.id):
+                continue
+            if isinstance(n.func, ast.Attribute):
+                continue  # a method of a value the kernel holds (S.access_ptr(...))
+            return None, f"{at} calls `{ast.unparse(n.func)}` (line {n.lineno}), which may allocate"
+        mod, _, last = q_name.rpartition(".")
+        if not (mod in r.mods or mod.split(".")[0] in ("tilelang", "tvm")):
+            return None, f"{at} calls `{ast.unparse(n.func)}` (line {n.lineno}), which may allocate"
+        if last in workspaces:
+            return None, f"{at} calls `{last}` (line {n.lineno}), which may add a workspace of its own"
+        spec = allocations.get(last)
+        if spec is None or any(kw.arg == "data" for kw in n.keywords):
+            continue
+        arg = next((kw.value for kw in n.keywords if kw.arg == spec["keyword"]), None)
+        if arg is None and len(n.args) > spec["position"]:
+            arg = n.args[spec["position"]]
+        lit = spec["default"] if arg is None else arg.value if isinstance(arg, ast.Constant) and \
+            isinstance(arg.value, str) else None
+        if lit is None or lit == scope or (scope == static and lit in (static, facts.get("merged_scope"))):
+            count += 1  # an upper bound: a bool tile of alloc_shared is static, an unused one is dropped
+            literal += lit == scope
+    least = int(facts.get("min_allocations", 2))
+    if count < least:
+        return False, f"{at} has at most {count} {scope} allocation(s), never merged"
+    if literal >= least and scope != static:
+        return True, f"{at} has {literal} {scope} allocations, merged when they are used"
+    return None, f"{at} may have {count} {scope} allocations, which would merge"
+
+
+def _judge(sites: Sites, q: dict, macro: str) -> tuple[list, list, list]:
+    """(agreeing grounds, unread reasons, disagreements) of the importing calls for one question."""
+    unread = list(sites.unread)
+    bad, agree = [], []
+    per_kernel: dict = {}
+    site_calls = {id(s.call) for s in sites.sites}
+    for s in sites.sites:
+        if s.kernel is not None:
+            per_kernel[id(s.kernel)] = per_kernel.get(id(s.kernel), 0) + 1
+    for s in sites.sites:
+        if q.get("kind") == "dtype":
+            got, why = dtype_reading(s, q)
+            if got is None:
+                unread.append(why)
+            elif got != q["dtype"]:
+                bad.append(f"`{s.file}:{s.line}` passes {got} for `{q['param']}` where this file's calls pass "
+                           f"{q['dtype']}")
+            else:
+                agree.append(f"`{s.file}:{s.line}`")
+        elif q.get("kind") == "merge":
+            if s.kernel is None:
+                unread.append(s.why)
+                continue
+            got, why = merge_reading(s, q, per_kernel[id(s.kernel)], site_calls)
+            if got is None:
+                unread.append(why)
+            elif got != q["merged"]:
+                bad.append(f"the call at `{s.file}:{s.line}`: {why}, where this file's kernels "
+                           f"{'merge' if q['merged'] else 'do not merge'}")
+            else:
+                agree.append(f"`{s.file}:{s.line}`")
+        else:
+            unread.append("its question is not one this version reads")
+    return agree, list(dict.fromkeys(unread)), bad
+
+
 # ---------------------------------------------------------------- the engine's hook
 
 _NOTE = re.compile(r" \(unsafe fix: rests on \d+ assumption\(s\)\)")
 
 
-def settle(path: str, findings: list) -> None:
+def settle(path: str, findings: list, rules_dir: Optional[str] = None) -> None:
     """Answer the importer question of every fix that rests on it (``Fix.importers``: assumption ->
-    (macro, exported)), in place: drop the assumptions the repository refutes and say on what ground."""
+    (macro, exported, reading)), in place: drop the assumptions the repository refutes and say on what
+    ground; where an importing call gives another reading, take the fix away and name both readings."""
+    rules = None
     for f in findings:
         fx = f.fix
         if fx is None or not fx.importers:
             continue
         grounds = []
         kept = []
+        disagree = []
+        agreed: dict = {}  # (kind, root, macro, importers) -> [agreeing calls, readings they share]
         for a in fx.assumptions:
             q = fx.importers.get(a)
             if q is None:
                 kept.append(a)
                 continue
-            macro, exported = q
+            macro, exported = q[0], q[1]
+            reading = q[2] if len(q) > 2 else None
             try:
                 ans = importers_of(path, macro, exported)
+                if ans is not None and ans.files and reading is not None:
+                    if rules is None:
+                        from .rules import load_rules
+
+                        rules = load_rules(rules_dir)
+                    sites = call_sites(path, macro, exported, rules)
+                else:
+                    sites = None
             except (OSError, subprocess.SubprocessError) as e:
                 kept.append(f"{a} [the repository could not be searched: {e}]")
                 continue
             if ans is None:
                 kept.append(a)  # outside any repository: nothing answers it
-            elif ans.files:
+            elif not ans.files:
+                g = f"no other file in the {ans.kind} {ans.root} imports the macro `{macro}`"
+                if g not in grounds:
+                    grounds.append(g)
+            elif sites is None:
                 kept.append(f"{a}: {', '.join(f'`{x}`' for x in ans.files)} in the {ans.kind} {ans.root} "
                             f"import{'s' if len(ans.files) == 1 else ''} it, and {'its' if len(ans.files) == 1 else 'their'} "
                             "calls are not read")
             else:
-                g = f"no other file in the {ans.kind} {ans.root} imports the macro `{macro}`"
-                if g not in grounds:
-                    grounds.append(g)
+                agree, unread, bad = _judge(sites, reading, macro)
+                names = ", ".join(f"`{x}`" for x in ans.files)
+                if bad:
+                    disagree.extend(b for b in bad if b not in disagree)
+                elif unread:
+                    kept.append(f"{a}: {names} in the {ans.kind} {ans.root} import{'s' if len(ans.files) == 1 else ''} "
+                                f"it, and not every call is read: {'; '.join(unread)}")
+                else:
+                    what = (f"{reading['dtype']} for `{reading['param']}`" if reading.get("kind") == "dtype"
+                            else f"kernels that {'merge' if reading['merged'] else 'do not merge'} "
+                                 f"{reading['scope']} memory")
+                    g = agreed.setdefault((ans.kind, ans.root, macro, names), [[], []])
+                    g[0].extend(x for x in agree if x not in g[0])
+                    g[1].append(what)
+        for (kind, root, macro, names), (calls, whats) in agreed.items():
+            grounds.append(f"the other files of the {kind} {root} that import the macro `{macro}` ({names}) "
+                           + (f"call it at {', '.join(calls)} with this file's readings ({'; '.join(whats)})"
+                              if calls else "never call it"))
+        if disagree:
+            from . import codes
+
+            f.fix = None
+            f.code = codes.LEGACY_CALL_MANUAL
+            f.message = ("legacy ptx_cp_async cannot be migrated automatically: the files importing the macro call "
+                         "it with another reading than this file's: " + "; ".join(disagree)
+                         + "; one rewrite cannot serve them all")
+            continue
         if not grounds and kept == fx.assumptions:
             continue
         from .findings import Applicability

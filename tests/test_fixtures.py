@@ -30,8 +30,21 @@ def _key(x):
 
 def test_there_are_enough_fixtures():
     # Floors at the suite's size when they were set: losing fixtures must be a decision, not an accident.
-    assert len(cases("python")) >= 67
+    assert len(cases("python")) >= 81
     assert len(cases("cpp")) >= 16
+
+
+@pytest.mark.parametrize("case", cases("python"), ids=str)
+def test_a_python_fixture_says_whether_real_tilelang_lowers_it(case):
+    """``lowers``: whether TileLang 0.1.7.post1 lowers the legacy input (tests/test_realtl.py tries it); a text-only
+    fixture (``lowers = false``) says ``why`` and gives ``error``, a part of the error that lowering reports."""
+    meta = case.meta
+    assert isinstance(meta.get("lowers"), bool), f"{case}: `lowers = true|false` is required"
+    if meta["lowers"]:
+        assert "why" not in meta and "error" not in meta, f"{case}: `why`/`error` are for a text-only fixture"
+    else:
+        for k in ("why", "error"):
+            assert isinstance(meta.get(k), str) and meta[k].strip(), f"{case}: a text-only fixture needs `{k}`"
 
 
 @pytest.mark.parametrize("case", ALL, ids=str)

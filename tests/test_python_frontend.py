@@ -297,9 +297,44 @@ def test_two_conflicting_declarations_name_both_and_offer_no_fix():
     assert "line 9" in f.message and "line 11" in f.message
 
 
-def test_two_agreeing_declarations_keep_the_fallback():
+def test_agreeing_declarations_are_read_as_one_type():
+    # both uint8 and the call float16: the merge question is asked of them (two allocation statements under an
+    # `if`: undecided), where the fix once fell back to the call's float16 (wrong for both branches, unmerged)
     f = one(TWO.replace("{other}", '"uint8"'))
-    assert f.code == "CPA001" and f.fix.applicability.value == "unsafe"
+    assert f.code == "CPA002" and "`S`'s own type uint8 if not" in f.message, f.message
+    # both float16, as the call: the text decides the pointer type, and the fix is safe
+    g = one(TWO.replace("{other}", '"float16"').replace('"uint8"', '"float16"'))
+    assert g.code == "CPA001" and g.fix.safe, g.message
+    assert 'T.type_annotation("float16"), S.data, tx * 8, 8, 2)' in replacement(g)
+
+
+NESTED = HEAD + '''\
+    def make(kind="bytes", signed=False):
+        @T.prim_func
+        def k(A: T.Tensor((1024,), "float16")):
+            with T.Kernel(8, threads=16) as bx:
+                if kind == "bytes":
+                    if signed:
+                        S = T.alloc_shared((256,), {a})
+                    else:
+                        S = T.alloc_shared((256,), {b})
+                else:
+                    S = T.alloc_shared((128,), "float16")
+                tx = T.get_thread_binding()
+                T.ptx_cp_async("float16", S.data, tx * 8, A.data, tx * 8, 16)
+
+        return k
+    '''
+
+
+def test_declarations_through_nested_ifs_are_named_in_the_files_order():
+    f = one(NESTED.replace("{a}", '"int8"').replace("{b}", '"uint8"'))
+    assert f.code == "CPA002" and f.fix is None and "3 declarations of `S` reach the call" in f.message
+    lines = [f.message.index(f"line {n}:") for n in (10, 12, 14)]
+    assert lines == sorted(lines), f.message
+    assert "int8;" in f.message and "uint8;" in f.message and "float16)" in f.message
+    g = one(NESTED.replace("{a}", '"float16"').replace("{b}", "T.float16"))
+    assert g.code == "CPA001" and g.fix.safe, g.message
 
 
 def test_conflicting_declarations_passed_to_a_macro():
@@ -407,8 +442,18 @@ def _check(root, *extra, cache=None):
     args = ["--check", "--format", "json", "--target", "0.1.8"]
     args += ["--cache-dir", str(cache)] if cache else ["--no-cache"]
     r = run_inproc(*args, *extra, "kernels/stage.py", cwd=root)
-    (f,) = [x for x in json.loads(r.stdout)["findings"] if x["code"] == "CPA001"]
+    (f,) = [x for x in json.loads(r.stdout)["findings"] if x["code"] in ("CPA001", "CPA002")]
     return f
+
+
+def _user(imp="from kernels.stage import stage", call="stage", dtype="uint8", more="", body=""):
+    """An importing file: a kernel that calls the macro with a ``dtype`` tile (``more``: further lines of its
+    body, ``body``: text between the import and the kernel)."""
+    return (f"import tilelang.language as T\n{imp}\n{body}\n\n@T.prim_func\n"
+            'def third(A: T.Tensor((1024,), "float16")):\n'
+            "    with T.Kernel(8, threads=16) as bx:\n"
+            f'        buf = T.alloc_shared((256,), "{dtype}")\n{more}'
+            f"        {call}(buf, A, bx * 128, T.get_thread_binding())\n")
 
 
 def test_no_importer_in_the_work_tree_makes_the_fix_safe(tmp_path):
@@ -419,30 +464,110 @@ def test_no_importer_in_the_work_tree_makes_the_fix_safe(tmp_path):
     assert "no other file in the git work tree" in f["message"] and "`stage`" in f["message"]
 
 
-def test_an_importer_keeps_it_unsafe_and_is_named(tmp_path):
+def test_agreeing_importer_calls_make_the_fix_safe_and_are_named(tmp_path):
+    root = _repo(tmp_path)
+    (root / "tools").mkdir()
+    (root / "tools" / "bench.py").write_text(_user())
+    f = _check(root)
+    assert f["code"] == "CPA001" and f["fix"]["applicability"] == "safe" and f["status"] == "rewritten", f
+    m = f["message"]
+    assert "(`tools/bench.py`) call it at `tools/bench.py:9`" in m, m
+    assert "uint8 for `dst`" in m and "float16 for `src`" in m and "do not merge shared.dyn" in m, m
+
+
+def test_an_importer_that_never_calls_it_is_named_as_the_ground(tmp_path):
     root = _repo(tmp_path)
     (root / "tools").mkdir()
     (root / "tools" / "bench.py").write_text("from kernels.stage import stage\n")
     f = _check(root)
-    assert f["fix"]["applicability"] == "unsafe" and f["status"] == "unsafe"
-    assert any("`tools/bench.py`" in a for a in f["fix"]["assumptions"]), f["fix"]["assumptions"]
+    assert f["fix"]["applicability"] == "safe" and "(`tools/bench.py`) never call it" in f["message"], f
 
 
-@pytest.mark.parametrize("text", ["from .stage import stage\n", "from . import stage as st\nst.stage\n",
-                                  "import kernels.stage\n", "from kernels.stage import *\nstage\n",
-                                  "import importlib\nm = importlib.import_module('kernels' + '.stage')\nm.stage\n"])
-def test_importer_spellings(tmp_path, text):
+def test_a_disagreeing_importer_call_takes_the_fix_away_and_names_both_readings(tmp_path):
     root = _repo(tmp_path)
-    (root / "kernels" / "user.py").write_text(text + "# stage\n")
-    assert _check(root)["fix"]["applicability"] == "unsafe"
+    (root / "tools").mkdir()
+    (root / "tools" / "bench.py").write_text(_user(dtype="float16"))
+    f = _check(root)
+    assert f["code"] == "CPA002" and f["fix"] is None and f["status"] == "manual", f
+    assert "`tools/bench.py:9` passes float16 for `dst` where this file's calls pass uint8" in f["message"], f
+    run_inproc("--no-cache", "--unsafe-fixes", "--target", "0.1.8", "kernels/stage.py", cwd=root)  # writes nothing
+    assert (root / "kernels" / "stage.py").read_text() == STAGE.replace("{name}", "stage").replace("{all}", "")
+
+
+def test_an_importing_kernel_that_merges_is_a_disagreement(tmp_path):
+    root = _repo(tmp_path)
+    (root / "tools").mkdir()
+    more = '        acc = T.alloc_shared((64,), "float32")\n        T.clear(acc)\n'
+    (root / "tools" / "bench.py").write_text(_user(more=more))
+    f = _check(root)
+    assert f["code"] == "CPA002", f
+    assert "the call at `tools/bench.py:11`" in f["message"] and "2 shared.dyn allocations" in f["message"], f
+    assert "where this file's kernels do not merge" in f["message"]
+
+
+@pytest.mark.parametrize("text, why", [
+    (_user(call="stage", more="        args = (buf, A, 0, 0)\n").replace("stage(buf, A, bx * 128, T.get_thread_binding())",
+                                                                    "stage(*args)"), "*args"),
+    (_user(body="st = stage\n", call="st"), "other than by a call at line 3"),
+    (_user(body="\n\ndef run(f):\n    return f\n\n\nrun(stage)\n", call="stage"), "other than by a call"),
+    (_user(more="        helper(buf)\n", body="from tools.h import helper\n"), "which may allocate"),
+    (_user(body="if T:\n    def stage(*a):\n        pass\n"), "binds `stage` more than once"),
+])
+def test_an_importer_whose_calls_cannot_be_read_keeps_the_assumption_and_says_why(tmp_path, text, why):
+    root = _repo(tmp_path)
+    (root / "tools").mkdir()
+    (root / "tools" / "bench.py").write_text(text)
+    f = _check(root)
+    assert f["code"] == "CPA001" and f["fix"]["applicability"] == "unsafe", f
+    kept = [a for a in f["fix"]["assumptions"] if "`tools/bench.py`" in a]
+    assert kept and any(why in a for a in kept), f["fix"]["assumptions"]
+
+
+def test_an_importer_over_the_size_limit_is_not_read(tmp_path):
+    from cpasync_migrate import importers
+
+    root = _repo(tmp_path)
+    (root / "big.py").write_text("from kernels.stage import stage\n" + "#" * (importers._MAX_BYTES + 10) + "\n")
+    f = _check(root)
+    assert f["fix"]["applicability"] == "unsafe"
+    assert any("`big.py` is over the size limit" in a for a in f["fix"]["assumptions"]), f["fix"]["assumptions"]
+
+
+@pytest.mark.parametrize("imp, call", [("from .stage import stage", "stage"), ("from . import stage as st", "st.stage"),
+                                       ("import kernels.stage", "kernels.stage.stage"),
+                                       ("from kernels.stage import *", "stage"),
+                                       ("from kernels import stage as mod", "mod.stage"),
+                                       ("from kernels.stage import stage as go", "go")])
+def test_importer_spellings_are_read(tmp_path, imp, call):
+    root = _repo(tmp_path)
+    (root / "kernels" / "user.py").write_text(_user(imp=imp, call=call, dtype="float16"))
+    f = _check(root)
+    assert f["code"] == "CPA002" and "`kernels/user.py:9` passes float16" in f["message"], f
+
+
+def test_a_runtime_import_is_not_read(tmp_path):
+    root = _repo(tmp_path)
+    (root / "kernels" / "user.py").write_text("import importlib\nm = importlib.import_module('kernels' + '.stage')\n"
+                                               "m.stage\n")
+    f = _check(root)
+    assert f["fix"]["applicability"] == "unsafe" and any("at run time" in a for a in f["fix"]["assumptions"]), f
+
+
+def test_a_file_importing_it_from_an_importer_counts_too(tmp_path):
+    root = _repo(tmp_path)
+    (root / "kernels" / "api.py").write_text("from kernels.stage import stage\n")
+    (root / "tools").mkdir()
+    (root / "tools" / "bench.py").write_text(_user(imp="from kernels.api import stage", dtype="float16"))
+    f = _check(root)
+    assert f["code"] == "CPA002" and "`tools/bench.py:9` passes float16" in f["message"], f
 
 
 def test_an_untracked_file_counts_and_a_star_import_of_an_unexported_name_does_not(tmp_path):
     root = _repo(tmp_path, all_='__all__ = ["first", "second"]\n')
-    (root / "user.py").write_text("from kernels.stage import *\n# stage is not in __all__\n")
+    (root / "user.py").write_text(_user(imp="from kernels.stage import *", dtype="float16"))
     assert _check(root)["fix"]["applicability"] == "safe"
-    (root / "user2.py").write_text("from kernels.stage import stage\n")
-    assert _check(root)["fix"]["applicability"] == "unsafe"
+    (root / "user2.py").write_text(_user(dtype="float16"))
+    assert _check(root)["code"] == "CPA002"
 
 
 def test_outside_any_repository_it_stays_unsafe(tmp_path):
@@ -457,18 +582,20 @@ def test_a_project_folder_answers_outside_git(tmp_path):
     (root / "pyproject.toml").write_text("[project]\nname = 'k'\n")
     f = _check(root)
     assert f["fix"]["applicability"] == "safe" and "project folder" in f["message"]
-    (root / "use.py").write_text("from kernels.stage import stage\n")
-    assert _check(root)["fix"]["applicability"] == "unsafe"
+    (root / "use.py").write_text(_user(dtype="float16"))
+    assert _check(root)["code"] == "CPA002"
 
 
 def test_a_cached_analysis_is_not_served_stale(tmp_path):
     root = _repo(tmp_path)
     cache = tmp_path / "cache"
     assert _check(root, cache=cache)["fix"]["applicability"] == "safe"
-    (root / "use.py").write_text("from kernels.stage import stage\n")
+    (root / "use.py").write_text(_user(dtype="float16"))
     again = run_inproc("--check", "--format", "json", "--cache-dir", str(cache), "kernels/stage.py", cwd=root)
-    (f,) = [x for x in json.loads(again.stdout)["findings"] if x["code"] == "CPA001"]
-    assert f["fix"]["applicability"] == "unsafe"  # the file's bytes are the same; the repository is not
+    (f,) = [x for x in json.loads(again.stdout)["findings"] if x["code"] in ("CPA001", "CPA002")]
+    assert f["code"] == "CPA002"  # the file's bytes are the same; the repository is not
+    (root / "use.py").write_text(_user(dtype="uint8"))
+    assert _check(root, cache=cache)["fix"]["applicability"] == "safe"  # and the agreeing importer is read afresh
     assert any(p.suffix == ".json" for p in cache.rglob("*"))
 
 

@@ -59,6 +59,7 @@ EXPECTED_MANUAL: dict = {
     ("two_declarations.py", "latest"): "2 declarations of `S` reach the call",
     # 0.1.9+ needs one pointer type: the uint8 side's offset is a macro parameter, not a visible multiple of 2
     ("macro_chain.py", "latest"): "differ in width and 0.1.9 needs one pointer type",
+    ("macro_chain_three_deep.py", "latest"): "differ in width and 0.1.9 needs one pointer type",
 }
 
 
@@ -154,7 +155,8 @@ def run_tool(*args, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def strip_region_annotations(text: str) -> str:
-    """Remove `T.reads(...)` / `T.writes(...)` statements (they may span lines; bare `reads(...)` too).
+    """Remove `T.reads(...)` / `T.writes(...)` statements (they may span lines; under any alias of the module, and
+    bare `reads(...)` too).
 
     TileLang <= 0.1.8 needs them on a kernel that takes `.data` of a global
     buffer; later releases declare the kernel block's regions themselves and
@@ -162,7 +164,7 @@ def strip_region_annotations(text: str) -> str:
     is API drift outside cp.async, so the test removes them, not the tool.
     """
     out, pos = [], 0
-    for m in re.finditer(r"(?m)^[ \t]*(?:T\.)?(?:reads|writes)\(", text):  # bare under a star import
+    for m in re.finditer(r"(?m)^[ \t]*(?:[A-Za-z_]\w*\.)?(?:reads|writes)\(", text):  # any alias; bare under a star import
         if m.start() < pos:
             continue
         depth, i = 0, m.end() - 1
@@ -242,6 +244,41 @@ def test_migrated_example_lowers_to_the_same_copies(legacy, migrated, example, t
         if problems:
             failures[name] = problems
     assert not failures, f"{example.name} under tilelang {new['tilelang']}:\n" + json.dumps(failures, indent=1)
+
+
+def lowering_failure(result: dict) -> str:
+    """Why lower.py's object is no lowered file: the import's error, every kernel's error, or "no kernel"; "" when it
+    imported and every kernel it found lowered."""
+    if result["error"]:
+        return result["error"]
+    if not result["kernels"]:
+        return "no kernel"
+    return " | ".join(v["error"] for v in result["kernels"].values() if v["error"])
+
+
+@pytest.mark.realtl
+@pytest.mark.skipif(os.environ.get("CPASYNC_REALTL") != "1", reason="opt-in: set CPASYNC_REALTL=1")
+def test_fixtures_marked_as_lowering_lower_under_0_1_7_post1_and_the_others_do_not(envs, tmp_path):
+    """Each Python fixture's ``lowers`` (tests/test_fixtures.py requires it) is what real TileLang 0.1.7.post1 does
+    with the legacy input; a text-only one fails with the ``error`` its TOML gives."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fixture_cases import cases
+
+    fixtures = cases("python")
+    copies = []
+    for c in fixtures:
+        shutil.copyfile(c.input, tmp_path / c.input.name)
+        copies.append(tmp_path / c.input.name)
+    lowered = lower_all(envs["legacy"], copies)
+    wrong = []
+    for c in fixtures:
+        why = lowering_failure(lowered[c.input.name])
+        if c.meta["lowers"] and why:
+            wrong.append(f"{c}: marked as lowering, but {why[-300:]}")
+        elif not c.meta["lowers"] and c.meta["error"] not in why:
+            wrong.append(f"{c}: marked text-only ({c.meta['error']!r}), but " + (f"{why[-300:]}" if why else "it lowers"))
+    assert not wrong, "\n".join(wrong)
+    assert any(c.meta["lowers"] for c in fixtures) and not all(c.meta["lowers"] for c in fixtures)
 
 
 # One access-pointer copy of `count` float16 elements (or bytes) per kernel, inside a loop of the given kind.
@@ -356,6 +393,90 @@ def _mutant_problems(envs, legacy, migrated, tmp_path, name: str, kernel: str, n
     return addresses.compare_kernel(old, new["kernels"][kernel], textual=not old["dyn_shmem"])
 
 
+# ---------------------------------------------------------------- the README's shapes, each in the comparison
+
+# Every shape "What gets rewritten (Python)" claims the tool migrates for TileLang kernels: (the README's words,
+# the file of the comparison above that holds it, a regular expression the file's text must match there).
+CLAIMED_SHAPES = [
+    ("`import tilelang.language as T` (any alias)", "spellings.py", r"import tilelang\.language as TL\b"),
+    ("`from tilelang import language as T`", "spellings.py", r"from tilelang import language as L\b"),
+    ("`from tilelang.language import ptx_cp_async [as cp]`", "spellings.py",
+     r"(?m)^from tilelang\.language import ptx_cp_async\nfrom tilelang\.language import ptx_cp_async as cp$"),
+    ("`tilelang.language.ptx_cp_async(...)`", "spellings.py", r"\btilelang\.language\.ptx_cp_async\("),
+    ("`tilelang.language.tir`", "spellings.py", r"from tilelang\.language\.tir import ptx_cp_async as tir_cp"),
+    ("`.tir.op`", "spellings.py", r"from tilelang\.language\.tir\.op import ptx_cp_async as op_cp"),
+    ("All argument spellings: six positional", "argument_forms.py", r'T\.ptx_cp_async\(\s*"float16",  # the'),
+    ("five positional plus `dtype=` (TVMScript's style, often inside\n`T.evaluate(...)`)", "argument_forms.py",
+     r'T\.evaluate\(T\.ptx_cp_async\(S\.data, [^()]*, dtype="float16"\)\)'),
+    ("keywords by the legacy names", "argument_forms.py", r"T\.ptx_cp_async\(bytes=8, global_offset="),
+    ("comments inside the call stay", "argument_forms.py", r"tx \* 8,  # eight halves per thread"),
+    ("`cp = T.ptx_cp_async`", "routes.py", r"(?m)^cp = T\.ptx_cp_async$"),
+    ("`lang = tilelang.language`", "routes.py", r"(?m)^lang = tilelang\.language$"),
+    ("`L2 = T`", "routes.py", r"(?m)^L2 = T$"),
+    ("a bare name under\n`from tilelang.language import *`", "star_import.py", r"from tilelang\.language import \*"),
+    ("A walrus (`(cp := T.ptx_cp_async)(...)`)", "routes.py", r"\(copy := T\.ptx_cp_async\)\("),
+    ("a parameter never rebound whose default is the intrinsic", "routes.py", r"copy=T\.ptx_cp_async\)"),
+    ("**the buffer's declared dtype**, not the call's", "pack_f16_bytes.py", r"uint8"),
+    ("**merged dynamic shared memory**", "merged_mixed_dtypes.py", r"alloc_shared"),
+    ("`T.alloc_shared` is `shared.dyn` unless its\nscope says otherwise", "smem_counting.py",
+     r'alloc_shared\(\(256,\), "uint8", scope="shared"\)'),
+    ("or its dtype is `bool`", "smem_counting.py", r'alloc_shared\(\(16,\), "bool"\)'),
+    ("an allocation nothing uses", "smem_counting.py", r'spare = T\.alloc_shared'),
+    ("a macro's allocations count once per call", "smem_counting.py", r"stage_into_fresh\(A, B, bx \* 256 \+ 128, tx\)"),
+    ("Allocations are\ncounted, not dtypes", "merge_by_count.py", r"alloc_shared"),
+    ("`T.Tensor`/`T.Buffer` annotations (call and subscript forms,\npositional or `shape=`/`dtype=` keywords)",
+     "declarations.py", r'T\.Tensor\(shape=\(N,\), dtype="float16"\), B: T\.Buffer\(\(N,\), "float16"\)'),
+    ("`T.alloc_buffer`", "declarations.py", r'T\.alloc_buffer\(\(128,\), "float16", scope="shared\.dyn"\)'),
+    ("`T.decl_buffer`", "declarations.py", r'T\.decl_buffer\('),
+    ("`T.alloc_fragment`", "declarations.py", r"T\.alloc_fragment\("),
+    ("`T.alloc_local`", "declarations.py", r"T\.alloc_local\("),
+    ("`T.match_buffer`", "declarations.py", r"T\.match_buffer\(a, "),
+    ("plain aliases (`S = staged`", "declarations.py", r"(?m)^\s+S = staged$"),
+    ("chained assignments (`stage = tile = raw`)", "chained_assignment.py", r"stage = tile = raw"),
+    ("tuple unpacking of\ndeclarations", "declarations.py", r"lo, hi = T\.alloc_shared\("),
+    ("a\ndeclaration without a dtype takes its function's default", "declarations.py", r"C: T\.Tensor\(\(N,\)\)"),
+    ("Two declarations of different types that both reach a call", "two_declarations.py", r"if "),
+    ("A macro's buffer parameters are typed by what its calls pass", "macro_callers.py", r"@T\.macro"),
+    ("through macros that call\nmacros", "macro_chain.py", r"@T\.macro"),
+    ("A public module-level macro", "module_macro.py", r"(?m)^@T\.macro"),
+    ("The dtype may be a string, `T.float16`, a module constant or a variable", "declarations.py",
+     r'(?s)HALF = "float16".*dtype=T\.float16.*T\.ptx_cp_async\(HALF, '),
+    ("where `P` is a factory parameter (`dtype`)", "transpose_factory.py", r"T\.ptx_cp_async\(dtype, "),
+    ("A file with two aliases of `tilelang.language` keeps each call's own", "spellings.py", r"TL\.ptx_cp_async.*\n"
+     r"(?s:.*)L\.ptx_cp_async"),
+    ("A uint8 staging tile that is a kernel's only shared buffer", "pack_f16_bytes.py", r'"uint8"'),
+]
+# Shapes the README claims whose legacy text real TileLang 0.1.7.post1 does not load: the fixture that shows it
+# (its TOML's `error` is what lowering it reports).
+CLAIMED_BUT_NOT_LOADED = {
+    "`.tir.ir`, `.tir.op`, `.ast.ir` (every release)": ("deeper_tir_op", "deeper_ast_ir"),
+    "`tilelang.cuda.language`": ("module_paths_0113",),
+}
+
+
+def _readme_words() -> str:
+    return re.sub(r"\s+", " ", (ROOT / "README.md").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("words, file, pattern", CLAIMED_SHAPES, ids=[w[:40] for w, _, _ in CLAIMED_SHAPES])
+def test_every_shape_the_readme_claims_has_a_kernel_in_the_comparison(words, file, pattern):
+    assert re.sub(r"\s+", " ", words) in _readme_words(), f"the README no longer says: {words}"
+    path = next((p for p in EXAMPLES if p.name == file), None)
+    assert path is not None, f"{file} is not one of the files the comparison lowers"
+    assert re.search(pattern, path.read_text(encoding="utf-8")), f"{file} does not hold the shape: {pattern}"
+
+
+def test_claimed_shapes_0_1_7_post1_cannot_load_have_a_text_only_fixture_saying_so():
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fixture_cases import cases
+
+    meta = {c.name: c.meta for c in cases("python")}
+    for words, names in CLAIMED_BUT_NOT_LOADED.items():
+        assert re.sub(r"\s+", " ", words) in _readme_words(), words
+        for n in names:
+            assert meta[n]["lowers"] is False and meta[n]["error"], n
+
+
 # ---------------------------------------------------------------- unit tests (always run)
 # Address texts below are as TileLang 0.1.7.post1 / 0.1.8 / 0.1.15 printed them for examples/.
 
@@ -435,3 +556,8 @@ def test_region_annotations_are_removed_whole():
             "        tx = T.get_thread_binding()\n")
     assert strip_region_annotations(text) == ("    with T.Kernel(4, threads=128) as bx:\n"
                                                "        tx = T.get_thread_binding()\n")
+
+
+def test_region_annotations_under_another_alias_are_removed_too():
+    text = "        TL.reads(A[0:4])\n        L.writes(B[0:4])\n        x = TL.reads_count\n"
+    assert strip_region_annotations(text) == "        x = TL.reads_count\n"

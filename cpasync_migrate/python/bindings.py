@@ -63,7 +63,7 @@ class Bindings:
         """Every declaration of buffer ``name`` that reaches ``at`` (one per binding the scope holds, each read
         as ``declaration_of`` reads one); None when a binding is not a declaration the text shows."""
         decls = []
-        for asg in self.assignments(at, name):
+        for asg in sorted(self.assignments(at, name), key=self._source_order):
             if not isinstance(asg, Assignment):
                 return None
             n = asg.node
@@ -104,6 +104,14 @@ class Bindings:
             return None
         return decls
 
+    def _source_order(self, asg) -> tuple:
+        """Where a binding is in the file (bindings are listed, and named in messages, in the file's order)."""
+        try:
+            p = self.pos(asg.node).start
+            return (p.line, p.column)
+        except Exception:  # noqa: BLE001 - a binding without a position (a builtin): first
+            return (0, 0)
+
     def no_declaration_why(self, at: cst.CSTNode, name: str) -> str:
         """Why ``declaration_of(at, name)`` found none: several declarations reach ``at`` (each named with the
         element type it gives), or none is visible."""
@@ -127,7 +135,7 @@ class Bindings:
         return "; ".join(parts)
 
     def _unpacked(self, element: cst.Element, n: cst.Name):
-        """``a, b = X, Y``: (the statement, the value matching ``n``) when ``X``, ``Y`` are declarations
+        """``a, b = X, Y`` (or a chain ``a, b = c, d = X, Y``): (the statement, the value matching ``n``) when ``X``, ``Y`` are declarations
         (calls or subscripts, never names, so no value reads a name the statement rebinds)."""
         tup = self.parent(element)
         if not isinstance(tup, cst.Tuple):
@@ -136,8 +144,8 @@ class Bindings:
         if not isinstance(target, cst.AssignTarget) or target.target is not tup:
             return None
         stmt = self.parent(target)
-        if not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1 or not isinstance(stmt.value, cst.Tuple):
-            return None
+        if not isinstance(stmt, cst.Assign) or not isinstance(stmt.value, cst.Tuple):
+            return None  # (a chain `lo, hi = a_s, b_s = X, Y` binds each tuple target to the one value)
         names, values = tup.elements, stmt.value.elements
         if len(names) != len(values) or any(isinstance(e, cst.StarredElement) for e in (*names, *values)) or \
                 not all(isinstance(e.value, cst.Name) for e in names):

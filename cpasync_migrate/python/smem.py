@@ -116,8 +116,8 @@ class SharedMemory:
         assumptions = []
         for _, r in readings:
             assumptions.extend(a for a in r.assumptions if a not in assumptions)
-        assumptions.extend(a for a in self._macro_assumptions(call) if a not in assumptions)
         k0, r0 = readings[0]
+        assumptions.extend(a for a in self._macro_assumptions(call, scope, bool(r0.merged)) if a not in assumptions)
         why = r0.why if len(readings) == 1 else (
             f"every kernel that reaches this call ({', '.join(f'`{k.name.value}`' for k, _ in readings)}) "
             f"{'merges' if r0.merged else 'does not merge'}: {r0.why}")
@@ -290,8 +290,11 @@ class SharedMemory:
                 return [], f"the macro `{fdef.name.value}` is used other than by a call (line {self._line(acc.node)})"
         return calls, ""
 
-    def _macro_assumptions(self, call) -> list[str]:
-        """A public module-level macro may be called from other files, whose kernels are not read."""
+    def _macro_assumptions(self, call, scope: str, merged: bool) -> list[str]:
+        """A public module-level macro may be called from other files' kernels: the assumption that none does,
+        with the question importers.py asks of each importing kernel (the same reading: ``merged`` in
+        ``scope``; ``allocs``: the most allocations of that scope the macro's own body adds where it is
+        inlined, None when the text does not bound them)."""
         out = []
         fdef = self.enclosing_def(call)
         seen = 0
@@ -304,7 +307,11 @@ class SharedMemory:
                 a = (f"only kernels of this file call the macro `{fdef.name.value}` (another file could "
                      "import it into a kernel that merges shared memory differently)")
                 out.append(a)
-                self.ctx.importer_questions[a] = (fdef.name.value, star)
+                own = self.census(fdef)
+                allocs = None if own.maybe_more else sum(
+                    1 for x in own.allocs if x.used is not False and x.scope in (None, scope))
+                self.ctx.importer_questions[a] = (fdef.name.value, star, {
+                    "kind": "merge", "scope": scope, "merged": merged, "allocs": allocs})
             callers, _ = self.macro_callers(fdef)
             fdef = self.enclosing_def(callers[0]) if callers else None
         return out
@@ -402,8 +409,8 @@ class SharedMemory:
     def allocation(self, node: cst.Call, fname: str, fdef: cst.FunctionDef) -> _Alloc:
         scope, why_scope = self._alloc_scope(node, fname, self.allocations[fname])
         line = self._line(node)
-        name, target = self._bound_name(node)
-        chained = self._chained_names(node)
+        names = self._targets_of(node)
+        name = names[0].value if names else None
         a = _Alloc(name=name, scope=scope, line=line, certain=True, used=None)
         if scope is None:
             a.why_uncertain = f"the allocation at line {line}: {why_scope}"
@@ -411,11 +418,16 @@ class SharedMemory:
         if cond:
             a.certain = False
             a.why_uncertain = f"the allocation of `{name or '?'}` at line {line} is {cond}"
-        if target is None:
+        if names is None:
+            if not a.why_uncertain:
+                a.why_uncertain = (f"whether the allocation at line {line} is used cannot be told: a chained assignment "
+                                   "binds it to a target that is not a name")
+            return a
+        if not names:
             a.used = False  # the result is not kept: nothing can use it
             return a
-        a.used, why = self.used(target.value, target, 0)
-        for other in chained:  # `S = W = T.alloc_shared(...)`: a use of any name is a use of the buffer
+        a.used, why = self.used(names[0].value, names[0], 0)
+        for other in names[1:]:  # `S = W = T.alloc_shared(...)`: a use of any name is a use of the buffer
             if a.used:
                 break
             u, w = self.used(other.value, other, 0)
@@ -425,36 +437,42 @@ class SharedMemory:
             a.why_uncertain = f"whether `{name}` (line {line}) is used {why}"
         return a
 
-    def _chained_names(self, node: cst.Call) -> list:
-        """The targets after the first of a chained assignment ``S = W = T.alloc_shared(...)``."""
+    def _targets_of(self, node: cst.Call) -> Optional[list]:
+        """The names the allocation's buffer is bound to, the first one first: ``S = T.alloc_shared(...)``, a chain
+        ``S = W = T.alloc_shared(...)``, an annotated assignment, a ``with ... as S``, and an element of tuple
+        unpacking (``a, b = T.alloc_shared(...), T.alloc_shared(...)``, also chained: ``lo, hi = a, b = ...``, where
+        ``lo`` and ``a`` are one buffer); [] when the result is not kept; None when a chain binds it to a target
+        that is not a name (its uses are not followed)."""
         par = self.ctx.parent(node)
-        if isinstance(par, cst.Assign) and len(par.targets) > 1 and \
-                all(isinstance(t.target, cst.Name) for t in par.targets):
-            return [t.target for t in par.targets[1:]]
-        return []
-
-    def _bound_name(self, node: cst.Call) -> tuple[Optional[str], Optional[cst.Name]]:
-        par = self.ctx.parent(node)
-        if isinstance(par, cst.AssignTarget):  # pragma: no cover - a call is never a target
-            return None, None
-        if isinstance(par, cst.Assign) and isinstance(par.targets[0].target, cst.Name) and (
-                len(par.targets) == 1 or self._chained_names(node)):
-            t = par.targets[0].target
-            return t.value, t
+        if isinstance(par, cst.Assign) and par.value is node:
+            names = [t.target for t in par.targets]
+            if all(isinstance(t, cst.Name) for t in names):
+                return names
+            return [] if len(names) == 1 else None
         if isinstance(par, cst.AnnAssign) and isinstance(par.target, cst.Name):
-            return par.target.value, par.target
-        if isinstance(par, cst.Element):  # a, b = T.alloc_shared(...), T.alloc_shared(...)
+            return [par.target]
+        if isinstance(par, cst.Element):
             tup = self.ctx.parent(par)
             stmt = self.ctx.parent(tup)
-            if isinstance(tup, cst.Tuple) and isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
-                tgt = stmt.targets[0].target
-                if isinstance(tgt, (cst.Tuple, cst.List)) and len(tgt.elements) == len(tup.elements):
-                    e = tgt.elements[list(tup.elements).index(par)].value
+            if not (isinstance(tup, cst.Tuple) and isinstance(stmt, cst.Assign) and stmt.value is tup):
+                return []
+            i = list(tup.elements).index(par)
+            out = []
+            for t in stmt.targets:
+                tgt = t.target
+                if isinstance(tgt, (cst.Tuple, cst.List)) and len(tgt.elements) == len(tup.elements) and \
+                        not any(isinstance(e, cst.StarredElement) for e in tgt.elements):
+                    e = tgt.elements[i].value
                     if isinstance(e, cst.Name):
-                        return e.value, e
+                        out.append(e)
+                        continue
+                if len(stmt.targets) == 1:
+                    return []
+                return None
+            return out
         if isinstance(par, cst.WithItem) and par.asname is not None and isinstance(par.asname.name, cst.Name):
-            return par.asname.name.value, par.asname.name
-        return None, None
+            return [par.asname.name]
+        return []
 
     def _conditional(self, node, fdef) -> str:
         """Why the statement may not reach the lowered kernel ('' when it surely does)."""

@@ -126,6 +126,8 @@ def main(argv=None) -> int:
         envs["0.1.8-tile-dtype"] = envs["0.1.8"]
         lowered = {}
         for form, by_name in texts.items():
+            if not by_name:
+                continue  # no file has this form (the tile-dtype one where no chosen kernel merges a byte tile)
             src = work / f"src-{form}"
             lowered[form] = (lower(envs[form], list(by_name.values()), src), src)
             first = next(iter(lowered[form][0].values()), None)
@@ -139,7 +141,7 @@ def main(argv=None) -> int:
                     continue
                 item = {"file": fname, "kernel": kname, "forms": {}}
                 stem = Path(fname).stem
-                for form in texts:
+                for form in lowered:
                     results, src = lowered[form]
                     r = results.get(fname)
                     if r is None or kname not in r["kernels"] or r["kernels"][kname].get("error"):

@@ -58,6 +58,8 @@ _COPY_RE = re.compile(r"\btl::(cp_async_gs(?:_conditional)?)\s*<\s*(\d+)\s*>\s*\
 # (`extern __shared__ __align__(1024) uchar buf_dyn_shmem[];`).
 _PARAM_RE = re.compile(r"(?:const\s+)?([A-Za-z_][\w:]*)\s*\*\s*(?:__restrict__\s+)?([A-Za-z_]\w*)\s*[,)]")
 _SHARED_RE = re.compile(r"__shared__\s+(?:__align__\(\d+\)\s+)?([A-Za-z_][\w:]*)\s+([A-Za-z_]\w*)\s*\[")
+# Register arrays (`T.alloc_local`, `T.alloc_fragment`): `  half_t L[8];` on a line of its own.
+_LOCAL_RE = re.compile(r"(?m)^[ \t]+([A-Za-z_][\w:]*)[ \t]+([A-Za-z_]\w*)\[\d+\];$")
 # Later releases name each merged buffer by a pointer into the dynamic array:
 # `void* A_s = ((void*)((char*)buf_dyn_shmem + 16384));`
 _ALIAS_RE = re.compile(
@@ -106,13 +108,15 @@ def find_copies(source: str) -> list[dict]:
 
 
 def find_buffers(source: str) -> dict[str, str]:
-    """C element type of every kernel pointer parameter and shared array."""
+    """C element type of every kernel pointer parameter, shared array and register array."""
     buffers: dict[str, str] = {}
     for km in _KERNEL_RE.finditer(source):
         for pm in _PARAM_RE.finditer(km.group(1) + ")"):
             buffers[pm.group(2)] = pm.group(1)
     for sm in _SHARED_RE.finditer(source):
         buffers[sm.group(2)] = sm.group(1)
+    for lm in _LOCAL_RE.finditer(source):
+        buffers.setdefault(lm.group(2), lm.group(1))
     return buffers
 
 

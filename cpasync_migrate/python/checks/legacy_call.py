@@ -73,7 +73,12 @@ class LegacyCall:
                     dt = DType(f'"{dt.name}"', dt.name, dt.size)
                 return Pointer(arg, buf, dt)
         if buf is not None:
-            self.no_conflicting_declarations(call, buf)
+            agreed = self.no_conflicting_declarations(call, buf)
+            if agreed is not None:
+                dt, decls = agreed
+                # every declaration that reaches the call gives one type: the text decides it (the merge question,
+                # where it arises, is asked of them as of a macro's callers' buffers)
+                return Pointer(arg, buf, DType(f'"{dt}"', dt, self.rules.dtype_size(dt)), routed_decls=decls)
         # no declaration visible: fall back to the call's dtype
         what = f"`{buf}`" if buf else f"`{self.node_text(v)}`"
         if call_dtype is None:
@@ -85,12 +90,13 @@ class LegacyCall:
         ]
         return Pointer(arg, buf, dt)
 
-    def no_conflicting_declarations(self, call: cst.Call, buf: str) -> None:
-        """NoFix when several declarations of ``buf`` reach the call (branches of a factory's ``if``) and they
-        give different element types: no fix may pick one of them."""
+    def no_conflicting_declarations(self, call: cst.Call, buf: str) -> Optional[tuple[str, list]]:
+        """NoFix when several declarations of ``buf`` reach the call (branches of a factory's ``if``, nested or
+        not) and they give different element types: no fix may pick one of them.  When they all give one known
+        type: (that type, the declarations); None when fewer than two reach it."""
         decls = self.declarations_of(call, buf)
         if not decls or len(decls) < 2:
-            return
+            return None
         kinds = set()
         for ctx_node, decl in decls:
             try:
@@ -103,6 +109,10 @@ class LegacyCall:
             raise NoFix(f"{len(decls)} declarations of `{buf}` reach the call ({self.readings(decls, buf)}); "
                         "each gives the access pointer its own type and the text does not decide which one "
                         "holds: migrate each branch by hand")
+        (dt,) = kinds
+        if self.rules.dtype_size(dt) is None:
+            return None
+        return dt, [d for _, d in decls]
 
     def through_callers(self, arg: cst.Arg, call: cst.Call) -> Optional[Pointer]:
         """A pointer that is a T.macro's parameter, typed by the buffers the macro's calls pass (callers.py).
@@ -131,11 +141,13 @@ class LegacyCall:
         d = DType(f'"{dt0.name}"', dt0.name, dt0.size)
         from ..callers import exported
 
-        for m, pname in public:
+        for m, pname, index, pdata in public:
             a = (f"only the calls of macro `{m}` in this file pass `{pname}` (another file could import the macro "
                  "and pass another buffer)")
             d.assumptions.append(a)
-            self.importer_questions[a] = (m, bool(exported(self, m)))
+            # importers.py reads the importing files' calls of `m` for the same reading
+            self.importer_questions[a] = (m, bool(exported(self, m)), {
+                "kind": "dtype", "param": pname, "index": index, "data": pdata, "dtype": dt0.name})
         note = ""
         ann = route.param.annotation
         if data and ann is not None:
@@ -156,8 +168,9 @@ class LegacyCall:
         from ..callers import param_route
 
         macro = route.macro.name.value
-        if route.public and (macro, name) not in public:
-            public.append((macro, name))
+        if route.public and not any(p[:2] == (macro, name) for p in public):
+            params = list(route.macro.params.params)
+            public.append((macro, name, params.index(route.param) if route.param in params else None, data))
         macros = set(self.rules.shared_memory.get("functions", {}).get("macro", []))
         for b in route.bindings:
             e = b.expr
