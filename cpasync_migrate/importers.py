@@ -1,6 +1,6 @@
 """Whether another file of the repository imports a module-level macro: the one cross-file question.
 
-What: a fix of a call inside a public module-level ``T.macro`` rests on "only this file's kernels call
+A fix of a call inside a public module-level ``T.macro`` rests on "only this file's kernels call
 the macro".  The repository that holds the file answers it: its git work tree (``git grep -l -F`` over
 tracked and untracked, not ignored, Python files), else the folder of its nearest ``pyproject.toml``
 (walked by ``discovery``).  A file that names the macro and imports it from this module (``from

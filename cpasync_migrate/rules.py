@@ -86,6 +86,8 @@ class Rules:
     dtype_aliases: dict
     tilelang_modules: tuple[str, ...]
     tvm_modules: tuple[str, ...]
+    # dotted attribute path -> the module it is (``[attributes]``: an attribute that shadows a submodule)
+    attributes: dict
     emit_module: str
     emit_alias: str
     # The alias an added import takes when the module already binds ``emit_alias``.
@@ -320,6 +322,7 @@ _LAYOUTS = {
         "suppress": _Table({"comment": _STR}),
         "tilelang": _Table({"modules": _STRS, "emit_module": _STR, "emit_alias": _STR, "emit_fallback_alias": _STR}),
         "tvm": _Table({"modules": _STRS}),
+        "attributes": _Data(kind="str"),
         "declarations": _Data(values=_DECLARATION),
     }),
     "shared_memory.toml": _Table({
@@ -512,6 +515,7 @@ def load_rules(directory: Optional[str] = None) -> Rules:
         dtype_aliases=dict(dtypes["aliases"]),
         tilelang_modules=tuple(namespaces["tilelang"]["modules"]),
         tvm_modules=tuple(namespaces["tvm"]["modules"]),
+        attributes=dict(namespaces["attributes"]),
         emit_module=namespaces["tilelang"]["emit_module"],
         emit_alias=namespaces["tilelang"]["emit_alias"],
         emit_fallback_alias=namespaces["tilelang"]["emit_fallback_alias"],

@@ -180,3 +180,58 @@ def test_check_on_files_the_ast_side_decides_never_imports_libcst(tmp_path):
     (tmp_path / "legacy.py").write_bytes((FIXTURES / "python" / "alias_tl.in.py").read_bytes())
     rc, imported, out = _check_imports_libcst(tmp_path)
     assert rc == 1 and "CPA001" in out and imported
+
+
+def test_an_attribute_chain_reaches_the_shadowing_binding_and_a_module_path_the_submodule():
+    """``tilelang.language``'s attribute ``tir`` is TVM's ``tvm.tir`` (rules/namespaces.toml [attributes], seen
+    with real 0.1.7.post1 and 0.1.8): ``import tilelang.language.tir as X`` and dotted uses follow it, a
+    from-import of the module path does not."""
+    from cpasync_migrate.python.decide.attributes import requalified, shadowed_module, through
+    from cpasync_migrate.rules import load_rules
+
+    shadows = load_rules().attributes
+    assert shadows == {"tilelang.language.tir": "tvm.tir"}
+    assert through("tilelang", ["language", "tir"], shadows) == "tvm.tir"
+    assert through("tilelang", ["language", "tir", "op", "ptx_cp_async"], shadows) == "tvm.tir.op.ptx_cp_async"
+    assert through("tilelang.language.tir", ["ptx_cp_async"], shadows) == "tilelang.language.tir.ptx_cp_async"
+    assert through("tilelang.language", ["ptx_cp_async"], shadows) == "tilelang.language.ptx_cp_async"
+    # libcst's joined names, told which part the import found by its path
+    assert requalified("tilelang.language.tir.ptx_cp_async", "tilelang", shadows) == "tvm.tir.ptx_cp_async"
+    assert requalified("tilelang.language.tir.ptx_cp_async", "tilelang.language.tir", shadows) == \
+        "tilelang.language.tir.ptx_cp_async"
+    assert requalified("tilelang.language.tir.ptx_cp_async", "tilelang.language", shadows) == "tvm.tir.ptx_cp_async"
+    assert shadowed_module("tvm.tir.ir.ptx_cp_async", shadows) == "tilelang.language.tir"
+    assert shadowed_module("tilelang.language.ptx_cp_async", shadows) is None
+
+
+@pytest.mark.parametrize("spelling, want", [
+    ("import tilelang.language.tir as X\nCALL = X.ptx_cp_async", "CPA003"),
+    ("import tilelang.language.tir.op as X\nCALL = X.ptx_cp_async", "CPA003"),
+    ("from tilelang.language import tir as X\nCALL = X.ptx_cp_async", "CPA003"),
+    ("import tilelang\nCALL = tilelang.language.tir.ptx_cp_async", "CPA003"),
+    ("CALL = T.tir.ptx_cp_async", "CPA003"),
+    ("from tilelang.language.tir import ptx_cp_async as CALL", "CPA001"),
+    ("from tilelang.language.tir import op as X\nCALL = X.ptx_cp_async", "CPA001"),
+    ("import tilelang.language.tir.ir as X\nCALL = X.ptx_cp_async", "CPA002"),
+])
+def test_both_passes_read_the_attribute_routes_alike(spelling, want):
+    """Each spelling's call, analysed by the stdlib-ast pass and by libcst: the same single code."""
+    from cpasync_migrate.python import fast, rewrite
+    from cpasync_migrate.engine import RunSettings, front_end_options
+
+    imports, _, bind = spelling.rpartition("\n") if "\n" in spelling else ("", "", spelling)
+    head = imports + "\n" if imports else ""
+    if bind.startswith("CALL = "):
+        callee = bind[len("CALL = "):]
+    else:
+        head, callee = spelling + "\n", "CALL"
+    text = ("import tilelang.language as T\n" + head + "\n\n@T.prim_func\n"
+            "def k(A: T.Tensor((128,), \"float16\")):\n    with T.Kernel(1, threads=32) as bx:\n"
+            "        S = T.alloc_shared((128,), \"float16\")\n"
+            f"        {callee}(\"float16\", S.data, 0, A.data, 0, 16)\n")
+    opts = front_end_options(RunSettings(mode="check"))
+    slow = [f.code for f in rewrite.analyze(text, "k.py", opts).findings]
+    quick, _why = fast.decide(text, "k.py", opts)
+    assert slow == [want], text
+    if quick is not None:
+        assert [f.code for f in quick.findings] == slow, text

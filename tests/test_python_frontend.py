@@ -469,7 +469,7 @@ def test_agreeing_importer_calls_make_the_fix_safe_and_are_named(tmp_path):
     (root / "tools").mkdir()
     (root / "tools" / "bench.py").write_text(_user())
     f = _check(root)
-    assert f["code"] == "CPA001" and f["fix"]["applicability"] == "safe" and f["status"] == "rewritten", f
+    assert f["code"] == "CPA001" and f["fix"]["applicability"] == "safe" and f["status"] == "fixable", f
     m = f["message"]
     assert "(`tools/bench.py`) call it at `tools/bench.py:9`" in m, m
     assert "uint8 for `dst`" in m and "float16 for `src`" in m and "do not merge shared.dyn" in m, m

@@ -15,6 +15,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedName,
 from ..findings import Edit, Finding, FrontEndOptions, line_starts
 from .calls import INTRINSIC
 from .cst_util import dotted
+from .decide.attributes import requalified
 
 
 class NoFix(Exception):
@@ -124,7 +125,43 @@ class Context:
                     bound = True
                 if not bound:
                     return {QualifiedName(f"{mod}.{node.value}", QualifiedNameSource.IMPORT)}
+        shadows = self.rules.attributes
+        if names and shadows and scope is not None:
+            names = self._through_attributes(node, names, scope, shadows)
         return names
+
+    def _through_attributes(self, node, names: set, scope, shadows: dict) -> set:
+        """Imported names followed attribute by attribute (``decide/attributes.py``): libcst joins
+        ``import a.b.c as X`` + ``X.f`` into ``a.b.c.f`` whatever ``a.b``'s attribute ``c`` is; the root
+        name's import says which part was found by its path (an ``import``'s top-level package, a
+        ``from M import``'s ``M``)."""
+        root = node
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not isinstance(root, cst.Name):
+            return names
+        try:
+            assignments = scope[root.value]
+        except Exception:  # noqa: BLE001
+            return names
+        paths = set()
+        for a in assignments:
+            imp = getattr(a, "node", None)
+            if isinstance(imp, cst.Import):
+                paths.add(None)  # the top-level package of the name itself
+            elif isinstance(imp, cst.ImportFrom) and not imp.relative and imp.module is not None:
+                paths.add(dotted(imp.module))
+        if not paths:
+            return names
+        out = set()
+        for q in names:
+            if q.source is not QualifiedNameSource.IMPORT:
+                out.add(q)
+                continue
+            for path in paths:
+                base = q.name.split(".")[0] if path is None else path
+                out.add(QualifiedName(requalified(q.name, base, shadows), q.source))
+        return out
 
     def star_module(self) -> Optional[str]:
         """The module of the file's one star import when it is TileLang's or TVM's (``from tilelang.language

@@ -60,6 +60,7 @@ from ..findings import Analysis, Finding, FrontEndOptions, Status
 from . import route_rules
 from .calls import INTRINSIC, SUPPRESS_RE, call_shape
 from .decide import access_ptr, dispatch, legacy
+from .decide.attributes import shadowed_module
 from .fast_legacy import manual_reason
 from .fast_scan import (
     Undecided,
@@ -149,7 +150,7 @@ def decide(text: str, path: str, options: FrontEndOptions):
             return None, "definition"
         from . import definitions_ast
 
-        s = scan(tree)
+        s = scan(tree, options.rules.attributes)
         try:
             defined = definitions_ast.find(tree, text, path, options, INTRINSIC, lambda e: qualify(e, s))
         except (definitions_ast.Undecided, Undecided):
@@ -157,7 +158,7 @@ def decide(text: str, path: str, options: FrontEndOptions):
     if not calls:
         return Analysis(defined), "text"
     if s is None:
-        s = scan(tree)
+        s = scan(tree, options.rules.attributes)
     if DECIDE_NEW_FORM:
         if reaches_by_binding(s):
             return None, "binding"  # a name bound to the intrinsic is called: libcst follows it
@@ -197,6 +198,8 @@ def decide(text: str, path: str, options: FrontEndOptions):
             if name != INTRINSIC:
                 continue  # an alias of something else: not the intrinsic
             if mod not in tl and mod not in tvm:
+                if shadowed_module(q, rules.attributes):
+                    return None, "attribute route"  # through a shadowing attribute to no known module: libcst
                 continue  # some other library's ptx_cp_async
             keywords = tuple(k.arg for k in c.keywords if k.arg)
             call = dispatch.Call("tilelang" if mod in tl else "tvm",

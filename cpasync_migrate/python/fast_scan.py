@@ -11,6 +11,7 @@ import ast
 from typing import Optional
 
 from .calls import INTRINSIC
+from .decide.attributes import through
 
 
 class Undecided(Exception):
@@ -24,7 +25,8 @@ class Scan:
     """What one walk over a module finds (``scan``)."""
 
     __slots__ = ("calls", "defs", "imports", "other", "nested", "assigned", "bindings", "scopes",
-                 "values", "callee_names", "getattr_intrinsic", "lookup_intrinsic", "alias_names", "loops")
+                 "values", "callee_names", "getattr_intrinsic", "lookup_intrinsic", "alias_names", "loops",
+                 "shadows")
 
 
 # Binding kinds a buffer or dtype lookup can use (rewrite.py's declaration_of / dtype_of_expr):
@@ -35,8 +37,17 @@ class Scan:
 _DECL_KINDS = ("param", "assign", "annassign", "with", "tuple")
 
 
-def scan(tree: ast.Module) -> Scan:
+def _default_shadows() -> dict:
+    from ..rules import load_rules
+
+    return load_rules().attributes
+
+
+def scan(tree: ast.Module, shadows: Optional[dict] = None) -> Scan:
     """One walk over the tree: the candidate calls, the definitions, and the bindings.
+
+    ``shadows``: the rules' ``[attributes]`` (attributes that are not the submodule of their name,
+    ``decide/attributes.py``); the default rules' when not given.
 
     ``calls``: calls whose callee is ``<expr>.ptx_cp_async`` or a name ``ptx_cp_async`` is bound
     to by ``from ... import ptx_cp_async as NAME``; ``defs``: function and class definitions;
@@ -50,6 +61,8 @@ def scan(tree: ast.Module) -> Scan:
     called; ``getattr_intrinsic``: a ``getattr(..., "ptx_cp_async")`` occurs; ``lookup_intrinsic``: a
     subscript or ``.get`` names it in a string (``T.__dict__["ptx_cp_async"]``); ``loops``: every ``for``.
     """
+    if shadows is None:
+        shadows = _default_shadows()
     imports: dict[str, list[str]] = {}
     other: set[str] = set()
     nested: set[str] = set()
@@ -135,8 +148,9 @@ def scan(tree: ast.Module) -> Scan:
             names = []
             if t is Import:
                 for a in node.names:
-                    if a.asname:
-                        names.append((a.asname, a.name))
+                    if a.asname:  # bound to the last module of the chain, reached attribute by attribute
+                        head, *steps = a.name.split(".")
+                        names.append((a.asname, through(head, steps, shadows)))
                     else:
                         head = a.name.split(".")[0]
                         names.append((head, head))
@@ -152,7 +166,7 @@ def scan(tree: ast.Module) -> Scan:
                     if a.name == "*":
                         names.append(("*", node.module))
                         continue
-                    names.append((a.asname or a.name, f"{node.module}.{a.name}"))
+                    names.append((a.asname or a.name, through(node.module, (a.name,), shadows)))
             for bound, target in names:
                 if id(node) in top:
                     imports.setdefault(bound, []).append(target)
@@ -204,6 +218,7 @@ def scan(tree: ast.Module) -> Scan:
         elif t in _TYPE_PARAMS:
             bind(node.name, node, "uncertain")
     s = Scan()
+    s.shadows = shadows
     s.calls = [c for c in calls if (isinstance(c.func, Attribute) and c.func.attr == INTRINSIC) or (
         isinstance(c.func, Name) and c.func.id in alias_names)]
     s.defs, s.imports, s.other, s.nested, s.assigned = defs, imports, other, nested, assigned
@@ -291,7 +306,7 @@ def qualify(func: ast.expr, s: Scan) -> Optional[str]:
         return None
     if root in other or root in nested or len(set(imports[root])) != 1:
         raise Undecided
-    return ".".join([imports[root][0]] + list(reversed(parts)))
+    return through(imports[root][0], reversed(parts), s.shadows)
 
 
 def enclosing(defs: list, node) -> Optional[str]:

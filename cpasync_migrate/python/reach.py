@@ -29,6 +29,7 @@ import libcst as cst
 from libcst.metadata import Assignment
 
 from .cst_util import dotted
+from .decide.attributes import shadowed_module
 
 _DEPTH = 6
 
@@ -80,6 +81,14 @@ class Resolver:
             if self.module_of(func.value, depth, params=True) is not None:
                 return Reach(None, f"reached through `{self.ctx.node_text(func)}`, whose module is a parameter's "
                                    f"default; spell the call `T.{self.intrinsic}(...)` so that it can be migrated")
+            shadows = self.ctx.rules.attributes
+            for q in sorted(self.ctx.qnames(func)):
+                key = shadowed_module(q, shadows)
+                if key is not None:
+                    return Reach(None, f"reached through `{self.ctx.node_text(func)}`: `{key}` is "
+                                       f"`{shadows[key]}` as an attribute in the releases the legacy form runs on, so "
+                                       f"this names `{q}`, which those releases do not have; spell the call "
+                                       f"`T.{self.intrinsic}(...)` so that it can be migrated")
             return Reach(None)
         if isinstance(func, (cst.Call, cst.Subscript)) and self.string_route(func) is not None:
             return Reach(None, f"reached through `{self.ctx.node_text(func)}`; spell the call "

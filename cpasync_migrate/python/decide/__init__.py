@@ -7,6 +7,8 @@ stays free of libcst, and the two passes cannot drift apart on a decision they s
 
 - ``access_ptr``: CPA004 / CPA005 of a call in the access-pointer form, and ``--from``'s size
   conversion;
+- ``attributes``: the module an attribute chain reaches where a package's attribute shadows its
+  submodule (both passes qualify callees through it);
 - ``dispatch``: which check a call of the intrinsic goes to (legacy, access pointer, TVM's wrapper,
   neither form).
 
