@@ -166,7 +166,8 @@ class _Context(Context, Bindings, Imports, LegacyCall, AccessPtrCall, ValueRead)
                           [a.keyword.value for a in node.args if a.keyword is not None])
 
 
-def analyze(text: str, path: str, options: FrontEndOptions) -> Analysis:
+def analyze(text: str, path: str, options: FrontEndOptions, style=None) -> Analysis:
+    """``style``: the file_style.FileStyle of the whole file when ``text`` is a window of it (window.py)."""
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as e:
@@ -174,6 +175,7 @@ def analyze(text: str, path: str, options: FrontEndOptions) -> Analysis:
     except Exception as e:  # noqa: BLE001 - libcst raises a few other types on odd input
         return Analysis([], error=f"cannot parse: {e}")
     ctx = _Context(text, path, module, options)
+    ctx.file_style = style
     ctx.metadata = MetadataWrapper(module, unsafe_skip_copy=True).resolve_many(_PROVIDERS)
     seen = _Collector()
     module.visit(seen)
