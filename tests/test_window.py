@@ -232,3 +232,36 @@ def test_lazy_layout_positions_equal(case, monkeypatch):
     lazy = _whole(text, opts)
     monkeypatch.setattr(layout, "LAZY_POSITIONS", False)
     _same(lazy, _whole(text, opts))
+
+
+@pytest.mark.parametrize("case", PY_CASES, ids=str)
+def test_pieces_parse_implies_whole_parses(case):
+    """reparse.py trusts parses_in_pieces only when it says True: then the whole text parses too."""
+    import ast
+
+    for text in (case.input.read_text(encoding="utf-8"), case.output.read_text(encoding="utf-8")):
+        for t in (text, _with_fillers(text)):
+            if window.parses_in_pieces(t):
+                ast.parse(t)
+
+
+@pytest.mark.parametrize("text", [
+    "x = (1,\n2\n",  # an open bracket
+    "def f():\n    pass\nelse_ = 1\n  y = 2\n",  # an indented line after a statement
+    "x = 1\nfrom __future__ import annotations\n",  # a future import after the start
+    "@dec\n",  # a decorator with nothing to decorate
+])
+def test_pieces_refuse(text):
+    assert not window.parses_in_pieces(text)
+
+
+def test_reparse_by_pieces_same_answer(monkeypatch):
+    from cpasync_migrate.python import reparse
+
+    good = "import os\n" + "".join(f"def f{i}():\n    return {i}\n" for i in range(50))
+    bad = good.replace("return 7\n", "return (7\n")
+    monkeypatch.setattr(window, "MIN_CHARS", 0)
+    on = [reparse.reparse_problem(good, t) for t in (good, bad)]
+    monkeypatch.setattr(window, "ENABLED", False)
+    off = [reparse.reparse_problem(good, t) for t in (good, bad)]
+    assert on == off and on[0] is None and on[1] is not None

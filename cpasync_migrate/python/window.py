@@ -175,6 +175,12 @@ def _segments(text: str) -> Optional[list[_Segment]]:
     return segs
 
 
+def parses_in_pieces(text: str) -> bool:
+    """True when every piece of ``text`` (cut as ``plan`` cuts it) parses alone, so the whole text parses
+    (complete statements, concatenated); False says nothing (a piece may still parse in context)."""
+    return ENABLED and not _ODD_BREAKS.search(text) and _segments(text) is not None
+
+
 @dataclass
 class Window:
     text: str
