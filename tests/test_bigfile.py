@@ -73,6 +73,9 @@ def test_windowed_run_equals_whole(tmp_path, mode, monkeypatch):
 
 
 def _peak(fn) -> int:
+    import gc
+
+    gc.collect()
     tracemalloc.start()
     try:
         fn()
@@ -83,10 +86,13 @@ def _peak(fn) -> int:
 
 def test_windowed_memory_bounded_by_windows(tmp_path, monkeypatch):
     """Twice the file, about the same peak: the windows' size bounds it (the whole-file pass grows)."""
+    monkeypatch.setattr(window, "ENABLED", True)
     monkeypatch.setattr(window, "MIN_CHARS", 0)
     monkeypatch.setattr(window, "WINDOW_CHARS", 2000)
     opts = engine.front_end_options(RunSettings(mode="check"))
     from cpasync_migrate import python as pyfe
+
+    assert window.plan(_module(48), opts) is not None
 
     peaks = {}
     for n in (16, 48):

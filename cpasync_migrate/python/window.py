@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import gc
 import os
 import re
 import warnings
@@ -325,5 +326,6 @@ def analyze(text: str, options, analyze_text: Callable[[str, object], Analysis],
             findings.append(f)
         migrated.update(a.migrated)
         del a
+        gc.collect()  # a window's tree and metadata are cycles: freed now, not at some later full collection
     findings.sort(key=lambda f: (f.line, f.column))
     return Analysis(findings, migrated=sorted(migrated))
