@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Big single files: `cpasync-migrate --check` on generated 1, 5 and 50 MB Python files.
+"""Big single files: `cpasync-migrate` on generated 1 MiB, 5 and 50 MB Python files.
 
-    python benchmarks/bigfile_bench.py [--sizes 1,5,50] [--timeout 120] [--keep DIR]
+    python benchmarks/bigfile_bench.py [--sizes 1MiB,5,50] [--reps 3] [--timeout 120] [--keep DIR] [--no-off]
 
 Each file is a module of many small legacy TileLang kernels (one `T.ptx_cp_async` call each).
-For every size it times, in one run:
+For every size it times, in one run, the rows alternating in each of --reps rounds:
 
   grep -l ptx_cp_async FILE                       the named baseline (reads the file once)
   cpasync-migrate --check --no-cache FILE         the default size limit (files over it are a
@@ -13,22 +13,31 @@ For every size it times, in one run:
                                                   the whole file analysed (no limit), under
                                                   --timeout seconds: a run cut off is printed
                                                   as such, with the time and memory it had reached
+  the same in write mode                          on a fresh copy of the file (made outside the clock)
+  the same --check with CPASYNC_MIGRATE_WINDOW=0  windowed analysis off (python/window.py), paired
+                                                  (--no-off leaves these rows out)
 
-and prints wall seconds, the exit code, and peak memory: the largest sum of resident set sizes
-over the command's process tree (sampled every 5 ms from /proc).
+and prints, per row, the median wall and CPU seconds (user + system of the process tree: less
+disturbed than wall time on a shared machine) over the rounds, the exit code, and the median peak
+memory: the largest sum of resident set sizes over the command's process tree (sampled every 5 ms
+from /proc).  A row cut off once is not run again.  The size ``1MiB`` is 1,048,576 bytes less one
+kernel (the largest file the default limit analyses); a plain number is megabytes (10**6 bytes).
 """
 from __future__ import annotations
 
 import argparse
 import os
 import platform
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Optional
 
 KERNEL = '''
 
@@ -45,17 +54,21 @@ def copy_{i}(A: T.Tensor((256,), "float16"), B: T.Tensor((256,), "float16")):
 '''
 
 
-def generate(path: Path, megabytes: int) -> int:
-    """Write a module of about ``megabytes`` MB; returns the number of kernels."""
-    target = megabytes * 1_000_000
+def generate(path: Path, size: str) -> int:
+    """Write a module of about ``size`` (``1MiB`` or megabytes); returns the number of kernels."""
+    target = 1024 * 1024 if size.lower() == "1mib" else int(float(size) * 1_000_000)
     with open(path, "w", encoding="utf-8") as f:
         f.write("import tilelang.language as T\n")
-        size, i = 0, 0
-        while size < target:
+        written, i = len("import tilelang.language as T\n"), 0
+        while True:
             chunk = KERNEL.format(i=i)
+            if size.lower() == "1mib" and written + len(chunk) > target:
+                break
             f.write(chunk)
-            size += len(chunk)
+            written += len(chunk)
             i += 1
+            if size.lower() != "1mib" and written >= target:
+                break
     return i
 
 
@@ -75,10 +88,13 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
-def measure(cmd: list[str], timeout: float) -> dict:
-    """Wall seconds, exit code (None: cut off at ``timeout``) and peak process-tree RSS of ``cmd``."""
+def measure(cmd: list[str], timeout: float, env: Optional[dict] = None) -> dict:
+    """Wall seconds, CPU seconds (user + system of the process tree), exit code (None: cut off at ``timeout``)
+    and peak process-tree RSS of ``cmd``."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                            env=env)
     peak = 0
     stop = threading.Event()
 
@@ -97,40 +113,67 @@ def measure(cmd: list[str], timeout: float) -> dict:
         proc.wait()
         rc = None
     wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     stop.set()
     th.join()
-    return {"wall": wall, "rc": rc, "peak_mb": peak / 1e6}
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return {"wall": wall, "cpu": cpu, "rc": rc, "peak_mb": peak / 1e6}
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="1,5,50", help="file sizes in MB (default 1,5,50)")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    ap.add_argument("--sizes", default="1MiB,5,50", help="file sizes: 1MiB, or MB (default 1MiB,5,50)")
+    ap.add_argument("--reps", type=int, default=3, help="rounds; medians are printed (default 3)")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds before a run is cut off (default 120)")
     ap.add_argument("--keep", metavar="DIR", help="generate the files here and keep them")
+    ap.add_argument("--no-off", action="store_true", help="leave out the CPASYNC_MIGRATE_WINDOW=0 rows")
     a = ap.parse_args()
     exe = shutil.which("cpasync-migrate") or str(Path(sys.executable).with_name("cpasync-migrate"))
     work = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="cpasync-bigfile-"))
     work.mkdir(parents=True, exist_ok=True)
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {platform.node()}; "
-          f"{os.cpu_count()} CPUs; Python {platform.python_version()}; timeout {a.timeout:.0f} s")
-    print("| file | kernels | command | wall s | exit | peak MB (process tree) |")
-    print("| --- | ---: | --- | ---: | ---: | ---: |")
-    env_cmd = [exe, "--check", "--no-cache", "-j", "1"]
+          f"{os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}; Python {platform.python_version()}; "
+          f"timeout {a.timeout:.0f} s; {a.reps} rounds")
+    print("| file | kernels | command | wall s (median) | CPU s (median) | exit | peak MB (process tree, median) |")
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: |")
+    base = [exe, "--no-cache", "-j", "1"]
+    on = dict(os.environ)
+    off = dict(os.environ, CPASYNC_MIGRATE_WINDOW="0")
     try:
-        for mb in (int(x) for x in a.sizes.split(",")):
-            f = work / f"big_{mb}mb.py"
-            n = generate(f, mb)
-            label = f"{f.stat().st_size / 1e6:.1f} MB"
-            rows = [("grep -l ptx_cp_async", ["grep", "-l", "ptx_cp_async", str(f)]),
-                    ("--check (default limit)", [*env_cmd, str(f)]),
-                    ("--check --max-file-size 0", [*env_cmd, "--max-file-size", "0", str(f)])]
-            for name, cmd in rows:
-                m = measure(cmd, a.timeout)
-                rc = "cut off" if m["rc"] is None else str(m["rc"])
-                wall = f"> {m['wall']:.1f}" if m["rc"] is None else f"{m['wall']:.2f}"
-                print(f"| {label} | {n} | `{name}` | {wall} | {rc} | {m['peak_mb']:.0f} |", flush=True)
+        for size in a.sizes.split(","):
+            f = work / f"big_{size}.py"
+            n = generate(f, size)
+            label = f"{f.stat().st_size:,} B"
+            copy = work / f"write_{size}.py"
+            rows = [("grep -l ptx_cp_async", ["grep", "-l", "ptx_cp_async", str(f)], on, None),
+                    ("--check (default limit)", [*base, "--check", str(f)], on, None),
+                    ("--check --max-file-size 0", [*base, "--check", "--max-file-size", "0", str(f)], on, None),
+                    ("write, --max-file-size 0", [*base, "--max-file-size", "0", str(copy)], on, copy)]
+            if not a.no_off:
+                rows += [("--check --max-file-size 0, CPASYNC_MIGRATE_WINDOW=0",
+                          [*base, "--check", "--max-file-size", "0", str(f)], off, None),
+                         ("write, --max-file-size 0, CPASYNC_MIGRATE_WINDOW=0",
+                          [*base, "--max-file-size", "0", str(copy)], off, copy)]
+            got: dict = {name: [] for name, *_ in rows}
+            for _ in range(a.reps):
+                for name, cmd, env, fresh in rows:
+                    if got[name] and got[name][-1]["rc"] is None:
+                        continue  # cut off once: not again
+                    if fresh is not None:
+                        shutil.copyfile(f, fresh)
+                    got[name].append(measure(cmd, a.timeout, env))
+            for name, *_ in rows:
+                ms = got[name]
+                cut = any(m["rc"] is None for m in ms)
+                wall = statistics.median(m["wall"] for m in ms)
+                cpu = statistics.median(m["cpu"] for m in ms)
+                peak = statistics.median(m["peak_mb"] for m in ms)
+                rc = "cut off" if cut else "/".join(sorted({str(m["rc"]) for m in ms}))
+                shown = f"> {wall:.1f}" if cut else f"{wall:.2f}"
+                print(f"| {label} | {n} | `{name}` | {shown} | {cpu:.2f} | {rc} | {peak:.0f} |", flush=True)
             if not a.keep:
                 f.unlink()
+                copy.unlink(missing_ok=True)
     finally:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)

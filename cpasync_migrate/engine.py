@@ -185,6 +185,7 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
     outcome = FileOutcome(path=path, language=language, findings=analysis.findings, old_text=text,
                           cached=ck is not None and not fresh, migrated=list(analysis.migrated))
     chosen: list[Edit] = []
+    seen: set = set()  # the edits in chosen (every fix of a file may carry the same added import)
     starts = line_starts(text) if outcome.findings else []
     held = settings.hold.get(path, ())
     for f in outcome.findings:
@@ -201,7 +202,8 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
         _describe_fix(text, f, starts)
         if f.status is Status.REWRITTEN and f.fix is not None:
             for e in f.fix.edits:
-                if e not in chosen:
+                if e not in seen:
+                    seen.add(e)
                     chosen.append(e)
     if chosen:
         try:

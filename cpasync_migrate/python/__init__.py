@@ -11,6 +11,7 @@ Two passes (the layout of this package, by job):
 - ``reparse.py``: whether a rewritten text still parses;
 - ``decide/``: what the facts either pass reads mean (one parser-free module per check; with
   ``route_rules.py`` and ``definition_rules.py``).
+- ``window.py``: a large file analysed a few top-level definitions at a time, where that is exact.
 
 ``tests/test_python_fastpath.py`` checks that the two passes agree wherever the first answers.
 """
@@ -22,7 +23,15 @@ from ..findings import Analysis, FrontEndOptions
 from .calls import INTRINSIC, SUFFIXES, SUPPRESS_RE, call_shape  # noqa: F401 (the front end's names)
 
 
-def analyze(text: str, path: str, options: FrontEndOptions, fast: bool = True) -> Analysis:
+def analyze(text: str, path: str, options: FrontEndOptions, fast: bool = True, windowed: bool = True,
+            style=None) -> Analysis:
+    """``style``: the whole file's file_style.FileStyle when ``text`` is a window of it."""
+    if windowed:  # a large file, a few top-level definitions at a time, where that is exact (window.py)
+        from .window import analyze as by_windows
+
+        out = by_windows(text, options, lambda t, s: analyze(t, path, options, fast, windowed=False, style=s))
+        if out is not None:
+            return out
     if fast:
         from .fast import findings
 
@@ -31,7 +40,7 @@ def analyze(text: str, path: str, options: FrontEndOptions, fast: bool = True) -
             return quick
     from .rewrite import analyze as full
 
-    return full(text, path, options)
+    return full(text, path, options, style)
 
 
 def reparse_problem(old_text: str, new_text: str) -> Optional[str]:

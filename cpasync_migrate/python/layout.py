@@ -50,11 +50,9 @@ continuation, whose lines cannot be moved without changing it) keeps the spliced
 """
 from __future__ import annotations
 
-import io
+import os
 import re
-import tokenize
 import unicodedata
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -62,8 +60,12 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..findings import Edit, apply_edits
+from . import file_style
 
 DEFAULT_LINE_LENGTH = 88
+# The positions of the read-back call's nodes are computed only when an argument over several lines asks for
+# them (environment ``CPASYNC_MIGRATE_LAZY_LAYOUT=0``: for every call, as before; tests/test_window.py).
+LAZY_POSITIONS = os.environ.get("CPASYNC_MIGRATE_LAZY_LAYOUT", "1") != "0"
 
 _NEWLINE_RE = re.compile(r"\r\n|\r|\n")
 
@@ -246,10 +248,13 @@ def _read(new: str, to_original, text: str) -> _Call:
     call = body[0].body[0].value
     if call.lpar:
         raise _Unsupported("parenthesized call")
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    positions = None if LAZY_POSITIONS else MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     starts = [0] + [m.end() for m in _NEWLINE_RE.finditer(new)]
 
     def column_in_original(n) -> Optional[int]:
+        nonlocal positions
+        if positions is None:  # asked only for an argument over several lines
+            positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
         p = positions.get(n.lpar[0] if getattr(n, "lpar", None) else n)
         if p is None:
             return None
@@ -378,26 +383,13 @@ def _style(ctx, node: cst.Call, line_indent: str, one_line: bool) -> _Style:
 
 
 def _file_unit(ctx) -> str:
+    """The file's indentation unit (file_style.py), read once per file: from the whole file's style when
+    the context holds it (a window of a large file), else from the context's text."""
     got = getattr(ctx, "_layout_unit", None)
-    if got is not None:
-        return got
-    steps: Counter = Counter()
-    lines = ctx.lines
-    for i, line in enumerate(lines):
-        s = line.rstrip()
-        if not s.endswith(":") or s.lstrip().startswith("#"):
-            continue
-        ind = line[: len(line) - len(line.lstrip(" \t"))]
-        for nxt in lines[i + 1:]:
-            if nxt.strip() == "" or nxt.lstrip().startswith("#"):
-                continue
-            nind = nxt[: len(nxt) - len(nxt.lstrip(" \t"))]
-            if nind.startswith(ind) and len(nind) > len(ind):
-                steps[nind[len(ind):]] += 1
-            break
-    unit = steps.most_common(1)[0][0] if steps else "    "
-    ctx._layout_unit = unit
-    return unit
+    if got is None:
+        whole = getattr(ctx, "file_style", None)
+        got = ctx._layout_unit = whole.unit() if whole is not None else file_style.indent_unit(ctx.lines)
+    return got
 
 
 def _file_comma(ctx) -> bool:
@@ -406,48 +398,13 @@ def _file_comma(ctx) -> bool:
 
 
 def _file_habits(ctx) -> tuple[bool, str, frozenset]:
-    """(whether the file's lists of one item per line end with a comma (no such list: yes), the quote its
-    one-line strings mostly use: ``'`` where single quotes are the more, else ``"``, and where that is
-    ``'`` the double-quoted strings the file holds), from one token pass."""
+    """The file's trailing-comma and quote habits (file_style.habits), read once per file: from the whole
+    file's style when ``ctx`` is a window of it (window.py)."""
     got = getattr(ctx, "_layout_habits", None)
-    if got is not None:
-        return got
-    yes = no = 0
-    quotes: Counter = Counter()
-    doubles: set = set()
-    stack: list[dict] = []
-    last = None  # last significant token
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(ctx.text).readline):
-            if tok.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
-                if tok.type == tokenize.NL and last is not None and last.string == "," and stack \
-                        and stack[-1]["depth_comma"] is last:
-                    stack[-1]["split"] = True
-                continue
-            if tok.type == tokenize.STRING:
-                body = tok.string.lstrip("rRbBuUfF")
-                if body[:3] not in ('"""', "'''") and "'" not in body[1:-1] and '"' not in body[1:-1]:
-                    quotes[body[:1]] += 1
-                if body[:1] == '"':
-                    doubles.add(tok.string)
-            elif tok.type == tokenize.OP and tok.string in "([{":
-                stack.append({"split": False, "depth_comma": None})
-            elif tok.type == tokenize.OP and tok.string in ")]}":
-                if stack:
-                    b = stack.pop()
-                    if b["split"] and last is not None and last.end[0] < tok.start[0]:
-                        if last.string == ",":
-                            yes += 1
-                        else:
-                            no += 1
-            elif tok.type == tokenize.OP and tok.string == "," and stack:
-                stack[-1]["depth_comma"] = tok
-            last = tok
-    except (tokenize.TokenError, SyntaxError, IndentationError):
-        pass
-    single = quotes["'"] > quotes['"']
-    ctx._layout_habits = (yes >= no, "'" if single else '"', frozenset(doubles) if single else frozenset())
-    return ctx._layout_habits
+    if got is None:
+        whole = getattr(ctx, "file_style", None)
+        got = ctx._layout_habits = whole.habits() if whole is not None else file_style.habits(ctx.text)
+    return got
 
 
 # ------------------------------------------------------------------------------------------ render

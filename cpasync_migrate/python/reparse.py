@@ -15,6 +15,8 @@ import os
 import warnings
 from typing import Optional
 
+from . import window
+
 STDLIB = os.environ.get("CPASYNC_MIGRATE_STDLIB_REPARSE", "1") != "0"
 
 
@@ -32,7 +34,14 @@ def _stdlib_error(text: str) -> Optional[SyntaxError]:
 
 
 def reparse_problem(old_text: str, new_text: str) -> Optional[str]:
-    """Why ``new_text`` (the rewrite of ``old_text``) does not parse, or None."""
+    """Why ``new_text`` (the rewrite of ``old_text``) does not parse, or None.
+
+    A large file is parsed a top-level statement at a time (window.py: memory bounded by the largest
+    statement) where every piece of both texts parses alone; otherwise, and for every answer that
+    is not None, the whole text is parsed."""
+    if STDLIB and len(new_text) >= window.MIN_CHARS and window.parses_in_pieces(old_text) \
+            and window.parses_in_pieces(new_text):
+        return None
     if STDLIB and _stdlib_error(old_text) is None:
         e = _stdlib_error(new_text)
         return None if e is None else f"the rewritten text does not parse (line {e.lineno}: {e.msg})"

@@ -151,7 +151,8 @@ def _python_error(text: str):
     return None
 
 
-def analyze(text: str, path: str, options: FrontEndOptions) -> Analysis:
+def analyze(text: str, path: str, options: FrontEndOptions, style=None) -> Analysis:
+    """``style``: the file_style.FileStyle of the whole file when ``text`` is a window of it (window.py)."""
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as e:
@@ -162,6 +163,7 @@ def analyze(text: str, path: str, options: FrontEndOptions) -> Analysis:
     except Exception as e:  # noqa: BLE001 - libcst raises a few other types on odd input
         return Analysis([], error=f"cannot parse: {e}")
     ctx = _Context(text, path, module, options)
+    ctx.file_style = style
     ctx.metadata = MetadataWrapper(module, unsafe_skip_copy=True).resolve_many(_PROVIDERS)
     seen = _Collector()
     module.visit(seen)
