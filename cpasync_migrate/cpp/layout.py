@@ -577,21 +577,47 @@ def _lay_chain(chain: list[str], indent: int, style: Style) -> Optional[str]:
     first at each token) keeps the one that fills each line as far as it goes: a greedy fill.  A break is
     forced after an operand that is a literal ending in a newline (``"...\\n"``, ``'\\n'``) or ``endl``
     when more follows, once the statement does not fit on one line (one that fits is never broken).
-    Breaking before the first ``<<`` (PenaltyBreakFirstLessLess, 120) or inside an operand is not modelled: where the head and its first operand, or any operand under the first ``<<``,
-    do not fit the column limit, the chain is declined (None)."""
+    A break costs 25 after a string literal ending in ``:`` or ``=`` (a label): such a chain is declined.
+    Breaking before the first ``<<`` (PenaltyBreakFirstLessLess, 120) or inside an operand is not
+    modelled: where the head and its first operand, or an operand under the first ``<<``, do not fit the
+    column limit, or a break before the first ``<<`` would save a line, the chain is declined (None)."""
     head, ops = chain[0], chain[1:]
     one_line = head + "".join(" << " + o for o in ops) + ";"
     if style.column_limit <= 0 or indent + len(one_line) <= style.column_limit:
         return one_line  # a statement that fits stays on its line, whatever would force a break
-    align = indent + len(head) + 1  # the column of the first "<<"
-    lines = [head + " << " + ops[0]]
+    if any(_label(o) for o in ops[:-1]):
+        return None  # a break after "name:" / "x=" costs 25, not 2: not modelled
+    lines = _fill(head, ops, indent, indent + len(head) + 1, style)
+    if lines is None:
+        return None
+    # breaking before the first "<<" costs PenaltyBreakFirstLessLess (120) but aligns the rest at the
+    # continuation indent; where that would save a line the choice is clang-format's sum: not modelled
+    alt = _fill(head, ops, indent, indent + style.continuation, style, break_first=True)
+    if alt is not None and len(alt) < len(lines):
+        return None
+    return "\n".join(lines)
+
+
+def _label(operand: str) -> bool:
+    """clang-format's isLabelString: a string literal whose trimmed text ends in ``:`` or ``=``."""
+    if not operand.startswith('"'):
+        return False
+    content = operand[1:-1].strip() if operand.endswith('"') else operand[1:].strip()
+    return len(content) > 1 and content[-1] in ":="
+
+
+def _fill(head: str, ops: list[str], indent: int, align: int, style: Style, break_first=False):
+    """The lines of a greedy fill, continuation lines starting ``<<`` at column ``align`` (the first line
+    without its indentation, ``;`` on the last); None where a line is too wide.  ``break_first``: the
+    head alone on the first line, the first ``<<`` starting the second."""
+    lines = [head] if break_first else [head + " << " + ops[0]]
+    rest = ops if break_first else ops[1:]
     col = indent + len(lines[0])
-    forced = _forces_break(ops[0])
-    for j, o in enumerate(ops[1:], start=1):
+    forced = break_first or _forces_break(ops[0])
+    for j, o in enumerate(rest):
         piece = " << " + o
-        last = j == len(ops) - 1
-        need = len(piece) + (1 if last else 0)
-        if forced or col + need > style.column_limit:
+        semi = 1 if j == len(rest) - 1 else 0
+        if forced or col + len(piece) + semi > style.column_limit:
             lines.append(" " * align + "<< " + o)
             col = align + 3 + len(o)
         else:
@@ -600,6 +626,4 @@ def _lay_chain(chain: list[str], indent: int, style: Style) -> Optional[str]:
         forced = _forces_break(o)
     lines[-1] += ";"
     widths = [indent + len(lines[0])] + [len(x) for x in lines[1:]]
-    if max(widths) > style.column_limit:
-        return None
-    return "\n".join(lines)
+    return None if max(widths) > style.column_limit else lines
