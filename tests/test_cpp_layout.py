@@ -185,6 +185,12 @@ def test_shapes_the_layout_does_not_model_are_declined():
     assert layout_statement("y = 1;", 2, Style(column_limit=0)) == "y = 1;"  # no limit: one line
 
 
+def test_literals_are_kept_verbatim():
+    assert layout_statement('x = Foo(StringImm("a  ( b ) :: c"), y);', 2, Style()) == \
+        'x = Foo(StringImm("a  ( b ) :: c"), y);'
+    assert layout_statement("x = Foo(c == ' ', y);", 2, Style()) == "x = Foo(c == ' ', y);"
+
+
 def test_the_column_limit_is_read_from_the_style():
     stmt = "return Call(dtype, op->op, {rebased_dst, op->args[1], op->args[2], op->args[3]});"
     assert "\n" not in layout_statement(stmt, 6, Style(column_limit=120))

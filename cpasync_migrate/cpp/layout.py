@@ -116,6 +116,14 @@ class _Tokens:
     def atom(self, n) -> None:
         if _has(n, _DECLINED_INSIDE):
             raise _Decline()
+        if n.type in ("string_literal", "char_literal"):
+            text = self.text(n)  # verbatim: the spaces and brackets inside a literal are its value
+            if "\n" in text:
+                raise _Decline()
+            self.add(text)
+            return
+        if _has(n, {"string_literal", "char_literal"}):
+            raise _Decline()  # a literal inside a name (a template argument): not normalised, not modelled
         self.add(_norm(self.text(n)))
 
     def expr(self, n) -> None:
