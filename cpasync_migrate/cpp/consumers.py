@@ -14,7 +14,9 @@ CPA106 cpp-dead-duplicate-branch: docs/codes/CPA106.md.
 CPA107 cpp-dual-layout-branch: docs/codes/CPA107.md.
 
 The merge pass's own legacy branch (CPA111) is recognised in ``merge.py``; a consumer next
-to a parse error is CPA108 and not edited.
+to a parse error is CPA108 and not edited.  A printer's stream statement whose operands the rewrite
+drops is written again whole, laid out as the file's clang-format style lays it out (``layout.py``),
+where the layout models it; elsewhere the operands are cut out in place.
 """
 from __future__ import annotations
 
@@ -23,7 +25,9 @@ from typing import Optional
 
 from ..findings import Applicability
 from .. import codes
+from . import hoist
 from .context import PendingSite, int_suffix, int_value, short
+from .layout import Style, layout_statement
 from .source import named, squash, walk
 
 _COMPARISONS = {"==", "!=", "<", ">", "<=", ">="}
@@ -347,6 +351,7 @@ class ConsumerChecks:
         # Every use of an offset local must be `<< ptr << "+" << offset` in a stream chain, or a separate
         # argument right after its pointer in a printed call of a runtime helper of the set (CuTeDSL).
         runtime: list[str] = []
+        printed: list = []  # the offsets' uses, each cut out of the statement that prints it
         for k_off, k_ptr in ((k_doff, k_dst), (k_soff, k_src)):
             ident, decl = top[k_off]
             ptr_name = self.text_of(top[k_ptr][0])
@@ -380,8 +385,9 @@ class ConsumerChecks:
                         )
                     return f"`{off_name}` is used at line {ln} other than as `{ptr_name} << \"+\" << {off_name}`"
                 edits.append(span)
+                printed.append(u)
             edits.append(self._delete_statement(decl))
-        site.edits = edits
+        site.edits = self._laid_out_streams(edits, printed)
         site.fixable = True
         site.applicability = Applicability.UNSAFE
         site.assumptions = [
@@ -395,6 +401,41 @@ class ConsumerChecks:
                 f"CPA007 fixes in the same change set).")
             site.needs_function = ";".join(runtime)  # sets.py: the set must migrate these helpers with it
         return None
+
+    def _laid_out_streams(self, edits, uses) -> list:
+        """``edits`` with the ones inside each expression statement that prints a use in ``uses`` folded
+        into one edit that writes the statement again whole, laid out (``layout.py``: a stream chain
+        ``os << ... ;`` is broken before ``<<`` as clang-format breaks it); a statement the layout does not
+        model, one not directly in a ``{ }`` block or not starting its line, keeps its edits as they are."""
+        data = self.src.data
+        style = getattr(self.options, "cpp_style", None) or Style()
+        stmts = {}
+        for u in uses:
+            st = u
+            while st is not None and st.type != "expression_statement":
+                st = st.parent
+            if st is not None:
+                stmts[(st.start_byte, st.end_byte)] = st
+        for (a, b), st in stmts.items():
+            if st.parent is None or st.parent.type != "compound_statement" or st.has_error or self.near_error(st):
+                continue
+            indent = hoist.line_start_indent(data, a)
+            if indent is None or "\t" in indent:
+                continue
+            inside = [e for e in edits if a <= e[0] and e[1] <= b]
+            if any(e[0] < b and e[1] > a and e not in inside for e in edits):
+                continue  # an edit that reaches out of the statement
+            text = data[a:b]
+            for lo, hi, rep in sorted(inside, reverse=True):
+                text = text[: lo - a] + rep.encode() + text[hi - a:]
+            try:
+                laid = layout_statement(text.decode(), len(indent), style)
+            except UnicodeDecodeError:
+                laid = None
+            if laid is None:
+                continue
+            edits = [e for e in edits if e not in inside] + [(a, b, laid.replace("\n", self.nl))]
+        return edits
 
     def _runtime_offset(self, use, ptr_name):
         """For ``... << ptr << ", " << use`` inside a ``<<`` chain that prints a call of a runtime helper of

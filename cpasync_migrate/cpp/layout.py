@@ -11,8 +11,10 @@ What is modelled (``BasedOnStyle: LLVM`` and the styles derived from it, with th
 ``BreakBeforeBinaryOperators: None``, ``AlignOperands: Align``): declarations with one declarator
 (``T x = e;``, ``T x{...};``), assignments, ``return`` and expression statements whose expressions are
 calls, brace lists, binary operators (not ``<<``), member and subscript expressions, qualified and
-template names, literals and parenthesised expressions.  Comments, lambdas, conditionals, casts,
-stream ``<<`` chains, string concatenation, macros and non-ASCII text are declined.
+template names, literals and parenthesised expressions; and stream statements ``os << a << b ...;``
+whose operands are single tokens (names, member reads, literals) or calls of such (``_lay_chain``).
+Comments, lambdas, conditionals, casts, other ``<<`` chains, string concatenation, macros and non-ASCII
+text are declined.
 
 The search is clang-format's: a shortest path over "break here or not" at each token, with its
 penalties (20 per binding level plus the token's own split penalty, 15 for the first break of a
@@ -114,6 +116,14 @@ class _Tokens:
     def atom(self, n) -> None:
         if _has(n, _DECLINED_INSIDE):
             raise _Decline()
+        if n.type in ("string_literal", "char_literal"):
+            text = self.text(n)  # verbatim: the spaces and brackets inside a literal are its value
+            if "\n" in text:
+                raise _Decline()
+            self.add(text)
+            return
+        if _has(n, {"string_literal", "char_literal"}):
+            raise _Decline()  # a literal inside a name (a template argument): not normalised, not modelled
         self.add(_norm(self.text(n)))
 
     def expr(self, n) -> None:
@@ -483,6 +493,9 @@ def layout_statement(text: str, indent: int, style: Style) -> Optional[str]:
         return None
     tk = _Tokens(data)
     try:
+        chain = _stream_chain(tk, stmts[0])
+        if chain is not None:
+            return _lay_chain(chain, indent, style)
         tk.statement(stmts[0])
         toks = tk.toks
         _annotate(toks)
@@ -495,3 +508,130 @@ def layout_statement(text: str, indent: int, style: Style) -> Optional[str]:
         return _render(toks, style, indent, breaks)
     except (_Decline, RecursionError):
         return None
+
+
+# ----------------------------------------------------------------------------- stream statements
+_CHAIN_ATOMS = {"identifier", "field_expression", "qualified_identifier", "string_literal", "number_literal",
+                "char_literal", "this"}
+
+
+def _chain_operand(tk: _Tokens, n) -> str:
+    """One operand of a stream chain as one-line text; _Decline for what the chain layout does not model:
+    anything but a name, member read or literal, or a call whose arguments are such."""
+    if n.type in ("string_literal", "char_literal"):
+        text = tk.text(n)  # verbatim: the spaces inside a literal are its value
+        if "\n" in text or n.type == "string_literal" and not text.startswith('"'):
+            raise _Decline()
+        return text
+    if n.type in ("identifier", "qualified_identifier", "number_literal", "this"):
+        if _has(n, _DECLINED_INSIDE):
+            raise _Decline()
+        return _norm(tk.text(n))
+    if n.type == "field_expression":
+        if _has(n, {"call_expression", "subscript_expression"} | _DECLINED_INSIDE):
+            raise _Decline()
+        return _norm(tk.text(n))
+    if n.type == "call_expression":
+        fn, args = n.child_by_field_name("function"), n.child_by_field_name("arguments")
+        if fn is None or args is None or fn.type not in ("identifier", "qualified_identifier", "field_expression") \
+                or _has(fn, {"call_expression"}):
+            raise _Decline()
+        for a in args.named_children:
+            if a.type not in _CHAIN_ATOMS | {"subscript_expression"} or a.type == "string_literal" or \
+                    _has(a, {"call_expression", "string_literal", "char_literal"}):
+                raise _Decline()
+        if _has(n, _DECLINED_INSIDE):
+            raise _Decline()
+        return _norm(tk.text(n))
+    raise _Decline()
+
+
+def _stream_chain(tk: _Tokens, stmt) -> Optional[list[str]]:
+    """``[head, operand, ...]`` for an expression statement ``head << operand << ...;``; None for any
+    other statement (the general layout takes it); _Decline for a chain whose operands it does not model."""
+    if stmt.type != "expression_statement" or stmt.children[-1].type != ";":
+        return None
+    vals = [k for k in stmt.children if k.is_named]
+    if len(vals) != 1:
+        return None
+    e = vals[0]
+
+    def is_shift(x) -> bool:
+        op = x.child_by_field_name("operator") if x.type == "binary_expression" else None
+        return op is not None and tk.text(op) == "<<"
+
+    if not is_shift(e):
+        return None
+    operands = []
+    while is_shift(e):
+        operands.append(e.child_by_field_name("right"))
+        e = e.child_by_field_name("left")
+    if e is None or e.type not in ("identifier", "field_expression") or _has(e, {"call_expression"}) or \
+            any(x is None for x in operands):
+        raise _Decline()
+    return [_norm(tk.text(e))] + [_chain_operand(tk, x) for x in reversed(operands)]
+
+
+def _forces_break(operand: str) -> bool:
+    """clang-format's mustBreak before a ``<<`` that follows ``endl`` or a literal ending in a newline."""
+    return operand.endswith('\\n"') or operand == "'\\n'" or operand.split("::")[-1] == "endl"
+
+
+def _lay_chain(chain: list[str], indent: int, style: Style) -> Optional[str]:
+    """clang-format's layout of ``head << a << b ...;`` (LLVM, ``AlignOperands: Align``): a line breaks only
+    before a ``<<``, and a continuation line starts with its ``<<`` under the first one.  Every such break
+    costs the same (split penalty 1 plus 20 for the binding level, the level's first break 15 once), so the
+    cheapest layout is the one with the fewest lines, and among those clang-format's search (no break tried
+    first at each token) keeps the one that fills each line as far as it goes: a greedy fill.  A break is
+    forced after an operand that is a literal ending in a newline (``"...\\n"``, ``'\\n'``) or ``endl``
+    when more follows, once the statement does not fit on one line (one that fits is never broken).
+    A break costs 25 after a string literal ending in ``:`` or ``=`` (a label): such a chain is declined.
+    Breaking before the first ``<<`` (PenaltyBreakFirstLessLess, 120) or inside an operand is not
+    modelled: where the head and its first operand, or an operand under the first ``<<``, do not fit the
+    column limit, or a break before the first ``<<`` would save a line, the chain is declined (None)."""
+    head, ops = chain[0], chain[1:]
+    one_line = head + "".join(" << " + o for o in ops) + ";"
+    if style.column_limit <= 0 or indent + len(one_line) <= style.column_limit:
+        return one_line  # a statement that fits stays on its line, whatever would force a break
+    if any(_label(o) for o in ops[:-1]):
+        return None  # a break after "name:" / "x=" costs 25, not 2: not modelled
+    lines = _fill(head, ops, indent, indent + len(head) + 1, style)
+    if lines is None:
+        return None
+    # breaking before the first "<<" costs PenaltyBreakFirstLessLess (120) but aligns the rest at the
+    # continuation indent; where that would save a line the choice is clang-format's sum: not modelled
+    alt = _fill(head, ops, indent, indent + style.continuation, style, break_first=True)
+    if alt is not None and len(alt) < len(lines):
+        return None
+    return "\n".join(lines)
+
+
+def _label(operand: str) -> bool:
+    """clang-format's isLabelString: a string literal whose trimmed text ends in ``:`` or ``=``."""
+    if not operand.startswith('"'):
+        return False
+    content = operand[1:-1].strip() if operand.endswith('"') else operand[1:].strip()
+    return len(content) > 1 and content[-1] in ":="
+
+
+def _fill(head: str, ops: list[str], indent: int, align: int, style: Style, break_first=False):
+    """The lines of a greedy fill, continuation lines starting ``<<`` at column ``align`` (the first line
+    without its indentation, ``;`` on the last); None where a line is too wide.  ``break_first``: the
+    head alone on the first line, the first ``<<`` starting the second."""
+    lines = [head] if break_first else [head + " << " + ops[0]]
+    rest = ops if break_first else ops[1:]
+    col = indent + len(lines[0])
+    forced = break_first or _forces_break(ops[0])
+    for j, o in enumerate(rest):
+        piece = " << " + o
+        semi = 1 if j == len(rest) - 1 else 0
+        if forced or col + len(piece) + semi > style.column_limit:
+            lines.append(" " * align + "<< " + o)
+            col = align + 3 + len(o)
+        else:
+            lines[-1] += piece
+            col += len(piece)
+        forced = _forces_break(o)
+    lines[-1] += ";"
+    widths = [indent + len(lines[0])] + [len(x) for x in lines[1:]]
+    return None if max(widths) > style.column_limit else lines
