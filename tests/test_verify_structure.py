@@ -125,7 +125,8 @@ OTHERS = {
     "cpasync_migrate.python.fast:decide", "cpasync_migrate.python.fast_scan:scan",
     "cpasync_migrate.python.fast_scan:value_reads",
     "cpasync_migrate.cpp.consumers:ConsumerChecks._consumer", "cpasync_migrate.cpp.layout:_Tokens.expr",
-    "cpasync_migrate.discovery:_git_files",
+    "cpasync_migrate.discovery:_git_files", "cpasync_migrate.importers:_read_importer",
+    "cpasync_migrate.importers:settle",
 }
 
 
