@@ -25,8 +25,16 @@ from .paths import rel
 FINGERPRINT_KEY = "cpasyncSite/v1"
 
 
-def _uri(path: str) -> str:
+def _slashed(path: str) -> str:
     return rel(path).replace(os.sep, "/")
+
+
+def _uri(path: str) -> str:
+    """The path as a relative URI reference (RFC 3986): every byte outside the unreserved set and ``/``
+    percent-encoded (a space, ``#``, ``%``, non-ASCII; a name that is not UTF-8 by its own bytes)."""
+    from urllib.parse import quote
+
+    return quote(_slashed(path).encode("utf-8", "surrogateescape"), safe="/")
 
 
 def _plain(markdown: str) -> str:
@@ -78,7 +86,7 @@ def fingerprints(outcomes: Iterable[FileOutcome]) -> dict:
     for o in outcomes:
         seen: Counter = Counter()
         for f in sorted(o.findings, key=Finding.sort_key):
-            path = _uri(f.path)
+            path = _slashed(f.path)  # the path as written: fingerprints predate the URIs' encoding
             text = site_text(f.original or "")
             n = seen[(f.code, text)]
             seen[(f.code, text)] += 1

@@ -186,3 +186,22 @@ def main(A: T.Tensor((256,), "float16")):
         for i in T.serial(1):
             {call}
 """
+
+
+def test_artifact_uris_are_percent_encoded_and_fingerprints_keep_the_path_as_written(tmp_path):
+    """A name with a space, ``#`` and ``%`` and one that is not UTF-8 give valid URI references (RFC 3986)."""
+    import os
+
+    legacy = LEGACY.encode("utf-8")
+    (tmp_path / "a b#%.py").write_bytes(legacy)
+    odd = os.fsdecode(b"k\xff.py")
+    (tmp_path / odd).write_bytes(legacy)
+    r = run_cli("--check", "--format", "sarif", "--no-cache", ".", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    run = json.loads(r.stdout)["runs"][0]
+    uris = sorted({loc["physicalLocation"]["artifactLocation"]["uri"] for res in run["results"]
+                   for loc in res["locations"]})
+    assert uris == ["a%20b%23%25.py", "k%FF.py"], uris
+    from cpasync_migrate import report_sarif
+
+    assert report_sarif._slashed("a b#%.py") == "a b#%.py"
