@@ -115,6 +115,23 @@ def _rel_to(path: str, anchor: str) -> Optional[str]:
     return None if r == ".." or r.startswith(".." + os.sep) else r.replace(os.sep, "/")
 
 
+def _unreachable(path: str) -> str:
+    """Why a named path cannot be looked at ("" when it can): it does not exist, or the system refuses the name."""
+    import errno
+
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as e:
+        if e.errno == errno.ENAMETOOLONG:
+            return "path or name too long for this system"
+        return f"cannot be looked at ({e.strerror or e})"
+    except ValueError:  # a NUL byte in the name
+        return "not a valid path"
+    return ""
+
+
 def anchored_excludes(args, cfg: dict) -> list:
     """Each exclude glob with the folder it is relative to: the configuration's folder for its own, the
     current one for the command line's (--exclude replaces the file's list, --extend-exclude adds)."""
@@ -258,8 +275,9 @@ class Run:
         kept, self.missing = [], []
         # a named file of another kind (a .c file from a hook) is skipped, with a note
         for p in ([] if self.stdin is not None else args.paths):
-            if not os.path.lexists(p):  # an error of its own, never counted as scanned
-                self.missing.append(p)
+            why = _unreachable(p)
+            if why:  # an error of its own, never counted as scanned
+                self.missing.append((p, why))
                 continue
             if not p.endswith(PYTHON_SUFFIXES + CPP_SUFFIXES) and os.path.isfile(p):
                 print(f"cpasync-migrate: note: skipped {p}: not a Python ({' '.join(PYTHON_SUFFIXES)}) or C++ "
@@ -464,8 +482,8 @@ class Run:
         if self.missing:
             from .engine import error_outcome, language_of
 
-            outcomes = sorted(outcomes + [error_outcome(p, language_of(p) or "python", "no such file")
-                                          for p in self.missing], key=lambda o: o.path)
+            outcomes = sorted(outcomes + [error_outcome(p, language_of(p) or "python", why)
+                                          for p, why in self.missing], key=lambda o: o.path)
         _refuse_split_sets(outcomes, self.selection, self.unsafe)
         _deselect(outcomes, self.selection)
         sets: list = []

@@ -66,7 +66,7 @@ def test_a_fork_with_its_cutedsl_backend_migrates_in_one_default_run(tmp_path):
     assert (cs["state"], cs["blockers"]) == ("applied", [])
     by = {(f["path"], f["code"]): f for f in check["findings"]}
     printer = by[("src/target/codegen_cutedsl.cc", "CPA103")]
-    assert printer["status"] == "rewritten" and "`cp_async_gs`, `cp_async_gs_conditional`" in printer["message"]
+    assert printer["status"] == "fixable" and "`cp_async_gs`, `cp_async_gs_conditional`" in printer["message"]
     write = _cli(cwd=tmp_path)
     assert write.returncode == 0, write.stdout[-3000:] + write.stderr
     for rel, ref in files.items():

@@ -111,8 +111,9 @@ def added_import(s: Script, out: str) -> tuple[str, int, int]:
     for prev in tree.body[:i]:
         assert isinstance(prev, (ast.Import, ast.ImportFrom)) or (
             isinstance(prev, ast.Expr) and isinstance(prev.value, ast.Constant)), ast.unparse(prev)
-    assert i > 0 and (isinstance(tree.body[i - 1], (ast.Import, ast.ImportFrom))
-                      or isinstance(tree.body[i + 1], (ast.Import, ast.ImportFrom)))
+    # (first in the block when every import of it sorts after it, as isort puts it)
+    assert (i > 0 and isinstance(tree.body[i - 1], (ast.Import, ast.ImportFrom))) or (
+        i + 1 < len(tree.body) and isinstance(tree.body[i + 1], (ast.Import, ast.ImportFrom)))
     end = i + 1
     while end < len(tree.body) and isinstance(tree.body[end], (ast.Import, ast.ImportFrom)):
         end += 1
