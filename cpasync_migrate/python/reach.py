@@ -65,6 +65,9 @@ class Resolver:
     # ------------------------------------------------------------------ the callee
 
     def callee(self, func: cst.BaseExpression, depth: int = 0) -> Reach:
+        rebound = self._rebound(func)
+        if rebound is not None:
+            return Reach(None, rebound)
         api = self._by_name(func)
         if api is not None:
             return Reach(api)
@@ -95,16 +98,43 @@ class Resolver:
                                f"`T.{self.intrinsic}(...)` so that it can be migrated")
         return Reach(None)
 
-    def _by_name(self, func) -> Optional[str]:
+    def _readings(self, func) -> set:
+        """The API each qualified name of ``func`` reaches: ``"tilelang"``, ``"tvm"``, or None (another
+        module's name, or not the intrinsic).  A name bound more than once has one reading per binding."""
+        out = set()
         for q in self.ctx.qnames(func):
             mod, _, name = q.rpartition(".")
             if name != self.intrinsic:
-                continue
-            if mod in self.ctx.tl_modules:
-                return "tilelang"
-            if mod in self.ctx.tvm_modules:
-                return "tvm"
-        return None
+                out.add(None)
+            elif mod in self.ctx.tl_modules:
+                out.add("tilelang")
+            elif mod in self.ctx.tvm_modules:
+                out.add("tvm")
+            else:
+                out.add(None)
+        return out
+
+    def _by_name(self, func) -> Optional[str]:
+        """The API ``func`` reaches by its name; where its bindings disagree, TileLang's before TVM's (a
+        value read is a finding either way; a callee whose bindings disagree is ``_rebound``'s)."""
+        readings = self._readings(func)
+        return "tilelang" if "tilelang" in readings else "tvm" if "tvm" in readings else None
+
+    def _rebound(self, func) -> Optional[str]:
+        """Why a callee whose root is bound more than once, with readings that disagree (``import
+        tilelang.language as T`` and ``from tvm.script import tir as T``, one under a ``try``), cannot be
+        decided from the text: which binding a call sees depends on the order the code runs."""
+        readings = self._readings(func)
+        if len(readings) < 2 or readings == {None}:
+            return None
+        root = func
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        name = root.value if isinstance(root, cst.Name) else self.ctx.node_text(func)
+        seen = ", ".join(sorted(self.ctx.qnames(func)))
+        return (f"reached through `{self.ctx.node_text(func)}`, whose `{name}` is bound more than once, to names "
+                f"that disagree ({seen}): which one a call sees depends on the order the code runs; bind "
+                f"`{name}` once so that the call can be migrated")
 
     def _through_name(self, name: cst.Name, depth: int) -> Reach:
         asgs = self.ctx.assignments(name, name.value)
