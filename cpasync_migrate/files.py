@@ -20,10 +20,16 @@ from typing import Optional
 # layout without naming it (the Python runtime helpers of rules/python_api.toml, the C++ printer helpers
 # of rules/cpp.toml; a test checks every name listed there contains one of these).
 HELPER_NEEDLES = (b"cp_async_gs", b"CpAsyncAssembly")
-# The suppression comment's marker (rules/namespaces.toml's [suppress] comment, up to its ":"; a test
-# checks they agree): a file with a suppression comment is read even if it names nothing else, so a
-# comment that suppresses nothing there is reported (suppress.py).
-MARKER_NEEDLE = b"cpasync-migrate:"
+
+def _marker_needle() -> bytes:
+    """The suppression comment's marker (rules/namespaces.toml's [suppress] comment, up to its first ":"):
+    a file with a suppression comment is read even if it names nothing else, so a comment that suppresses
+    nothing there is reported (suppress.py)."""
+    from .rules import suppress_comment
+
+    comment = suppress_comment()
+    head, colon, _ = comment.partition(":")
+    return (head + colon if colon else comment.split()[0]).encode("utf-8")
 
 
 def _common_part(needles) -> bytes:
@@ -43,7 +49,7 @@ def _needles() -> tuple:
     from .rules import intrinsic_name
 
     NEEDLE = intrinsic_name().encode("ascii")
-    NEEDLES = (NEEDLE, *HELPER_NEEDLES, MARKER_NEEDLE)
+    NEEDLES = (NEEDLE, *HELPER_NEEDLES, _marker_needle())
     COMMON = _common_part(NEEDLES)
     return NEEDLES
 

@@ -158,6 +158,13 @@ def intrinsic_name() -> str:
     return load_rules().intrinsic
 
 
+def suppress_comment() -> str:
+    """The suppression comment's text after its ``#`` or ``//`` (``[suppress] comment`` of ``namespaces.toml``),
+    for the modules that match it before a :class:`Rules` reaches them (the byte prefilter, the Python front
+    end's line pattern)."""
+    return load_rules().suppress_comment
+
+
 def version_spec(text: str) -> str:
     """A --target/--from value without its package name: "tilelang==0.1.13" -> "0.1.13"."""
     s = text.strip()

@@ -173,6 +173,16 @@ def test_intrinsic_name_is_spelled_only_in_the_rules():
     assert _string_spellings("ptx_cp_async") == sorted(NAME_ALLOWED)  # the scan reads what is there
 
 
+def test_suppression_marker_is_spelled_only_in_the_rules():
+    """The suppression comment (``[suppress] comment``) is matched by the prefilter and by the Python front end's
+    line pattern; both derive it from the rules, so no code string spells its marker (messages to a person,
+    which have spaces, may)."""
+    data = tomllib.loads((ROOT / "rules" / "namespaces.toml").read_text(encoding="utf-8"))
+    marker = data["suppress"]["comment"].partition(":")[0]
+    assert _string_spellings(marker + ":") == []
+    assert _string_spellings(marker.replace("-", "\\-")) == []  # a pattern escaping it
+
+
 def test_spelling_scan_sees_a_spelling(tmp_path, monkeypatch):
     pkg = tmp_path / "cpasync_migrate"
     pkg.mkdir()

@@ -136,4 +136,8 @@ def test_the_shipped_spelling_agrees_with_the_prefilter_and_the_front_end():
     comment = tomllib.loads((ROOT / "rules" / "namespaces.toml").read_text())["suppress"]["comment"]
     marker = comment.partition(":")[0]
     assert files.NEEDLES[-1] == (marker + ":").encode()
-    assert SUPPRESS_RE.search(f"# {comment}") and marker in SUPPRESS_RE.pattern
+    head, tail = comment.split(":", 1)
+    for spelled in (f"# {comment}", f"#{head}:{tail.strip()}", f"x = 1  #   {head}:   {tail.strip()}"):
+        assert SUPPRESS_RE.search(spelled), spelled
+    for other in (f"# {comment}d", f"# {head}-{tail.strip()}", comment):
+        assert not SUPPRESS_RE.search(other), other

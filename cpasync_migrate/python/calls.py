@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from ..rules import intrinsic_name
+from ..rules import intrinsic_name, suppress_comment
 
 SUFFIXES = (".py", ".pyi")
 INTRINSIC = intrinsic_name()  # rules/namespaces.toml, [intrinsic] name
-SUPPRESS_RE = re.compile(r"#\s*cpasync-migrate:\s*ignore\b")
+# rules/namespaces.toml, [suppress] comment, after a "#"; any run of blanks in it matches any run (or none)
+SUPPRESS_RE = re.compile(r"#\s*" + r"\s*".join(re.escape(w) for w in suppress_comment().split()) + r"\b")
 
 def call_shape(rules, has_star: bool, total: int, keywords: list[str]) -> Optional[str]:
     """'legacy', 'new', None (not this API), or what is wrong (shared by both passes).
