@@ -50,6 +50,11 @@ class CppAnalyzer(ConstructionChecks, ConsumerChecks, MergeRebase, DeclarationCh
         err = self._whole_file_error()
         if err is not None:
             return err
+        self.collect()
+        return Analysis(findings=self._finish())
+
+    def collect(self) -> None:
+        """Walk the file and give each node to its site family (``self.sites``); window.py calls it alone."""
         fdecls, macros = [], []
         for n in nodes_of_types(self.src.root, ("function_definition", "function_declarator",
                                                 "preproc_function_def", "preproc_def")):
@@ -75,7 +80,6 @@ class CppAnalyzer(ConstructionChecks, ConsumerChecks, MergeRebase, DeclarationCh
             self._helper(f)
         for m in macros:
             self._macro(m)
-        return Analysis(findings=self._finish())
 
     def _tagged(self, method, node) -> None:
         """Run ``method(node)``; the sites it adds get the op and role it left in ``self._tag``."""
