@@ -63,6 +63,7 @@ from typing import Optional
 
 ENABLED = os.environ.get("CPASYNC_MIGRATE_CPP_WINDOW", "1") != "0"
 MIN_BYTES = int(os.environ.get("CPASYNC_MIGRATE_CPP_WINDOW_MIN_BYTES", "16384"))
+MAX_SHARE = 0.5  # a window holding more of the file than this is not tried (the whole file is parsed)
 
 # What the scan stops at, at namespace scope and inside a declaration (where ``;`` does not matter).
 _STOP_NS = re.compile(rb"""[{};"'/#\\]""")
@@ -393,55 +394,49 @@ def _line_ranges(data: bytes, items: list[Item], keep: list[bool]) -> list[tuple
     return out
 
 
-_HELPER_QUERIES: dict = {}
-
-
-def _helper_query(cpp):
-    """Calls of a call constructor (``[op] call_constructors``, spaces allowed around ``::``) with a call
-    among their arguments; the third argument is checked in Python (comments are not arguments)."""
-    q = _HELPER_QUERIES.get(cpp.call_constructors)
-    if q is None:
-        import tree_sitter
-
-        from .source import _language
-
-        alts = "|".join(r"\s*::\s*".join(re.escape(p) for p in c.split("::")) for c in cpp.call_constructors)
-        src = ('((call_expression function: (_) @f arguments: (argument_list (call_expression))) @c '
-               f'(#match? @f "^({alts})$"))')
-        q = _HELPER_QUERIES[cpp.call_constructors] = tree_sitter.Query(_language(), src.replace("\\", "\\\\"))
-    return q
-
-
 def _helper_calls_closed(an, ranges: list[tuple[int, int]]) -> bool:
     """No construction in the window takes its argument array from a call whose callee's name also
-    occurs outside the window (the analyzer looks that helper and its users up file-wide)."""
-    import tree_sitter
+    occurs outside the window (the analyzer looks that helper and its users up file-wide).
 
+    A call constructor's callee ends with the last part of one of ``[op] call_constructors``: each
+    occurrence of that word in the window is climbed from to the call it names, if any."""
     from .source import named, squash
 
-    cpp, data = an.cpp, an.src.data
+    cpp, data, root = an.cpp, an.src.data, an.src.root
+    lasts = sorted({c.split("::")[-1] for c in cpp.call_constructors})
+    word = re.compile(rb"(?<![A-Za-z0-9_])(?:" + b"|".join(re.escape(w.encode()) for w in lasts) + rb")(?![A-Za-z0-9_])")
     outside = []
     pos = 0
     for a, b in ranges:
         outside.append((pos, a))
         pos = b
     outside.append((pos, len(data)))
-    for call in tree_sitter.QueryCursor(_helper_query(cpp)).captures(an.src.root).get("c", []):
-        fn = call.child_by_field_name("function")
-        if fn is None or squash(an.text_of(fn)) not in cpp.call_constructors:
-            continue
-        args = call.child_by_field_name("arguments")
-        a = named(args) if args is not None else []
-        if len(a) < 3 or a[2].type != "call_expression":
-            continue
-        callee = a[2].child_by_field_name("function")
-        text = squash(an.text_of(callee)) if callee is not None else ""
-        short = re.split(r"::|->|\.", text)[-1]
-        if not short:
-            return False
-        pat = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(short.encode("utf-8", "surrogatepass")) + rb"(?![A-Za-z0-9_])")
-        if any(pat.search(data, lo, hi) for lo, hi in outside if lo < hi):
-            return False
+    for lo, hi in ranges:
+        for m in word.finditer(data, lo, hi):
+            node = root.descendant_for_byte_range(m.start(), m.end())
+            while node is not None and node.type not in ("call_expression", "translation_unit") and \
+                    node.type in ("identifier", "qualified_identifier", "namespace_identifier", "template_type",
+                                  "type_identifier", "template_function", "scoped_identifier"):
+                node = node.parent
+            call = node
+            if call is None or call.type != "call_expression":
+                continue
+            fn = call.child_by_field_name("function")
+            if fn is None or squash(an.text_of(fn)) not in cpp.call_constructors:
+                continue
+            args = call.child_by_field_name("arguments")
+            a = named(args) if args is not None else []
+            if len(a) < 3 or a[2].type != "call_expression":
+                continue
+            callee = a[2].child_by_field_name("function")
+            text = squash(an.text_of(callee)) if callee is not None else ""
+            short = re.split(r"::|->|\.", text)[-1]
+            if not short:
+                return False
+            pat = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(short.encode("utf-8", "surrogatepass"))
+                             + rb"(?![A-Za-z0-9_])")
+            if any(pat.search(data, x, y) for x, y in outside if x < y):
+                return False
     return True
 
 
@@ -458,14 +453,14 @@ def analyze(text: str, path: str, options):
     from .cpprules import load_cpp_rules
 
     ranges = plan(data, load_cpp_rules(options.rules))
-    if ranges is None or sum(b - a for a, b in ranges) * 10 > len(data) * 9:
-        return None  # nothing to gain from a window of (nearly) the whole file
+    if ranges is None or sum(b - a for a, b in ranges) > len(data) * MAX_SHARE:
+        return None  # little to gain from a window of most of the file, and a site would cost both parses
     an = CppAnalyzer(text, path, options, window=ranges)
     if an.errors or an.src.root.has_error:
         return None
     if not _helper_calls_closed(an, ranges):
         return None
-    an.collect()
+    an.collect(until_site=True)
     if an.sites:
         return None
     return Analysis(findings=[])
