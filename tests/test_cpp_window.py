@@ -15,7 +15,6 @@ a trigger (the prefilter's needles), where those trees are on this machine.
 from __future__ import annotations
 
 import os
-import subprocess
 import tomllib
 from pathlib import Path
 
@@ -156,7 +155,7 @@ def test_a_legacy_site_in_a_window_sends_the_file_whole(no_minimum):
               "    os << dst << \" + \" << dst_offset << src << \" + \" << src_offset << size;\n"
               "  }\n}\n}  // namespace tvm\n")
     assert not _check(text, "k.cc", OPTS)
-    ranges, sites = _window_walk(text, "k.cc", OPTS)
+    _, sites = _window_walk(text, "k.cc", OPTS)
     assert [s.code for s in sites]
     assert [f.code for f in cpp.analyze(text, "k.cc", OPTS).findings] == ["CPA104"]  # a legacy reader
 
@@ -168,7 +167,7 @@ def test_a_printer_helper_without_the_op_name_is_in_the_window(no_minimum):
               "                                 const std::string& global_ptr, const std::string& global_offset,\n"
               "                                 const std::string& bytes);\n")
     text = PADDING + helper + PADDING.replace("padding", "padding2")
-    ranges, sites = _window_walk(text, "k.h", OPTS)
+    _, sites = _window_walk(text, "k.h", OPTS)
     assert [s.code for s in sites] == ["CPA105"]
     assert not _check(text, "k.h", OPTS)
 

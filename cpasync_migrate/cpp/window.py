@@ -355,9 +355,7 @@ def plan(data: bytes, cpp) -> Optional[list[tuple[int, int]]]:
             keep[k] = True
         last[k] = m.end()
     for k, it in enumerate(items):
-        if it.kind in ("open", "close") or it.conditional:
-            keep[k] = True
-        elif it.kind == "decl" and _USING.match(data, it.start):
+        if it.kind in ("open", "close") or it.conditional or (it.kind == "decl" and _USING.match(data, it.start)):
             keep[k] = True
     return _line_ranges(data, items, keep)
 
