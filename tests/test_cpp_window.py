@@ -301,3 +301,23 @@ def test_windowed_equals_whole_on_the_trees(no_minimum):
             continue
         answered += _check(text, str(p), OPTS)
     assert answered  # the window decided some of them, or the test shows nothing
+
+
+def test_a_file_on_one_line_is_planned_in_linear_time():
+    """Many declarations on one line (a minified file): one line, so the window is the whole line, found
+    without a pass per declaration."""
+    import time
+
+    text = "int a0 = 0; " + " ".join(f"int f{i}(int x) {{ return x + {i}; }}" for i in range(20000)) + \
+        " bool F(const CallNode* op) { return op->op.same_as(builtin::ptx_cp_async()); }\n"
+    t0 = time.process_time()
+    ranges = window.plan(text.encode(), CPP)
+    assert time.process_time() - t0 < 10  # quadratic sweeps took minutes
+    assert ranges == [(0, len(text))]
+
+
+def test_many_literals_on_one_line_are_read():
+    text = "const char* k[] = {" + ", ".join(f'"s{i};}}", \'{{\'' for i in range(2000)) + "};\n" + \
+        "bool F(const CallNode* op) { return op->op.same_as(builtin::ptx_cp_async()); }\n"
+    ranges = window.plan(text.encode(), CPP)
+    assert ranges == [(text.index("bool F"), len(text))]

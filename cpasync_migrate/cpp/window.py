@@ -141,10 +141,9 @@ def _string_end(data: bytes, i: int, n: int) -> int:
     j = i + 1
     while True:
         k = data.find(b'"', j)
-        nl = data.find(b"\n", j)
         if k == -1:
             raise _Unbounded("an unclosed string literal")
-        if nl != -1 and nl < k:
+        if data.find(b"\n", j, k) != -1:
             raise _Unbounded("a string literal across lines")
         bs = 0
         while data[k - 1 - bs] == 0x5C and k - 1 - bs >= j:  # backslashes before the quote
@@ -180,8 +179,7 @@ def _char_end(data: bytes, i: int, n: int) -> Optional[int]:
     j = i + 1
     while True:
         k = data.find(b"'", j)
-        nl = data.find(b"\n", j)
-        if k == -1 or (nl != -1 and nl < k):
+        if k == -1 or data.find(b"\n", j, k) != -1:
             raise _Unbounded("an unclosed character literal")
         bs = 0
         while data[k - 1 - bs] == 0x5C and k - 1 - bs >= j:
@@ -363,24 +361,25 @@ def plan(data: bytes, cpp) -> Optional[list[tuple[int, int]]]:
 def _line_ranges(data: bytes, items: list[Item], keep: list[bool]) -> list[tuple[int, int]]:
     """The kept items stretched to whole lines; an item sharing a line with a kept one is kept too."""
     n = len(data)
+    nl = [m.start() for m in re.finditer(rb"\n", data)]
 
     def lstart(b: int) -> int:
-        return data.rfind(b"\n", 0, b) + 1
+        k = bisect.bisect_left(nl, b)  # newlines before byte b
+        return nl[k - 1] + 1 if k else 0
 
     def lend(b: int) -> int:  # past the newline of the line holding byte b - 1
-        j = data.find(b"\n", max(b - 1, 0))
-        return n if j == -1 else j + 1
+        k = bisect.bisect_left(nl, max(b - 1, 0))
+        return nl[k] + 1 if k < len(nl) else n
 
     changed = True
-    while changed:
+    while changed:  # a sweep to the right, then one to the left, until no item is added
         changed = False
-        for k, it in enumerate(items):
-            if not keep[k]:
-                continue
-            if k > 0 and not keep[k - 1] and items[k - 1].end > lstart(it.start):
-                keep[k - 1] = changed = True
-            if k + 1 < len(items) and not keep[k + 1] and items[k + 1].start < lend(it.end):
+        for k in range(len(items) - 1):
+            if keep[k] and not keep[k + 1] and items[k + 1].start < lend(items[k].end):
                 keep[k + 1] = changed = True
+        for k in range(len(items) - 1, 0, -1):
+            if keep[k] and not keep[k - 1] and items[k - 1].end > lstart(items[k].start):
+                keep[k - 1] = changed = True
     out: list[tuple[int, int]] = []
     for k, it in enumerate(items):
         if keep[k]:
