@@ -23,6 +23,11 @@ def analyze(text: str, path: str, options: FrontEndOptions) -> Analysis:
     never overlap.  Suppressed sites carry ``Status.SUPPRESSED`` and no fix;
     information-only findings carry ``Status.INFO`` and ``legacy_site=False``.
     """
+    from . import window
+
+    shown = window.analyze(text, path, options)  # a window that shows the file has no site (window.py)
+    if shown is not None:
+        return shown
     return CppAnalyzer(text, path, options).run()
 
 

@@ -50,6 +50,12 @@ class CppAnalyzer(ConstructionChecks, ConsumerChecks, MergeRebase, DeclarationCh
         err = self._whole_file_error()
         if err is not None:
             return err
+        self.collect()
+        return Analysis(findings=self._finish())
+
+    def collect(self, until_site: bool = False) -> None:
+        """Walk the file and give each node to its site family (``self.sites``); window.py calls it alone,
+        ``until_site``: stopping once there is a site (it only asks whether there is one)."""
         fdecls, macros = [], []
         for n in nodes_of_types(self.src.root, ("function_definition", "function_declarator",
                                                 "preproc_function_def", "preproc_def")):
@@ -67,15 +73,18 @@ class CppAnalyzer(ConstructionChecks, ConsumerChecks, MergeRebase, DeclarationCh
             (ifs if n.type == "if_statement" else calls).append(n)
         for s in ifs:
             self._tagged(self._consumer, s)
+            if until_site and self.sites:
+                return
         for c in calls:
             if not self.in_dead(c):
                 self._tagged(self._construction, c)
                 self._tagged(self._registration, c)
+                if until_site and self.sites:
+                    return
         for f in fdecls:
             self._helper(f)
         for m in macros:
             self._macro(m)
-        return Analysis(findings=self._finish())
 
     def _tagged(self, method, node) -> None:
         """Run ``method(node)``; the sites it adds get the op and role it left in ``self._tag``."""

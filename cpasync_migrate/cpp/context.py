@@ -107,13 +107,13 @@ class CppContext:
     role of the sites it is building.
     """
 
-    def __init__(self, text: str, path: str, options: FrontEndOptions):
+    def __init__(self, text: str, path: str, options: FrontEndOptions, window: Optional[list] = None):
         self.text = text
         self.path = path
         self.options = options
         self.rules = options.rules
         self.cpp: CppRules = load_cpp_rules(options.rules)
-        self.src = Source(text)
+        self.src = Source(text, window)  # window: byte ranges parsed alone (window.py), None: the whole file
         self.errors = error_nodes(self.src.root)
         self.legacy = self.rules.legacy
         self.target = options.target

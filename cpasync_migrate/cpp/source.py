@@ -64,6 +64,25 @@ def parse_bytes(data: bytes) -> tree_sitter.Tree:
     return parser().parse(data)
 
 
+def parse_ranges(data: bytes, ranges: list[tuple[int, int]]) -> tree_sitter.Tree:
+    """``data`` parsed over the byte ranges only (ordered, disjoint): tree-sitter reads them as one text
+    and every node keeps its offsets (and rows and columns) in ``data`` (window.py)."""
+    at = [0, 0]  # (byte, row) of the last point: the ranges are ordered, so the rows are counted once
+
+    def point(b: int) -> tuple[int, int]:
+        at[1] += data.count(b"\n", at[0], b)
+        at[0] = b
+        return (at[1], b - (data.rfind(b"\n", 0, b) + 1))
+
+    p = parser()
+    spans = []
+    for a, b in ranges:
+        pa = point(a)
+        spans.append(tree_sitter.Range(pa, point(b), a, b))
+    p.included_ranges = spans
+    return p.parse(data)
+
+
 # A file with non-ASCII text maps byte offsets to characters through the positions of its
 # non-ASCII characters only (found by a regular expression, in C), instead of one entry per
 # character built in a Python loop (most of the C++ front end's time on such a file).
@@ -116,12 +135,15 @@ class _SparseOffsets:
 
 
 class Source:
-    """One file's text, its UTF-8 bytes, its parse tree and offset maps."""
+    """One file's text, its UTF-8 bytes, its parse tree and offset maps.
 
-    def __init__(self, text: str):
+    With ``window`` (byte ranges, window.py) only those ranges are parsed; the text, the bytes and
+    every position stay the whole file's."""
+
+    def __init__(self, text: str, window: Optional[list] = None):
         self.text = text
         self.data = text.encode("utf-8", "surrogatepass")
-        self.tree = parse_bytes(self.data)
+        self.tree = parse_bytes(self.data) if window is None else parse_ranges(self.data, window)
         self.root = self.tree.root_node
         self._starts: Optional[list[int]] = None
         if len(self.data) == len(text):

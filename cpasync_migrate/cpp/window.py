@@ -1,0 +1,463 @@
+"""Windowed parsing of a C++ file: parse only the declarations a site can be in, to show it has none.
+
+Most C++ files the prefilter passes name the intrinsic only in the access-pointer layout (a
+``same_as`` test, a registration that declares no legacy arity): they have no site, and parsing
+all of such a file costs more than the analysis.  :func:`analyze` parses a *window* of the file
+(tree-sitter's included ranges, so every node keeps its byte offset in the file) and runs the
+analyzer's walk over it; when the walk finds no site at all, the file's analysis is the empty
+one.  Any site, any parse error, anything the window cannot bound sends the file to the whole-file
+analysis, which then decides everything exactly as before: the window only ever answers "no site".
+
+The window (:func:`plan`) is cut by a cheap lexical scan of the whole file (comments, string, raw
+string and character literals, preprocessor lines, braces) into *items* at namespace scope: each
+top-level declaration (a function, a class, a registration statement), each namespace or
+``extern "C"`` opening and its closing brace, each preprocessor line.  It keeps:
+
+* every declaration that holds the intrinsic's name (``[intrinsic] name``; anywhere, also inside
+  longer names): every consumer, construction, registration and macro site needs that name in its
+  outermost function or statement (``CppAnalyzer._hot_ranges``);
+* every declaration with two names matching ``[helpers] offset_param`` (``rules/cpp.toml``) and no
+  ``;`` between them: a legacy printer helper (CPA105) has offset-like second and fourth
+  parameters, whatever else it is named;
+* every preprocessor line that holds the intrinsic's name (a macro that names the op, CPA109);
+* for the enclosing context the checks read: every namespace and ``extern "C"`` opening and
+  closing, every ``using`` declaration at namespace scope (the op an unqualified spelling names),
+  every preprocessor conditional line at namespace scope (``#if`` ... ``#endif``, so a kept
+  declaration keeps its place in the tree);
+
+each stretched to whole lines (a declaration sharing a line with a kept one is kept too).
+
+Whole-file lookups.  The checks that look beyond a site's own declaration (CPA105's overload and
+forwarding search, a construction's argument-array helper and its users, the hoisted names'
+search, the emitted spellings, the merge pass's check macro, the fix re-parse) run only where a
+site exists, which sends the file whole, with one exception: a construction whose argument array
+is a call of a helper of the file (``Call(t, op, MakeArgs(...))``) is a site or not by what that
+helper returns, which the analyzer looks up file-wide by name; so when the window holds such a call
+and its callee's name also occurs outside the window, the file goes whole.  The lookups that
+remain (CPA105's search for a pointer-only overload or a forwarding helper) can only remove a site,
+so a window without those declarations reports at least the whole file's sites.
+
+The file goes whole (:func:`plan` returns None) when the scan cannot bound its items: an unclosed
+comment or literal, unbalanced braces, a line splice (``\\``) outside a preprocessor line, a ``//``
+comment continued by a splice, a preprocessor conditional that opens and closes at different brace
+depths or inside and outside a declaration, a ``'`` the scan cannot read as a character literal or
+a digit separator, a NUL character; and :func:`analyze` sends it whole when the window's parse has
+an ERROR or MISSING node.  What a window cannot see: parse errors outside it, which the whole-file
+analysis counts only to refuse a file that is mostly unparsable (more than half its bytes in
+errors): a file of balanced braces and closed literals of which tree-sitter reads less than half is
+the one case where the two answers could differ.  ``tests/test_cpp_window.py`` compares both on
+every C++ fixture, and (slow) on every C++ file of the benchmark trees and the realcpp trees that
+names a trigger.
+
+``ENABLED`` (environment ``CPASYNC_MIGRATE_CPP_WINDOW=0`` turns it off) is the switch;
+``MIN_BYTES`` (``CPASYNC_MIGRATE_CPP_WINDOW_MIN_BYTES``, default 16384) the size from which a file is
+windowed.
+"""
+from __future__ import annotations
+
+import bisect
+import os
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+ENABLED = os.environ.get("CPASYNC_MIGRATE_CPP_WINDOW", "1") != "0"
+MIN_BYTES = int(os.environ.get("CPASYNC_MIGRATE_CPP_WINDOW_MIN_BYTES", "16384"))
+MAX_SHARE = 0.5  # a window holding more of the file than this is not tried (the whole file is parsed)
+
+# What the scan stops at, at namespace scope and inside a declaration (where ``;`` does not matter).
+_STOP_NS = re.compile(rb"""[{};"'/#\\]""")
+_STOP_IN = re.compile(rb"""[{}"'/#\\]""")
+_SCOPE_HEAD = re.compile(rb"""\s*(?:(?:inline\s+)?namespace\b(?:\s*\[\[[^\]]*\]\])?[\w:\s]*|extern\s*"C(?:\+\+)?"\s*)""")
+_CLASS_HEAD = re.compile(rb"\b(?:class|struct|union|enum)\b")
+_USING = re.compile(rb"\s*using\b")
+_CONDITIONAL = re.compile(rb"#\s*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
+_WORD_END = re.compile(rb"[A-Za-z0-9_]+$")
+_RAW_PREFIXES = (b"R", b"LR", b"uR", b"UR", b"u8R")
+_CHAR_PREFIXES = (b"L", b"u", b"U", b"u8")
+# After a declaration's closing brace, what continues the same declaration (an initializer, a call on a
+# lambda, the declarators after a class body are handled by _CLASS_HEAD).
+_CONTINUES = b",=().-+*/&|<>?:!%^"
+
+
+class _Unbounded(Exception):
+    """The scan cannot bound the file's items: the file is analysed whole."""
+
+
+@dataclass
+class Item:
+    start: int
+    end: int  # past its last byte
+    kind: str  # "decl", "open", "close", "directive"
+    conditional: bool = False  # a preprocessor conditional line (#if ... #endif)
+    using: bool = False  # a using declaration at namespace scope
+
+
+def _skip_space(data: bytes, i: int, n: int) -> int:
+    """Past whitespace and comments from ``i`` (a block comment that does not end: ``_Unbounded``)."""
+    while i < n:
+        c = data[i]
+        if c in b" \t\r\n\f\v":
+            i += 1
+        elif data.startswith(b"//", i):
+            j = data.find(b"\n", i)
+            if j == -1:
+                return n
+            if data[j - 1:j] == b"\\" or data[j - 2:j] == b"\\\r":
+                raise _Unbounded("a // comment continued by a line splice")
+            i = j + 1
+        elif data.startswith(b"/*", i):
+            j = data.find(b"*/", i + 2)
+            if j == -1:
+                raise _Unbounded("an unclosed block comment")
+            i = j + 2
+        else:
+            break
+    return i
+
+
+def _line_end(data: bytes, i: int, n: int) -> int:
+    """Past the end of the preprocessor line starting at ``i`` (its splices followed)."""
+    while True:
+        j = data.find(b"\n", i)
+        if j == -1:
+            return n
+        k = j - 1
+        if k >= 0 and data[k:k + 1] == b"\r":
+            k -= 1
+        if k >= 0 and data[k:k + 1] == b"\\":
+            i = j + 1
+            continue
+        # a block comment opened on the line and closed on a later one would carry the line on
+        line = data[i:j]
+        opened = line.rfind(b"/*")
+        if opened != -1 and line.find(b"*/", opened + 2) == -1 and b"//" not in line[:opened]:
+            raise _Unbounded("a block comment that carries a preprocessor line on")
+        return j + 1
+
+
+def _string_end(data: bytes, i: int, n: int) -> int:
+    """Past the string literal whose opening quote is at ``i``."""
+    j = i + 1
+    while True:
+        k = data.find(b'"', j)
+        if k == -1:
+            raise _Unbounded("an unclosed string literal")
+        if data.find(b"\n", j, k) != -1:
+            raise _Unbounded("a string literal across lines")
+        bs = 0
+        while data[k - 1 - bs] == 0x5C and k - 1 - bs >= j:  # backslashes before the quote
+            bs += 1
+        if bs % 2 == 0:
+            return k + 1
+        j = k + 1
+
+
+def _raw_end(data: bytes, i: int, n: int) -> int:
+    """Past the raw string literal whose quote (after its ``R``) is at ``i``."""
+    p = data.find(b"(", i + 1, i + 18)
+    if p == -1:
+        raise _Unbounded("a raw string without its delimiter")
+    delim = data[i + 1:p]
+    if any(c in b' ()\\\t\v\f\n"' for c in delim):
+        raise _Unbounded("a raw string delimiter the scan does not read")
+    k = data.find(b")" + delim + b'"', p + 1)
+    if k == -1:
+        raise _Unbounded("an unclosed raw string literal")
+    return k + len(delim) + 2
+
+
+def _char_end(data: bytes, i: int, n: int) -> Optional[int]:
+    """Past the character literal at ``i``; None for a digit separator (``1'000``)."""
+    m = _WORD_END.search(data, max(0, i - 64), i)
+    if m is not None and m.end() == i:
+        word = m.group()
+        if word[:1].isdigit():
+            return None
+        if word not in _CHAR_PREFIXES:
+            raise _Unbounded("a quote after a name")
+    j = i + 1
+    while True:
+        k = data.find(b"'", j)
+        if k == -1 or data.find(b"\n", j, k) != -1:
+            raise _Unbounded("an unclosed character literal")
+        bs = 0
+        while data[k - 1 - bs] == 0x5C and k - 1 - bs >= j:
+            bs += 1
+        if bs % 2 == 0:
+            return k + 1
+        j = k + 1
+
+
+def scan(data: bytes) -> list[Item]:
+    """The file's items at namespace scope, in order (``_Unbounded`` when they cannot be bounded)."""
+    n = len(data)
+    items: list[Item] = []
+    scopes: list[int] = []  # brace depth of each open namespace / extern "C" body
+    conds: list[tuple] = []  # (declaration start or -1, brace depth) of each open #if
+    depth = 0
+    decl = -1  # start of the declaration being scanned (-1: at namespace scope, between items)
+    decl_depth = 0  # namespace depth the declaration started at
+    head_end = -1  # where the declaration's first brace at its own depth is (-1: none yet)
+    i = 0
+    while True:
+        if decl == -1:
+            i = _skip_space(data, i, n)
+            if i >= n:
+                break
+            if data[i] == 0x23:  # '#': a preprocessor line between items
+                e = _line_end(data, i, n)
+                item = Item(i, e, "directive")
+                m = _CONDITIONAL.match(data, i)
+                if m:
+                    item.conditional = True
+                    _conditional(m.group(1), conds, -1, depth)
+                items.append(item)
+                i = e
+                continue
+            if data[i] == 0x7D:  # '}' closing a namespace
+                if not scopes or scopes[-1] != depth:
+                    raise _Unbounded("a closing brace without its opening")
+                if any(d == depth and s == -1 for s, d in conds):
+                    raise _Unbounded("a conditional across a namespace's end")
+                scopes.pop()
+                depth -= 1
+                items.append(Item(i, i + 1, "close"))
+                i += 1
+                continue
+            decl, decl_depth, head_end = i, depth, -1
+        m = (_STOP_NS if depth == decl_depth else _STOP_IN).search(data, i)
+        if m is None:
+            raise _Unbounded("a declaration without its end")
+        c, j = data[m.start()], m.start()
+        if c == 0x7B:  # {
+            if depth == decl_depth:
+                head = data[decl:j]
+                if head_end == -1 and _SCOPE_HEAD.fullmatch(head):
+                    items.append(Item(decl, j + 1, "open"))
+                    depth += 1
+                    scopes.append(depth)
+                    decl = -1
+                    i = j + 1
+                    continue
+                if head_end == -1:
+                    head_end = j
+            depth += 1
+            i = j + 1
+        elif c == 0x7D:  # }
+            if depth == decl_depth:  # the namespace's end after a declaration without its ';' (a macro)
+                _end_decl(items, conds, decl, j)
+                decl, i = -1, j
+                continue
+            depth -= 1
+            i = j + 1
+            if depth == decl_depth:
+                k = _skip_space(data, i, n)
+                nxt = data[k:k + 1]
+                if nxt == b";":
+                    _end_decl(items, conds, decl, k + 1)
+                    decl, i = -1, k + 1
+                elif nxt and (nxt in _CONTINUES or (
+                        (nxt.isalpha() or nxt == b"_") and _CLASS_HEAD.search(data, decl, head_end))):
+                    pass  # the declaration goes on: an initializer, declarators after a class body
+                else:
+                    _end_decl(items, conds, decl, i)
+                    decl = -1
+        elif c == 0x3B:  # ; at the declaration's own depth
+            _end_decl(items, conds, decl, j + 1)
+            decl, i = -1, j + 1
+        elif c == 0x22:  # "
+            w = _WORD_END.search(data, max(0, j - 8), j)
+            if w is not None and w.end() == j and w.group() in _RAW_PREFIXES:
+                i = _raw_end(data, j, n)
+            else:
+                i = _string_end(data, j, n)
+        elif c == 0x27:  # '
+            e = _char_end(data, j, n)
+            i = j + 1 if e is None else e
+        elif c == 0x2F:  # /
+            if data.startswith(b"//", j) or data.startswith(b"/*", j):
+                i = _skip_space(data, j, n)
+            else:
+                i = j + 1
+        elif c == 0x23:  # '#': a preprocessor line inside a declaration, when it starts its line
+            ls = data.rfind(b"\n", 0, j) + 1
+            if data[ls:j].strip():
+                i = j + 1  # '#' or '##' inside a macro argument: text
+            else:
+                mc = _CONDITIONAL.match(data, j)
+                if mc:
+                    _conditional(mc.group(1), conds, decl, depth)
+                i = _line_end(data, j, n)
+        else:  # a backslash
+            if data.startswith(b"\n", j + 1) or data.startswith(b"\r\n", j + 1):
+                raise _Unbounded("a line splice outside a preprocessor line")
+            i = j + 1
+    if decl != -1 or scopes or depth or conds:
+        raise _Unbounded("the file ends inside a declaration, a namespace or a conditional")
+    return items
+
+
+def _conditional(word: bytes, conds: list, decl: int, depth: int) -> None:
+    if word in (b"if", b"ifdef", b"ifndef"):
+        conds.append((decl, depth))
+        return
+    if not conds or conds[-1] != (decl, depth):
+        raise _Unbounded("a preprocessor conditional across a declaration or a brace")
+    if word == b"endif":
+        conds.pop()
+
+
+def _end_decl(items: list, conds: list, start: int, end: int) -> None:
+    if conds and conds[-1][0] == start:
+        raise _Unbounded("a declaration that ends inside its own conditional")
+    items.append(Item(start, end, "decl"))
+
+
+def _offset_regex(cpp) -> Optional[re.Pattern]:
+    """The names matching ``[helpers] offset_param`` as a search over text, when the pattern is a plain
+    suffix (``_offset$``); None otherwise (the window cannot find the helpers then)."""
+    pat = cpp.offset_param.pattern
+    if not re.fullmatch(r"\w+\$", pat):
+        return None
+    return re.compile(re.escape(pat[:-1]).encode() + rb"(?![A-Za-z0-9_])")
+
+
+def plan(data: bytes, cpp) -> Optional[list[tuple[int, int]]]:
+    """The byte ranges of ``data`` to parse (ordered, disjoint, whole lines); None: parse the whole file."""
+    if b"\x00" in data:
+        return None
+    offset = _offset_regex(cpp)
+    if offset is None:
+        return None
+    try:
+        items = scan(data)
+    except (_Unbounded, IndexError):
+        return None
+    starts = [it.start for it in items]
+    keep = [False] * len(items)
+    name = cpp.op_name.encode()
+    i = data.find(name)
+    while i != -1:  # every occurrence of the name: its item
+        k = bisect.bisect_right(starts, i) - 1
+        if k >= 0 and i < items[k].end:
+            keep[k] = True
+        i = data.find(name, i + 1)
+    last: dict = {}
+    for m in offset.finditer(data):  # two offset-like names in one item, no ';' between them
+        k = bisect.bisect_right(starts, m.start()) - 1
+        if k < 0 or m.start() >= items[k].end or items[k].kind != "decl" or keep[k]:
+            continue
+        prev = last.get(k)
+        if prev is not None and data.find(b";", prev, m.start()) == -1:
+            keep[k] = True
+        last[k] = m.end()
+    for k, it in enumerate(items):
+        if it.kind in ("open", "close") or it.conditional or (it.kind == "decl" and _USING.match(data, it.start)):
+            keep[k] = True
+    return _line_ranges(data, items, keep)
+
+
+def _line_ranges(data: bytes, items: list[Item], keep: list[bool]) -> list[tuple[int, int]]:
+    """The kept items stretched to whole lines; an item sharing a line with a kept one is kept too."""
+    n = len(data)
+    nl = [m.start() for m in re.finditer(rb"\n", data)]
+
+    def lstart(b: int) -> int:
+        k = bisect.bisect_left(nl, b)  # newlines before byte b
+        return nl[k - 1] + 1 if k else 0
+
+    def lend(b: int) -> int:  # past the newline of the line holding byte b - 1
+        k = bisect.bisect_left(nl, max(b - 1, 0))
+        return nl[k] + 1 if k < len(nl) else n
+
+    changed = True
+    while changed:  # a sweep to the right, then one to the left, until no item is added
+        changed = False
+        for k in range(len(items) - 1):
+            if keep[k] and not keep[k + 1] and items[k + 1].start < lend(items[k].end):
+                keep[k + 1] = changed = True
+        for k in range(len(items) - 1, 0, -1):
+            if keep[k] and not keep[k - 1] and items[k - 1].end > lstart(items[k].start):
+                keep[k - 1] = changed = True
+    out: list[tuple[int, int]] = []
+    for k, it in enumerate(items):
+        if keep[k]:
+            a, b = lstart(it.start), lend(it.end)
+            if out and a <= out[-1][1]:
+                out[-1] = (out[-1][0], max(out[-1][1], b))
+            else:
+                out.append((a, b))
+    return out
+
+
+def _helper_calls_closed(an, ranges: list[tuple[int, int]]) -> bool:
+    """No construction in the window takes its argument array from a call whose callee's name also
+    occurs outside the window (the analyzer looks that helper and its users up file-wide).
+
+    A call constructor's callee ends with the last part of one of ``[op] call_constructors``: each
+    occurrence of that word in the window is climbed from to the call it names, if any."""
+    from .source import named, squash
+
+    cpp, data, root = an.cpp, an.src.data, an.src.root
+    lasts = sorted({c.split("::")[-1] for c in cpp.call_constructors})
+    word = re.compile(rb"(?<![A-Za-z0-9_])(?:" + b"|".join(re.escape(w.encode()) for w in lasts) + rb")(?![A-Za-z0-9_])")
+    outside = []
+    pos = 0
+    for a, b in ranges:
+        outside.append((pos, a))
+        pos = b
+    outside.append((pos, len(data)))
+    for lo, hi in ranges:
+        for m in word.finditer(data, lo, hi):
+            node = root.descendant_for_byte_range(m.start(), m.end())
+            while node is not None and node.type not in ("call_expression", "translation_unit") and \
+                    node.type in ("identifier", "qualified_identifier", "namespace_identifier", "template_type",
+                                  "type_identifier", "template_function", "scoped_identifier"):
+                node = node.parent
+            call = node
+            if call is None or call.type != "call_expression":
+                continue
+            fn = call.child_by_field_name("function")
+            if fn is None or squash(an.text_of(fn)) not in cpp.call_constructors:
+                continue
+            args = call.child_by_field_name("arguments")
+            a = named(args) if args is not None else []
+            if len(a) < 3 or a[2].type != "call_expression":
+                continue
+            callee = a[2].child_by_field_name("function")
+            text = squash(an.text_of(callee)) if callee is not None else ""
+            short = re.split(r"::|->|\.", text)[-1]
+            if not short:
+                return False
+            pat = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(short.encode("utf-8", "surrogatepass"))
+                             + rb"(?![A-Za-z0-9_])")
+            if any(pat.search(data, x, y) for x, y in outside if x < y):
+                return False
+    return True
+
+
+def analyze(text: str, path: str, options):
+    """The file's analysis when a window shows it has no site (the empty analysis); None otherwise
+    (the caller analyses the whole file)."""
+    if not ENABLED:
+        return None
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) < MIN_BYTES:
+        return None
+    from ..findings import Analysis
+    from .analyzer import CppAnalyzer
+    from .cpprules import load_cpp_rules
+
+    ranges = plan(data, load_cpp_rules(options.rules))
+    if ranges is None or sum(b - a for a, b in ranges) > len(data) * MAX_SHARE:
+        return None  # little to gain from a window of most of the file, and a site would cost both parses
+    an = CppAnalyzer(text, path, options, window=ranges)
+    if an.errors or an.src.root.has_error:
+        return None
+    if not _helper_calls_closed(an, ranges):
+        return None
+    an.collect(until_site=True)
+    if an.sites:
+        return None
+    return Analysis(findings=[])

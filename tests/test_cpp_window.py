@@ -1,0 +1,323 @@
+"""Windowed C++ parsing (cpasync_migrate/cpp/window.py): a window only ever answers "no site", and it
+answers so exactly when the whole-file analysis finds none.
+
+Two properties, on every C++ fixture (as it is, and with unrelated declarations appended so that the
+window leaves most of the file out) and on crafted cases:
+
+- the front end's answer (window first, the whole file where the window does not decide) equals the
+  whole-file analysis, finding for finding;
+- soundness of the window itself: where the whole file has a site, the window's walk finds one too
+  (so the window can never answer "no site" wrongly).
+
+The slow test checks both on every C++ file of the benchmark trees and of the realcpp trees that names
+a trigger (the prefilter's needles), where those trees are on this machine.
+"""
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from cpasync_migrate import cpp, files
+from cpasync_migrate.cpp import window
+from cpasync_migrate.cpp.analyzer import CppAnalyzer
+from cpasync_migrate.cpp.cpprules import load_cpp_rules
+from cpasync_migrate.findings import FrontEndOptions
+from cpasync_migrate.rules import load_rules
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures" / "cpp"
+RULES = load_rules()
+CPP = load_cpp_rules(RULES)
+OPTS = FrontEndOptions(rules=RULES, target=RULES.generation("0.1.8"), source=RULES.legacy)
+
+# Unrelated code appended to a file: functions, a class, a registration, a lambda at namespace scope,
+# literals with braces in them, a digit separator, a raw string.  It holds no trigger.
+PADDING = r'''
+
+namespace padding {
+// a comment with { and } and "quotes"
+static int Count(const std::string& s) {
+  int n = 0;
+  for (char c : s) {
+    if (c == '{' || c == '}' || c == '\'') n += 1'000;
+  }
+  return n;
+}
+class Walker : public StmtVisitor {
+ public:
+  void VisitStmt_(const ForNode* op) final {
+    depth_ += 1;
+    StmtVisitor::VisitStmt_(op);
+    depth_ -= 1;
+  }
+ private:
+  int depth_{0};
+};
+const char* kText = R"doc(a raw string { with a brace ) and "quotes" )doc";
+auto kLambda = [](int x) { return x + 1; };
+TVM_REGISTER_GLOBAL("padding.count").set_body_typed([](std::string s) { return Count(s); });
+}  // namespace padding
+'''
+
+
+def _cases():
+    return [pytest.param(p.stem, id=p.stem) for p in sorted(FIXTURES.glob("*.toml"))]
+
+
+def _load(name: str):
+    meta = tomllib.loads((FIXTURES / f"{name}.toml").read_text(encoding="utf-8"))
+    inp = next(FIXTURES.glob(f"{name}.in.*"))
+    target = "0.1.8"
+    args = meta.get("args", [])
+    if "--target" in args:
+        target = args[args.index("--target") + 1]
+    opts = FrontEndOptions(rules=RULES, target=RULES.generation(target), source=RULES.legacy)
+    return inp.read_bytes().decode("utf-8"), inp.name, opts
+
+
+def _key(a):
+    return (a.error, a.error_line, [
+        (f.line, f.column, f.end_line, f.end_column, f.code, f.message, f.function, f.status, f.op, f.role,
+         None if f.fix is None else (tuple((e.start, e.end, e.replacement) for e in f.fix.edits),
+                                     f.fix.applicability, tuple(f.fix.assumptions)))
+        for f in a.findings])
+
+
+@pytest.fixture
+def no_minimum(monkeypatch):
+    monkeypatch.setattr(window, "MIN_BYTES", 0)
+    monkeypatch.setattr(window, "ENABLED", True)
+
+
+def _window_walk(text: str, path: str, opts):
+    """The window's own walk: (ranges, sites found) or None where the window is not used at all."""
+    data = text.encode("utf-8", "surrogatepass")
+    ranges = window.plan(data, CPP)
+    if ranges is None:
+        return None
+    an = CppAnalyzer(text, path, opts, window=ranges)
+    if an.errors or an.src.root.has_error:
+        return None
+    an.collect()
+    return ranges, an.sites
+
+
+def _check(text: str, path: str, opts) -> bool:
+    """Both properties for one text; True when the window answered for the file."""
+    whole = CppAnalyzer(text, path, opts).run()
+    assert _key(cpp.analyze(text, path, opts)) == _key(whole)
+    walked = _window_walk(text, path, opts)
+    if walked is not None and whole.error is None and whole.findings:
+        assert walked[1], f"{path}: the whole file has sites the window does not see"
+    return window.analyze(text, path, opts) is not None
+
+
+@pytest.mark.parametrize("name", _cases())
+def test_windowed_equals_whole_on_fixtures(name, no_minimum):
+    text, path, opts = _load(name)
+    _check(text, path, opts)
+    _check(text + PADDING, path, opts)  # most of the file outside the window
+
+
+def test_the_padding_is_left_out_of_the_window():
+    text = PADDING + "\nbool IsCopy(const CallNode* op) { return op->op.same_as(builtin::ptx_cp_async()); }\n"
+    data = text.encode()
+    ranges = window.plan(data, CPP)
+    kept = b"".join(data[a:b] for a, b in ranges)
+    assert b"IsCopy" in kept and b"namespace padding {" in kept and b"}  // namespace padding" in kept
+    assert b"Walker" not in kept and b"Count(s)" not in kept and b"raw string" not in kept
+
+
+def test_a_file_without_sites_is_answered_by_its_window(no_minimum):
+    text = ("namespace tvm {\nnamespace codegen {\n" + PADDING
+            + "\nvoid CodeGen::VisitExpr_(const CallNode* op, std::ostream& os) {\n"
+              "  if (op->op.same_as(builtin::ptx_cp_async())) {\n"
+              "    ICHECK(op->args.size() == 3U || op->args.size() == 4U);\n"
+              "    os << PrintExpr(op->args[0]) << PrintExpr(op->args[1]);\n"
+              "  }\n}\n}  // namespace codegen\n}  // namespace tvm\n")
+    assert _check(text, "k.cc", OPTS)
+    shown = window.analyze(text, "k.cc", OPTS)
+    assert shown.findings == [] and shown.error is None
+
+
+def test_a_legacy_site_in_a_window_sends_the_file_whole(no_minimum):
+    text = ("namespace tvm {\n" + PADDING
+            + "\nvoid CodeGen::VisitExpr_(const CallNode* op, std::ostream& os) {\n"
+              "  if (op->op.same_as(builtin::ptx_cp_async())) {\n"
+              "    std::string dst = PrintExpr(op->args[0]);\n"
+              "    std::string dst_offset = PrintExpr(op->args[1]);\n"
+              "    std::string src = PrintExpr(op->args[2]);\n"
+              "    std::string src_offset = PrintExpr(op->args[3]);\n"
+              "    std::string size = PrintExpr(op->args[4]);\n"
+              "    os << dst << \" + \" << dst_offset << src << \" + \" << src_offset << size;\n"
+              "  }\n}\n}  // namespace tvm\n")
+    assert not _check(text, "k.cc", OPTS)
+    _, sites = _window_walk(text, "k.cc", OPTS)
+    assert [s.code for s in sites]
+    assert [f.code for f in cpp.analyze(text, "k.cc", OPTS).findings] == ["CPA104"]  # a legacy reader
+
+
+def test_a_printer_helper_without_the_op_name_is_in_the_window(no_minimum):
+    """CPA105 reads every declarator: one with offset-like second and fourth parameters is kept by the
+    offset rule, though the op's name is nowhere near it."""
+    helper = ("std::string PrintCpAsyncAssembly(const std::string& shared_ptr, const std::string& shared_offset,\n"
+              "                                 const std::string& global_ptr, const std::string& global_offset,\n"
+              "                                 const std::string& bytes);\n")
+    text = PADDING + helper + PADDING.replace("padding", "padding2")
+    _, sites = _window_walk(text, "k.h", OPTS)
+    assert [s.code for s in sites] == ["CPA105"]
+    assert not _check(text, "k.h", OPTS)
+
+
+def test_an_array_helper_named_outside_the_window_sends_the_file_whole(no_minimum):
+    """``Call(t, op, MakeArgs(...))``: whether it is a site depends on the file's functions named
+    MakeArgs, which the analyzer looks up file-wide; one of them lies outside the window."""
+    text = ("Array<PrimExpr> MakeArgs(PrimExpr a) { return {a, a, a}; }\n" + PADDING
+            + "Stmt Build(PrimExpr a) {\n"
+              "  return Evaluate(Call(DataType::Handle(), builtin::ptx_cp_async(), MakeArgs(a)));\n}\n")
+    ranges = window.plan(text.encode(), CPP)
+    an = CppAnalyzer(text, "k.cc", OPTS, window=ranges)
+    assert not window._helper_calls_closed(an, ranges)
+    assert window.analyze(text, "k.cc", OPTS) is None
+    assert _key(cpp.analyze(text, "k.cc", OPTS)) == _key(CppAnalyzer(text, "k.cc", OPTS).run())
+
+
+def test_the_context_a_site_reads_is_kept():
+    """Namespace openings and closings, using declarations and preprocessor conditionals at namespace
+    scope stay in the window; #include lines and unrelated declarations do not."""
+    text = ('#include "a.h"\nusing namespace tvm::tl;\n#if defined(X)\nnamespace tl {\nint Unrelated() { return 1; }\n'
+            "bool F(const CallNode* op) { return op->op.same_as(ptx_cp_async()); }\n}  // namespace tl\n#endif\n")
+    data = text.encode()
+    kept = b"".join(data[a:b] for a, b in window.plan(data, CPP))
+    assert kept == (b"using namespace tvm::tl;\n#if defined(X)\nnamespace tl {\n"
+                    b"bool F(const CallNode* op) { return op->op.same_as(ptx_cp_async()); }\n}  // namespace tl\n#endif\n")
+
+
+def test_a_declaration_sharing_a_line_with_a_kept_one_is_kept():
+    text = "int a = 1; bool F(const CallNode* op) { return op->op.same_as(builtin::ptx_cp_async()); }\nint b = 2;\n"
+    data = text.encode()
+    assert window.plan(data, CPP) == [(0, text.index("int b"))]
+
+
+UNBOUNDED = {
+    "unclosed_comment": "void f() {}\n/* never closed\n",
+    "unclosed_string": 'void f() { auto s = "abc; }\n',
+    "raw_string_unclosed": 'auto s = R"x(abc)y";\n',
+    "conditional_across_a_head": "#if A\nvoid f(int a) {\n#else\nvoid f(long a) {\n#endif\n  return;\n}\n",
+    "conditional_across_a_brace": "void f() {\n#if A\n  {\n#endif\n  }\n}\n",
+    "splice_in_code": "int x = 1 + \\\n 2;\n",
+    "comment_spliced": "// a comment \\\nint x;\n",
+    "unbalanced": "void f() { {\n}\n",
+    "extra_brace": "void f() {}\n}\n",
+    "quote_after_a_name": "int x = a'b';\n",
+    "nul": "int x;\x00\n",
+    "conditional_open_at_end": "#if A\nint x;\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNBOUNDED))
+def test_what_the_scan_cannot_bound_goes_whole(name):
+    text = UNBOUNDED[name] + "bool F(const CallNode* op) { return op->op.same_as(builtin::ptx_cp_async()); }\n"
+    assert window.plan(text.encode(), CPP) is None
+
+
+def test_literals_the_scan_reads():
+    text = ("int a = 1'000'000 + 0x1'F;\nchar b = '\\'';\nchar16_t c = u'{';\nauto d = u8R\"z(})z\";\n"
+            'const char* e = "\\"}";\n'
+            "bool F(const CallNode* op) { return op->op.same_as(builtin::ptx_cp_async()); }\n")
+    data = text.encode()
+    ranges = window.plan(data, CPP)
+    assert ranges == [(text.index("bool F"), len(data))]
+
+
+def test_a_parse_error_in_the_window_sends_the_file_whole(no_minimum):
+    text = PADDING + "bool F(const CallNode* op) { return op->op.same_as(builtin::ptx_cp_async()) +; }\n"
+    assert window.analyze(text, "k.cc", OPTS) is None
+    assert _key(cpp.analyze(text, "k.cc", OPTS)) == _key(CppAnalyzer(text, "k.cc", OPTS).run())
+
+
+def test_the_switch_turns_it_off(monkeypatch):
+    text = PADDING * 40 + "bool F(const CallNode* op) { return op->op.same_as(builtin::ptx_cp_async()); }\n"
+    assert len(text) >= window.MIN_BYTES
+    monkeypatch.setattr(window, "ENABLED", True)
+    assert window.analyze(text, "k.cc", OPTS) is not None
+    monkeypatch.setattr(window, "ENABLED", False)
+    assert window.analyze(text, "k.cc", OPTS) is None
+
+
+def test_small_files_are_parsed_whole(monkeypatch):
+    monkeypatch.setattr(window, "ENABLED", True)
+    text = PADDING + "bool F(const CallNode* op) { return op->op.same_as(builtin::ptx_cp_async()); }\n"
+    assert len(text.encode()) < window.MIN_BYTES
+    assert window.analyze(text, "k.cc", OPTS) is None
+
+
+def test_positions_in_a_window_are_the_files():
+    text = "// héllo wörld\n" + PADDING + "bool F(const CallNode* op) {\n  return op->op.same_as(builtin::ptx_cp_async());\n}\n"
+    ranges = window.plan(text.encode(), CPP)
+    an = CppAnalyzer(text, "k.cc", OPTS, window=ranges)
+    [fn] = [n for n in an.src.root.children if n.type == "function_definition"]
+    assert an.text_of(fn).startswith("bool F(") and fn.start_point[0] == text[:text.index("bool F")].count("\n")
+
+
+# ------------------------------------------------------------------ the trees (slow)
+
+CACHE = Path(os.environ.get("CPASYNC_BENCH_CACHE", Path.home() / ".cache" / "cpasync-migrate" / "bench-tree"))
+REALCPP = Path.home() / ".cache" / "cpasync-migrate" / "realcpp"
+
+
+def _tree_files() -> list[Path]:
+    out = []
+    for base in [CACHE / "tree", CACHE / "tree-git", REALCPP]:
+        if not base.is_dir():
+            continue
+        for dirpath, _, names in os.walk(base):
+            for n in names:
+                if n.endswith(files.CPP_SUFFIXES):
+                    p = Path(dirpath) / n
+                    try:
+                        raw = p.read_bytes()
+                    except OSError:
+                        continue
+                    if files.has_needle(raw):
+                        out.append(p)
+    return sorted(set(out))
+
+
+@pytest.mark.slow
+def test_windowed_equals_whole_on_the_trees(no_minimum):
+    paths = _tree_files()
+    if not paths:
+        pytest.skip("no benchmark or realcpp tree on this machine (benchmarks/build_tree.sh)")
+    answered = 0
+    for p in paths:
+        raw = p.read_bytes()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        answered += _check(text, str(p), OPTS)
+    assert answered  # the window decided some of them, or the test shows nothing
+
+
+def test_a_file_on_one_line_is_planned_in_linear_time():
+    """Many declarations on one line (a minified file): one line, so the window is the whole line, found
+    without a pass per declaration."""
+    import time
+
+    text = "int a0 = 0; " + " ".join(f"int f{i}(int x) {{ return x + {i}; }}" for i in range(20000)) + \
+        " bool F(const CallNode* op) { return op->op.same_as(builtin::ptx_cp_async()); }\n"
+    t0 = time.process_time()
+    ranges = window.plan(text.encode(), CPP)
+    assert time.process_time() - t0 < 10  # quadratic sweeps took minutes
+    assert ranges == [(0, len(text))]
+
+
+def test_many_literals_on_one_line_are_read():
+    text = "const char* k[] = {" + ", ".join(f'"s{i};}}", \'{{\'' for i in range(2000)) + "};\n" + \
+        "bool F(const CallNode* op) { return op->op.same_as(builtin::ptx_cp_async()); }\n"
+    ranges = window.plan(text.encode(), CPP)
+    assert ranges == [(text.index("bool F"), len(text))]
