@@ -101,6 +101,8 @@ class Rules:
     shared_memory: dict = field(default_factory=dict)
     # python_api.toml: the Python API's own definition and runtime helpers that read the layout
     python_api: dict = field(default_factory=dict)
+    # namespaces.toml [unbuilt]: module paths real releases do not import (the verifier reads no API there)
+    unbuilt_modules: tuple = ()
 
     def generation(self, name: str) -> Generation:
         for g in self.generations:
@@ -323,6 +325,7 @@ _LAYOUTS = {
         "tilelang": _Table({"modules": _STRS, "emit_module": _STR, "emit_alias": _STR, "emit_fallback_alias": _STR}),
         "tvm": _Table({"modules": _STRS}),
         "attributes": _Data(kind="str"),
+        "unbuilt": _Table({"modules": _STRS}, required=False),
         "declarations": _Data(values=_DECLARATION),
     }),
     "shared_memory.toml": _Table({
@@ -526,4 +529,5 @@ def load_rules(directory: Optional[str] = None) -> Rules:
         versions=versions,
         shared_memory=named.get("shared_memory.toml", {}),
         python_api=named.get("python_api.toml", {}),
+        unbuilt_modules=tuple(namespaces.get("unbuilt", {}).get("modules", ())),
     )

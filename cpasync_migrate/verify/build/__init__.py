@@ -22,6 +22,7 @@ import ast
 from typing import Optional
 
 from ..ir import Unsupported
+from .apis import names_problem
 from .identity import BuiltKernel, definitions, fingerprint, foreign_construct
 from .copies import text_forms
 from .module import ModuleInfo, parse_bind_value
@@ -55,6 +56,15 @@ def build_kernels(text: str, rules, *, meaning: str, binds: Optional[dict] = Non
             # whether the kernel builds under the target is part of its meaning: never the unchanged shortcut
             fp += f"\0forms={forms}\0{bad_form}"
             fr = fr or bad_form
+        name_error, name_foreign = names_problem(mod, ks)
+        if name_error or name_foreign:
+            # which API a name reaches is part of the kernel's meaning too
+            fp += f"\0names\0{name_error}\0{name_foreign}"
+            fr = fr or name_foreign
+        if name_error:
+            out.append(BuiltKernel(ks.qualname, ks.node.lineno, None, Unsupported(name_error, ks.node.lineno), fp, fr,
+                                   ks.int_params))
+            continue
         try:
             k = KernelBuilder(mod, ks, meaning).build()
             out.append(BuiltKernel(ks.qualname, ks.node.lineno, k, None, fp, fr, ks.int_params))
