@@ -92,8 +92,8 @@ def test_an_access_pointer_call_through_tvm_s_wrapper_does_not_build(head, cp):
 
 
 @pytest.mark.parametrize("head, cp, named", [
-    ("from tilelang.language.ast import ptx_cp_async as cp\n", "cp", "[unbuilt]"),
-    ("import tilelang.cuda.language as TC\n", "TC.ptx_cp_async", "[unbuilt]"),
+    ("from tilelang.language.ast import ptx_cp_async as cp\n", "cp", "[presence]"),
+    ("import tilelang.cuda.language as TC\n", "TC.ptx_cp_async", "[presence]"),
     ("from mylib import *\nfrom otherlib import *\n", "ptx_cp_async", "`from mylib import *` at line 2"),
 ])
 def test_a_callee_whose_module_is_not_known_to_build_is_inconclusive(head, cp, named):
@@ -124,3 +124,15 @@ def test_a_decorator_that_is_not_tilelang_s_is_named(deco, named):
     old, new = (t.replace("@T.prim_func", deco + "\n@T.prim_func") for t in (old, new))
     v = verdict(old, new)
     assert v.verdict == "inconclusive" and f"decorator {named} of 'main'" in v.reason, v.to_dict()
+
+
+def test_an_import_not_every_release_of_the_target_has_is_named():
+    # 0.1.15 has no tvm.script.tir (0.1.9 and earlier do): the file may not load under the 0.1.9 generation
+    old, new = pair("from tvm.script.tir import *\n")
+    new = new.replace(", 16)", ", 8)")
+    v = verdict(old, new, target="0.1.9")
+    assert v.verdict == "inconclusive" and "line 2 needs tvm.script.tir" in v.reason and "0.1.9" in v.reason, \
+        v.to_dict()
+    assert verdict(*pair("from tvm.script.tir import *\n")).verdict == "equivalent"  # 0.1.8 has it
+    assert verdict(old.replace("tvm.script.tir", "tvm.script.parser.tir"),
+                   new.replace("tvm.script.tir", "tvm.script.parser.tir"), target="0.1.9").verdict == "equivalent"

@@ -55,11 +55,6 @@ SPELLINGS = [
     ("import tilelang.cuda.language as T", "T.ptx_cp_async"),
 ]
 
-# Disagreements known and not fixed yet: the file's own import fails in that release, though the callee's
-# route is fine (0.1.15 has no tvm.script.tir; the verifier does not model which TVM paths each release has).
-# Each must still disagree: when it is fixed, it leaves this set.
-KNOWN_GAPS = {("tl-latest", "import tilelang.language as T\nfrom tvm.script.tir import *", "access_ptr")}
-
 PROBE = r'''
 import inspect, json, sys
 import tilelang, tvm
@@ -158,9 +153,8 @@ def test_the_name_model_agrees_with_each_release_or_is_inconclusive(env_name):
             t, m = truth(row, form, gen), model(imports, callee, form, gen)
             if m[0] != "inconclusive":
                 decided += 1
-                gap = (env_name, imports, form) in KNOWN_GAPS
-                if (m != t) != gap:
-                    wrong.append(("fixed, leave KNOWN_GAPS: " if gap else "") + f"{imports!r} {callee} ({form}): real {got['version']} {t} [{row}], verifier {m}")
+                if m != t:
+                    wrong.append(f"{imports!r} {callee} ({form}): real {got['version']} {t} [{row}], verifier {m}")
     assert not wrong, "\n".join(wrong)
     assert decided >= 10  # the comparison decides most rows: it could fail
     # every spelling the verifier reads builds, in the legacy release, the very IR call the plain one does

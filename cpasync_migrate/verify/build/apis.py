@@ -15,8 +15,9 @@ builder reads:
 * a path through an ``[attributes]`` step (``T.tir.ptx_cp_async``) is TVM's wrapper in releases
   where the attribute shadows the subpackage and TileLang's op where it does not: both agree on a
   legacy call; an access-pointer call is inconclusive (which one it is depends on the release);
-* a path under ``[unbuilt]`` (``tilelang.language.ast``), or one the rules do not list: no API the
-  builder reads: inconclusive.
+* a path the rules do not list, or one not every release of the generation imports (``[presence]``:
+  ``tilelang.language.ast`` in none, ``tilelang.cuda`` from 0.1.13, ``tvm.tir`` up to 0.1.9): no API the
+  builder reads: inconclusive.  So is a file whose own import needs such a path (:func:`imports_problem`).
 
 It answers ``(problem, foreign)``: a problem makes the kernel inconclusive naming the name and the
 line; ``foreign`` says the text would not build.  The builder's own readings are unchanged.
@@ -25,7 +26,8 @@ from __future__ import annotations
 
 import ast
 
-from .copies import call_form
+from ...rules import parse_version
+from .copies import call_form, text_forms
 from .module import KernelSource, ModuleInfo
 from .names import Problem, Route, readings
 
@@ -33,15 +35,60 @@ ROOTS = ("tilelang", "tvm")
 
 
 def api_of(path: str, rules) -> str:
-    """What the dotted ``path`` (a callee) is: "tilelang", "tvm", "unbuilt" or "unknown"."""
+    """What the dotted ``path`` (a callee) is: "tilelang", "tvm" or "unknown"."""
     owner = path.rpartition(".")[0]
-    if any(p == m or p.startswith(m + ".") for m in rules.unbuilt_modules for p in (path, owner)):
-        return "unbuilt"
     if owner in rules.tilelang_modules:
         return "tilelang"
     if owner in rules.tvm_modules:
         return "tvm"
     return "unknown"
+
+
+def in_every_release(path: str, gen, rules) -> bool:
+    """Whether every release ``gen`` covers imports ``path`` (rules ``[presence]``; a path under no entry: yes)."""
+    keys = [k for k in rules.presence if path == k or path.startswith(k + ".")]
+    if not keys:
+        return True
+    span = rules.presence[max(keys, key=len)]
+    if not span:
+        return False
+    first, last = span
+    if parse_version(first) > parse_version(gen.covers_min):
+        return False
+    return not last or (bool(gen.covers_max) and parse_version(gen.covers_max) <= parse_version(last))
+
+
+def text_generations(mod: ModuleInfo, tree, meaning: str, forms) -> list:
+    """The generations whose releases a text is built under: the target's (``forms`` given), else the legacy
+    one for its legacy calls (or when it holds none) and the access-pointer one of ``meaning`` for the others."""
+    rules = mod.rules
+    want = set(forms) if forms is not None else {f for f, lines in text_forms(mod, tree).items() if lines}
+    if not want:
+        want = {"legacy"}
+    out = []
+    for g in rules.generations:
+        f = "legacy" if g.form == "offset" else "access_ptr"
+        if f in want and (f == "legacy" or g.size_meaning == meaning):
+            out.append(g)
+    return out
+
+
+def imports_problem(mod: ModuleInfo, tree, gens) -> str:
+    """An import of a TileLang/TVM path that not every release of ``gens`` has: the text may not load there."""
+    for node in ast.walk(tree):
+        paths = []
+        if isinstance(node, ast.Import):
+            paths = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            paths = [node.module] + [f"{node.module}.{a.name}" for a in node.names if a.name != "*"]
+        for p in paths:
+            if p.split(".")[0] not in ROOTS:
+                continue
+            gone = [g.name for g in gens if not in_every_release(p, g, mod.rules)]
+            if gone:
+                return (f"the import at line {node.lineno} needs {p}, which not every release of generation "
+                        f"{gone[0]} has (rules/namespaces.toml [presence]): the text may not load there")
+    return ""
 
 
 def _reached(ks: KernelSource) -> list:
@@ -75,8 +122,9 @@ def _poisoned(mod: ModuleInfo) -> tuple:
     return paths, system
 
 
-def names_problem(mod: ModuleInfo, ks: KernelSource) -> tuple:
-    """``(problem, foreign)`` for the prim_func ``ks`` (see the module docstring); empty strings when none."""
+def names_problem(mod: ModuleInfo, ks: KernelSource, gens) -> tuple:
+    """``(problem, foreign)`` for the prim_func ``ks`` built under the generations ``gens`` (see the module
+    docstring); empty strings when none."""
     rules, names = mod.rules, mod.names
     poisoned, system = _poisoned(mod)
     nodes = _reached(ks)
@@ -100,7 +148,7 @@ def names_problem(mod: ModuleInfo, ks: KernelSource) -> tuple:
     for node in nodes:
         for n in ast.walk(node):
             if isinstance(n, ast.Call) and mod.op_name(n.func) == rules.intrinsic:
-                p, f = _callee_problem(mod, n, poisoned)
+                p, f = _callee_problem(mod, n, poisoned, gens)
                 if p or f:
                     return p, f
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -126,31 +174,37 @@ def _paths(mod: ModuleInfo, expr, poisoned) -> tuple:
     return paths, ""
 
 
-def _callee_problem(mod: ModuleInfo, call: ast.Call, poisoned) -> tuple:
+def _callee_problem(mod: ModuleInfo, call: ast.Call, poisoned, gens) -> tuple:
     rules = mod.rules
     paths, problem = _paths(mod, call.func, poisoned)
     if problem:
         return problem, ""
     text, line = ast.unparse(call.func)[:50], call.lineno
     apis = {p: api_of(p, rules) for p in paths}
-    odd = [p for p, a in apis.items() if a in ("unbuilt", "unknown")]
+    odd = [p for p, a in apis.items() if a == "unknown"]
     if odd:
-        why = ("a module real TileLang does not import (rules/namespaces.toml [unbuilt])" if apis[odd[0]] == "unbuilt"
-               else "not a module whose ptx_cp_async the rules know ([tilelang], [tvm])")
-        return f"{text} at line {line} reaches {odd[0]}, {why}: the verifier reads no API there", ""
+        return (f"{text} at line {line} reaches {odd[0]}, not a module whose ptx_cp_async the rules know ([tilelang], "
+                "[tvm]): the verifier reads no API there"), ""
+    form = call_form(mod, call)
     kinds = set(apis.values())
-    if call_form(mod, call) == "legacy" or kinds == {"tilelang"}:
-        # TVM's wrapper and TileLang's legacy op take the same six arguments and build the same IR call; a
-        # legacy call under an access-pointer target is refused by the form check
-        return "", ""
-    tvm = next(p for p, a in apis.items() if a == "tvm")
-    if kinds == {"tvm"}:
-        return "", (f"{text} at line {line} is TVM's wrapper {tvm}, which takes only the legacy six-argument form "
-                    "(the kernel does not build)")
-    tl = next(p for p, a in apis.items() if a == "tilelang")
-    return (f"{text} at line {line} reaches {tvm} (TVM's wrapper, legacy form only) in releases where the attribute "
-            f"is the module rules/namespaces.toml [attributes] names, and {tl} (TileLang's op) where it is the "
-            "subpackage: which signature the access-pointer call meets depends on the release"), ""
+    if form == "access_ptr" and kinds != {"tilelang"}:
+        tvm = next(p for p, a in apis.items() if a == "tvm")
+        if kinds == {"tvm"}:
+            return "", (f"{text} at line {line} is TVM's wrapper {tvm}, which takes only the legacy six-argument form "
+                        "(the kernel does not build)")
+        tl = next(p for p, a in apis.items() if a == "tilelang")
+        return (f"{text} at line {line} reaches {tvm} (TVM's wrapper, legacy form only) in releases where the "
+                f"attribute is the module rules/namespaces.toml [attributes] names, and {tl} (TileLang's op) where it "
+                "is the subpackage: which signature the access-pointer call meets depends on the release"), ""
+    # TVM's wrapper and TileLang's legacy op take the same six arguments and build the same IR call; a legacy
+    # call under an access-pointer target is refused by the form check
+    mine = [g for g in gens if (g.form == "offset") == (form == "legacy")]
+    for p in paths:
+        gone = [g.name for g in mine if not in_every_release(p, g, rules)]
+        if gone:
+            return (f"{text} at line {line} reaches {p}, which not every release of generation {gone[0]} imports "
+                    "(rules/namespaces.toml [presence]): the verifier reads no API there"), ""
+    return "", ""
 
 
 def _decorator_problem(mod: ModuleInfo, fn, poisoned) -> str:
@@ -170,7 +224,7 @@ def _decorator_problem(mod: ModuleInfo, fn, poisoned) -> str:
             return problem
         if o in ("prim_func", "macro"):
             kinds = {api_of(p, mod.rules) for p in paths}
-            if len(kinds) != 1 or kinds <= {"unbuilt", "unknown"}:
+            if len(kinds) != 1 or kinds == {"unknown"}:
                 return (f"@{text} of {fn.name!r} at line {d.lineno} reaches {' or '.join(paths)}: which {o} it is "
                         "is not known from the text")
     return ""
