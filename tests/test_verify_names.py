@@ -136,3 +136,48 @@ def test_an_import_not_every_release_of_the_target_has_is_named():
     assert verdict(*pair("from tvm.script.tir import *\n")).verdict == "equivalent"  # 0.1.8 has it
     assert verdict(old.replace("tvm.script.tir", "tvm.script.parser.tir"),
                    new.replace("tvm.script.tir", "tvm.script.parser.tir"), target="0.1.9").verdict == "equivalent"
+
+
+def test_a_module_constant_built_through_a_name_bound_twice_is_named():
+    head = "try:\n    import tvm.script.tir as T\nexcept ImportError:\n    pass\nimport tilelang.language as T\n" \
+           "W = T.ceildiv(16, 2)\n"
+    old, new = pair(head)
+    old, new = (t.replace("T.serial(8)", "T.serial(W)").replace("import tilelang.language as T\ntry", "try", 1)
+                for t in (old, new))
+    v = verdict(old, new)
+    assert v.verdict == "inconclusive" and "'T' in the module is bound 2 times" in v.reason, v.to_dict()
+
+
+def test_prim_func_through_an_alias_bound_twice_is_named():
+    old, new = pair("P = T.prim_func\nif True:\n    P = T.macro\n")
+    old, new = (t.replace("@T.prim_func", "@P") for t in (old, new))
+    v = verdict(old, new)
+    assert v.verdict != "equivalent", v.to_dict()
+
+
+def test_a_user_decorator_wrapping_prim_func_leaves_the_kernel_unproven():
+    head = "\n\ndef kernel(f):\n    return T.prim_func(f)\n"
+    old, new = pair(head)
+    old, new = (t.replace("@T.prim_func", "@kernel") for t in (old, new))
+    (v,) = verify_source(old, new, "k.py", rules=RULES, target="0.1.8", seeds=1)
+    assert v.verdict == "inconclusive" and "in no prim_func the verifier builds" in v.reason, v.to_dict()
+
+
+def test_a_module_made_by_importlib_is_not_read_as_tilelang():
+    old, new = pair()
+    old, new = (t.replace("import tilelang.language as T\n",
+                          "import importlib\nT = importlib.import_module('tilelang.language')\n", 1) for t in (old, new))
+    (v,) = verify_source(old, new, "k.py", rules=RULES, target="0.1.8", seeds=1)
+    assert v.verdict == "inconclusive", v.to_dict()
+
+
+def test_a_macro_defined_two_ways_under_a_guard_is_not_picked():
+    def text(first: str, second: str) -> str:
+        guarded = ("import os\nif os.environ.get('X'):\n    @T.macro\n    def load(S, A, bx, tx):\n        " + first +
+                   "\nelse:\n    @T.macro\n    def load(S, A, bx, tx):\n        " + second + "\n")
+        return "import tilelang.language as T\n" + guarded + BODY.replace("CALL", "load(S, A, bx, tx)")
+
+    shifted = LEGACY.replace("tx * 8, 16", "tx * 8 + 8, 16")
+    new = NEW.format(cp="T.ptx_cp_async")
+    v = verdict(text(LEGACY, shifted), text(new, new.replace("tx * 8, 8, 1", "tx * 8 + 8, 8, 1")))
+    assert v.verdict == "inconclusive" and "'load'" in v.reason, v.to_dict()

@@ -128,7 +128,11 @@ def names_problem(mod: ModuleInfo, ks: KernelSource, gens) -> tuple:
     rules, names = mod.rules, mod.names
     poisoned, system = _poisoned(mod)
     nodes = _reached(ks)
-    for node in nodes:
+    # and the statements the kernel's build-time names come from: the module's and its factories', outside defs
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    around = [st for body in [names.body] + [f.body for f in ks.factory] for st in body if not isinstance(st, defs)]
+    inside = {id(n) for node in nodes for n in ast.walk(node)}
+    for node in nodes + around:
         for n in ast.walk(node):
             if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)):
                 continue
@@ -138,6 +142,8 @@ def names_problem(mod: ModuleInfo, ks: KernelSource, gens) -> tuple:
             r = names.resolve(n)
             if isinstance(r, Problem):
                 return f"{r.message} (read at line {n.lineno})", ""
+            if r is None and id(n) not in inside:
+                continue  # a name of a comprehension or function outside the kernel: not one the kernel reads
             if r is None:
                 return (f"{n.id!r} at line {n.lineno} is bound where it is read (a parameter or local name of its "
                         f"function), not by the import of {nominal}: what it is is not known from the text"), ""

@@ -98,6 +98,7 @@ class NameModel:
         # modules whose star import binds only their own API names (rules [tilelang] and [tvm]; real TileLang
         # binds no alias such as T there: tests/test_verify_names_realtl.py); any other may rebind any name
         self.api_modules = frozenset(api_modules)
+        self.body = tree.body
         self.module = _Scope("module", None)
         self._scope_of: dict = {}  # id(Name node) -> the scope it is read in
         self._pending: list = []  # (scope, name, Binding): placed once global/nonlocal are known
