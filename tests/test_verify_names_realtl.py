@@ -53,6 +53,12 @@ SPELLINGS = [
     ("import tilelang.language as T\ncp = T.ptx_cp_async", "cp"),
     ("import tilelang.language as T\ncp = T.tir.ptx_cp_async", "cp"),
     ("import tilelang.cuda.language as T", "T.ptx_cp_async"),
+    ("import tilelang.language.tir", "tilelang.language.tir.ptx_cp_async"),
+    ("from tvm.script.parser import tir as T", "T.ptx_cp_async"),
+    ("import tvm.tirx.op as X", "X.ptx_cp_async"),
+    ("from tvm.script.parser import tirx as T", "T.ptx_cp_async"),
+    ("try:\n    from tvm.script import tir as T\nexcept ImportError:\n    import tilelang.language as T", "T.ptx_cp_async"),
+    ("import tilelang.language as T\nif False:\n    import tvm.script.tir as T", "T.ptx_cp_async"),
 ]
 
 PROBE = r'''
