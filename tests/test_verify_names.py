@@ -52,6 +52,7 @@ def test_the_plain_pair_is_proven():
     ("del T\nimport tilelang.language as T\n", "line 2: del"),
     ("def f():\n    global T\n    T = None\n", "global in a function"),
     ("globals()['T'] = None\n", "rebound by string"),
+    ("globals().update(T=None)\n", "rebound by string"),
     ("exec('import tvm.script.tir as T')\n", "rebound by string"),
     ("print(T := None)\n", "walrus"),
 ])
@@ -181,3 +182,10 @@ def test_a_macro_defined_two_ways_under_a_guard_is_not_picked():
     new = NEW.format(cp="T.ptx_cp_async")
     v = verdict(text(LEGACY, shifted), text(new, new.replace("tx * 8, 8, 1", "tx * 8 + 8, 8, 1")))
     assert v.verdict == "inconclusive" and "'load'" in v.reason, v.to_dict()
+
+
+def test_an_alias_of_the_op_rebound_by_string_is_named():
+    old, new = pair("cp = T.ptx_cp_async\nglobals()['cp'] = print\n", cp="cp")
+    old = old.replace("T.ptx_cp_async(\"float16\"", "cp(\"float16\"")
+    v = verdict(old, new)
+    assert v.verdict == "inconclusive" and "'cp'" in v.reason and "rebound by string" in v.reason, v.to_dict()

@@ -299,23 +299,26 @@ class NameModel:
 
     def _of(self, name: str, scope: _Scope):
         bs = scope.bindings[name]
-        where = f"{name!r} in {'the module' if scope is self.module else 'its function'}"
-        routes = [b for b in bs if b.kind == "import"]
-        if scope is self.module:
+        r = self._binding(name, scope, bs)
+        if scope is self.module and isinstance(r, Route):
+            first = min(b.line for b in bs)
             rebound = self.rebound.get(name) or self.rebound.get(WHOLE_FILE)
-            if rebound and routes:
-                return Problem(f"{where} is bound by the import at line {routes[0].line} and can be rebound by "
-                               f"string ({rebound}): which module it is is not known from the text")
-            late = [(m, ln) for m, ln, _ in self.stars if routes and ln > min(b.line for b in routes) and
-                    m not in self.api_modules]
+            if rebound:
+                return Problem(f"{name!r} in the module is bound at line {first} and can be rebound by string "
+                               f"({rebound}): which module it is is not known from the text")
+            late = [(m, ln) for m, ln, _ in self.stars if ln > first and m not in self.api_modules]
             if late:
                 m, ln = late[0]
-                return Problem(f"{where} is bound by the import at line {routes[0].line}; `from {m} import *` at "
+                return Problem(f"{name!r} in the module is bound at line {first}; `from {m or '.'} import *` at "
                                f"line {ln} can rebind it: which module it is is not known from the text")
+        return r
+
+    def _binding(self, name: str, scope: _Scope, bs: list):
+        where = f"{name!r} in {'the module' if scope is self.module else 'its function'}"
+        routes = [b for b in bs if b.kind == "import"]
         if len(bs) == 1 and routes:
             return routes[0].route
-        if routes and all(b.kind == "import" for b in bs) and len({b.route.path for b in routes}) == 1 and \
-                len({(b.route.base, b.route.attrs) for b in routes}) == 1:
+        if routes and all(b.kind == "import" for b in bs) and len({(b.route.base, b.route.attrs) for b in routes}) == 1:
             return routes[0].route  # the same import twice
         if not routes:
             if len(bs) == 1 and scope is self.module and bs[0].kind == "assignment":
