@@ -53,6 +53,7 @@ def test_the_plain_pair_is_proven():
     ("def f():\n    global T\n    T = None\n", "global in a function"),
     ("globals()['T'] = None\n", "rebound by string"),
     ("globals().update(T=None)\n", "rebound by string"),
+    ("g = globals()\ng['T'] = None\n", "rebound by string"),
     ("exec('import tvm.script.tir as T')\n", "rebound by string"),
     ("print(T := None)\n", "walrus"),
 ])
@@ -63,6 +64,7 @@ def test_a_name_bound_more_than_once_is_named(head, named):
 
 def test_a_comprehension_variable_does_not_rebind_the_module_name():
     assert verdict(*pair("xs = [T for T in range(3)]\n")).verdict == "equivalent"
+    assert verdict(*pair("X = globals()['__name__']\n")).verdict == "equivalent"  # read by a constant key
 
 
 def test_a_local_name_shadowing_the_import_is_named():

@@ -109,6 +109,7 @@ class NameModel:
         self.attr_writes: list = []
         self.import_writes: list = []  # (node, line)
         self._visit_body(tree.body, self.module, top=True)
+        self._loose_namespaces(tree)
         for scope, name, b in self._pending:
             self._target(scope, name).add(name, b)
         self._aliases: dict = {}  # module-level `name = <dotted name>`: name -> the value's node
@@ -230,6 +231,18 @@ class NameModel:
                     key = t.slice
                     name = key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else WHOLE_FILE
                     self.rebound.setdefault(name, f"{ast.unparse(t)[:40]} at line {line}")
+
+    def _loose_namespaces(self, tree) -> None:
+        """``globals()``/``vars()`` used other than indexed or through one of its methods (``g = globals()``,
+        ``f(vars())``): whatever holds it can rebind any module name by string."""
+        held = set()
+        for n in ast.walk(tree):
+            if isinstance(n, (ast.Subscript, ast.Attribute)) and _is_call_of(n.value, ("globals", "vars")):
+                held.add(id(n.value))
+        for n in ast.walk(tree):
+            if _is_call_of(n, ("globals", "vars")) and id(n) not in held:
+                self.rebound.setdefault(WHOLE_FILE, f"{n.func.id}() at line {n.lineno}")
+                return
 
     def _rebinding_by_string(self, call: ast.Call) -> None:
         """``exec``/``eval`` of text (a constant one: the names it binds), ``globals()``/``vars()`` used
