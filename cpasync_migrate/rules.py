@@ -101,6 +101,9 @@ class Rules:
     shared_memory: dict = field(default_factory=dict)
     # python_api.toml: the Python API's own definition and runtime helpers that read the layout
     python_api: dict = field(default_factory=dict)
+    # namespaces.toml [presence]: module path -> (first, last) releases known to import it ("" open ended),
+    # () for none; a path under no entry is in every release
+    presence: dict = field(default_factory=dict)
 
     def generation(self, name: str) -> Generation:
         for g in self.generations:
@@ -330,6 +333,7 @@ _LAYOUTS = {
         "tilelang": _Table({"modules": _STRS, "emit_module": _STR, "emit_alias": _STR, "emit_fallback_alias": _STR}),
         "tvm": _Table({"modules": _STRS}),
         "attributes": _Data(kind="str"),
+        "presence": _Data(required=False, kind="strs"),
         "declarations": _Data(values=_DECLARATION),
     }),
     "shared_memory.toml": _Table({
@@ -533,4 +537,5 @@ def load_rules(directory: Optional[str] = None) -> Rules:
         versions=versions,
         shared_memory=named.get("shared_memory.toml", {}),
         python_api=named.get("python_api.toml", {}),
+        presence={k: tuple(v) for k, v in namespaces.get("presence", {}).items()},
     )

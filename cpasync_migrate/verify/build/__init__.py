@@ -22,6 +22,7 @@ import ast
 from typing import Optional
 
 from ..ir import Unsupported
+from .apis import imports_problem, names_problem, text_generations
 from .identity import BuiltKernel, definitions, fingerprint, foreign_construct
 from .copies import text_forms
 from .module import ModuleInfo, parse_bind_value
@@ -46,6 +47,8 @@ def build_kernels(text: str, rules, *, meaning: str, binds: Optional[dict] = Non
     b = {k: parse_bind_value(v) if isinstance(v, str) else v for k, v in (binds or {}).items()}
     mod = ModuleInfo(tree, rules, b)
     defs = definitions(tree)
+    gens = text_generations(mod, tree, meaning, forms)
+    loads = imports_problem(mod, tree, gens)
     out = []
     for ks in mod.kernels:
         fp = fingerprint(text, ks, tree, defs)
@@ -55,6 +58,16 @@ def build_kernels(text: str, rules, *, meaning: str, binds: Optional[dict] = Non
             # whether the kernel builds under the target is part of its meaning: never the unchanged shortcut
             fp += f"\0forms={forms}\0{bad_form}"
             fr = fr or bad_form
+        name_error, name_foreign = names_problem(mod, ks, gens)
+        name_error = name_error or loads
+        if name_error or name_foreign:
+            # which API a name reaches is part of the kernel's meaning too
+            fp += f"\0names\0{name_error}\0{name_foreign}"
+            fr = fr or name_foreign
+        if name_error:
+            out.append(BuiltKernel(ks.qualname, ks.node.lineno, None, Unsupported(name_error, ks.node.lineno), fp, fr,
+                                   ks.int_params))
+            continue
         try:
             k = KernelBuilder(mod, ks, meaning).build()
             out.append(BuiltKernel(ks.qualname, ks.node.lineno, k, None, fp, fr, ks.int_params))

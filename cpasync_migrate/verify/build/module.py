@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..ir import Unsupported
+from .names import NameModel
 from .signatures import SIGNATURES, bind
 
 BIN_OPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "fdiv",
@@ -81,6 +82,7 @@ class ModuleInfo:
         self.consts: dict = {}
         self.macros: dict = {}
         self.kernels: list[KernelSource] = []
+        self.names = NameModel(tree, rules.tilelang_modules + rules.tvm_modules)  # every binding of every name, by scope (the gate: apis.py)
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for a in node.names:
