@@ -106,6 +106,11 @@ def _count_sites(text: str) -> list[tuple[int, int]]:
     return [offset_to_linecol(starts, m.start()) for m in _SITE_RE.finditer(text)]
 
 
+def _unread(outcome: FileOutcome) -> FileOutcome:
+    outcome.unread = True
+    return outcome
+
+
 def error_outcome(path: str, language: str, message: str, line: Optional[int] = None,
                    text: Optional[str] = None, column: Optional[int] = None) -> FileOutcome:
     out = FileOutcome(path=path, language=language, error=message, error_line=line)
@@ -136,15 +141,15 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
     try:
         raw = files.read_source(path, settings.max_file_size)
     except files.TooLarge as e:
-        return error_outcome(path, language, e.message) if e.has_needle else None
+        return _unread(error_outcome(path, language, e.message)) if e.has_needle else None
     except files.FileError as e:
-        return error_outcome(path, language, e.message)
+        return _unread(error_outcome(path, language, e.message))
     if not files.has_needle(raw):
         return None
     try:
         src = files.decode(path, raw, python=(language == "python"))
     except files.FileError as e:
-        return error_outcome(path, language, e.message, e.line)
+        return _unread(error_outcome(path, language, e.message, e.line))
     text = src.text
     analysis = ck = None
     line_length = (settings.line_length or line_length_of(path)) if language == "python" else 88

@@ -343,6 +343,15 @@ def _unread_outcomes(unlisted: list, special: list) -> list[FileOutcome]:
     return out
 
 
+def _not_named_reason() -> str:
+    """-v's reason for a file in scope that no front end parsed: the byte prefilter (or, for a file over
+    --max-file-size, its search through the whole file) found no name worth parsing in it."""
+    from .rules import intrinsic_name
+
+    return (f"does not name {intrinsic_name()} (nor a runtime helper or a suppression comment); "
+            "not parsed")
+
+
 def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 1, respect_gitignore=True,
               since: Optional[str] = None, verbose=False, quiet=False,
               show_progress: bool = False, pool: Optional[str] = None,
@@ -368,6 +377,8 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
         for pe in _discovered(paths, excludes, respect_gitignore, since_set, unlisted, skipped, special, keep,
                               skipped if verbose else None):
             scanned += 1
+            if looked is not None:
+                looked.append(pe[0])
             if memo is not None and not pe[1]:
                 walked.append(pe[0])
             yield pe
@@ -377,6 +388,7 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
     fresh: dict = {}  # the stat memo's new entries (from every process) ...
     stale: set = set()  # ... and the paths whose old entry no longer holds
     walked: list = []  # the paths the prefilter looked at
+    looked: Optional[list] = [] if verbose else None  # -v: every path in scope, to say why one was not parsed
 
     def on_memo(taken) -> None:
         fresh.update(taken[0])
@@ -410,10 +422,14 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
     if verbose:  # paths named as the findings name them (paths.rel: `x`, not `./x`)
         from .paths import rel
 
+        reported = {o.path for o in outcomes}
+        skipped.extend((p, _not_named_reason()) for p in looked if p not in reported)
+        skipped.extend((o.path, f"{o.error} (CPA900)") for o in outcomes if o.unread)
         for path, why in sorted(set(skipped)):
             print(f"skipped {rel(path)}: {why}", file=sys.stderr)
         for o in sorted(outcomes, key=lambda o: o.path):
-            print(f"processed {rel(o.path)}" + (" (analysis from the results cache)" if o.cached else ""),
-                  file=sys.stderr)
+            if not o.unread:
+                print(f"processed {rel(o.path)}" + (" (analysis from the results cache)" if o.cached else ""),
+                      file=sys.stderr)
     outcomes.sort(key=lambda o: o.path)
     return outcomes, scanned
