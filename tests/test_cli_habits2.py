@@ -89,3 +89,124 @@ def test_verbose_names_a_named_file_that_is_not_parsed(tmp_path):
     assert "nul.py:1:1: CPA900 binary file" in r.stdout  # still a file error
     r = run_cli("--check", "--no-cache", "./plain.py", cwd=tmp_path)
     assert "skipped" not in r.stderr, "only -v says so"
+
+
+# ---------------------------------------------------------------- target, style and line-length per file
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
+# the call of test_cli.LEGACY as each configuration below has it migrated (written by hand: docs/design.md's
+# rules; 0.1.9 counts elements, 16 bytes of float16 are 8; 0.1.8 keeps the byte count)
+NEW_0_1_9_ACCESS_PTR = ('        T.ptx_cp_async(\n'
+                        '            T.access_ptr(S[tx * 8], "w", 8), T.access_ptr(A[tx * 8], "r", 8), 8\n'
+                        '        )\n')
+NEW_0_1_8_WIDE = ('        T.ptx_cp_async(T.tvm_access_ptr(T.type_annotation("float16"), S.data, tx * 8, 8, 2), '
+                  'T.tvm_access_ptr(T.type_annotation("float16"), A.data, tx * 8, 8, 1), 16)\n')
+OLD_CALL = '        T.ptx_cp_async("float16", S.data, tx * 8, A.data, tx * 8, 16)\n'
+
+
+@pytest.fixture
+def two(tmp_path):
+    """Two sub-packages, each with its own target, style and line length; a third file under the root's."""
+    write(tmp_path / "pyproject.toml", '[tool.cpasync-migrate]\ntarget = "0.1.8"\n')
+    write(tmp_path / "a" / "pyproject.toml", '[tool.cpasync-migrate]\ntarget = "0.1.9"\nstyle = "access_ptr"\n')
+    write(tmp_path / "b" / "pyproject.toml", '[tool.cpasync-migrate]\ntarget = "0.1.8"\nline-length = 200\n')
+    for rel in ("a/k.py", "b/k.py", "top.py"):
+        write(tmp_path / rel, LEGACY)
+    return tmp_path
+
+
+def test_target_style_and_line_length_come_from_each_files_config_whatever_the_order(two):
+    runs = {}
+    for order in (("a", "b", "top.py"), ("top.py", "b", "a")):
+        r = run_cli("--no-cache", *order, cwd=two)
+        assert r.returncode == 0, r.stderr
+        runs[order] = ({rel: (two / rel).read_text() for rel in ("a/k.py", "b/k.py", "top.py")}, r.stdout + r.stderr)
+        for rel in ("a/k.py", "b/k.py", "top.py"):
+            write(two / rel, LEGACY)
+    (first, err1), (second, err2) = runs.values()
+    assert first == second and err1 == err2
+    assert first["a/k.py"] == LEGACY.replace(OLD_CALL, NEW_0_1_9_ACCESS_PTR)
+    assert first["b/k.py"] == LEGACY.replace(OLD_CALL, NEW_0_1_8_WIDE)
+    assert 'T.tvm_access_ptr(T.type_annotation("float16"), S.data, tx * 8, 8, 2),\n' in first["top.py"]
+    assert ", 16,\n" not in first["top.py"] and "            16,\n" in first["top.py"]
+    # the summary names the run's target and the files migrated to another one, and where that came from
+    assert "target: 0.1.8 " in err1 and "; 1 file(s) to 0.1.9 (a/pyproject.toml)" in err1
+
+
+def test_the_command_line_wins_over_every_files_config(two):
+    r = run_cli("--check", "--format", "json", "--no-cache", "--target", "0.1.8", "--line-length", "200", "b", "a",
+                cwd=two)
+    assert r.returncode == 1, r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["target"]["generation"] == "0.1.8" and "per_file" not in rep["target"]
+    r = run_cli("--diff", "--no-cache", "--target", "0.1.8", "--line-length", "200", "b", "a", cwd=two)
+    assert r.stdout.count("+" + NEW_0_1_8_WIDE) == 2, r.stdout
+    r = run_cli("--diff", "--no-cache", "--config", 'style = "tvm_access_ptr"', "a", cwd=two)
+    assert "T.tvm_access_ptr(T.type_annotation" in r.stdout and "T.access_ptr(" not in r.stdout
+    assert "8,\n" in r.stdout and "16,\n" not in r.stdout  # still the file's own 0.1.9: element counts
+    r = run_cli("--show-settings", "a/k.py", cwd=two)
+    assert 'target = "0.1.9"' in r.stdout and 'style = "access_ptr"' in r.stdout
+    r = run_cli("--show-settings", "b/k.py", cwd=two)
+    assert 'target = "0.1.8"' in r.stdout and "line-length = 200" in r.stdout
+
+
+def test_a_key_the_nearest_table_leaves_out_has_its_default_not_the_parents(two):
+    """As ruff: the nearest table is the file's whole configuration (a root's target is not inherited)."""
+    write(two / "pyproject.toml", '[tool.cpasync-migrate]\ntarget = "0.1.9"\n')
+    write(two / "b" / "pyproject.toml", '[tool.cpasync-migrate]\nline-length = 200\n')
+    r = run_cli("--diff", "--no-cache", "b", "top.py", cwd=two)
+    assert r.returncode == 1
+    assert "+" + NEW_0_1_8_WIDE in r.stdout  # b: no target of its own, the default (0.1.8 here)
+    assert r.stdout.count("            8,\n") == 1  # top.py: the root's 0.1.9
+
+
+def test_a_bad_target_in_a_sub_package_names_its_file(two):
+    write(two / "b" / "pyproject.toml", '[tool.cpasync-migrate]\ntarget = "9.9"\n')
+    r = run_cli("--check", "--no-cache", ".", cwd=two)
+    assert r.returncode == 3
+    assert f"{two / 'b' / 'pyproject.toml'}: [tool.cpasync-migrate] target = '9.9': " in r.stderr
+
+
+def _set_tree(root, files: dict):
+    for rel, ref in files.items():
+        folder, _, stem = ref.rpartition("/")
+        [src] = [n for n in os.listdir(os.path.join(FIXTURES, folder)) if n.startswith(stem + ".in.")]
+        dest = root / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(os.path.join(FIXTURES, folder, src), dest)
+
+
+@pytest.mark.parametrize("files, args, split", [
+    # a fork's Python definition and its caller (tests/fixtures/sets/cases.toml: definition_and_callers)
+    ({"tilelang/language/tir/op.py": "sets/own/op", "testing/test_copy.py": "python/alias_t_positional"},
+     ["--accept-partial-sets"], "testing"),
+    # the C++ side of a whole fork (fork_exact_set_applied_by_default): builders and readers
+    ({"tilelang/language/tir/op.py": "sets/own/op", "testing/test_copy.py": "python/alias_t_positional",
+      "src/transform/inject_async.cc": "cpp/fork_inject", "src/target/codegen_demo.cc": "cpp/codegen_branches",
+      "src/transform/merge_shared_memory_allocations.cc": "cpp/merge_rebase"}, [], "src/target"),
+])
+def test_a_change_set_spanning_two_targets_is_refused(tmp_path, files, args, split):
+    tree = tmp_path / "tree"
+    _set_tree(tree, files)
+    before = {rel: (tree / rel).read_bytes() for rel in files}
+    write(tree / "pyproject.toml", '[tool.cpasync-migrate]\ntarget = "0.1.8"\n')
+    write(tree / split / "pyproject.toml", '[tool.cpasync-migrate]\ntarget = "0.1.9"\n')
+    r = run_cli("--no-cache", *args, ".", cwd=tree)
+    assert r.returncode == 1, r.stdout + r.stderr
+    # nothing of the set is written (the printer's unreachable duplicate branch is no member: its safe
+    # deletion is made all the same, as in cases.toml)
+    for rel in files:
+        if not rel.endswith("codegen_demo.cc"):
+            assert (tree / rel).read_bytes() == before[rel], rel
+    assert "migrated to different targets (0.1.8, 0.1.9)" in r.stdout + r.stderr
+    r = run_cli("--check", "--format", "json", "--no-cache", *args, ".", cwd=tree)
+    [cs] = json.loads(r.stdout)["sets"]
+    assert cs["state"] == "held" and "different targets" in cs["why"]
+    assert "same target" in cs["command"]
+    assert {b["reason"] for b in cs["blockers"]} == {"its file is migrated to 0.1.8", "its file is migrated to 0.1.9"}
+    assert {m["status"] for m in cs["members"]} <= {"held", "unsafe", "manual"}, cs["members"]
+    assert any(m["path"].startswith(split + "/") for m in cs["members"])
+    # one target for the whole set (the command line's): the set is applied as before
+    r = run_cli("--no-cache", "--target", "0.1.8", *args, ".", cwd=tree)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert all((tree / rel).read_bytes() != before[rel] for rel in files)
