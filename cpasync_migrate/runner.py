@@ -394,6 +394,11 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
         fresh.update(taken[0])
         stale.update(taken[1])
 
+    # Write mode walks the whole tree before it processes (and so writes) any file: every configuration a
+    # file of the run uses is then read and checked (``keep``), and a mistake in one (a ConfigError naming
+    # the file and the key) ends the run with nothing written, not half of the tree.  The other modes write
+    # nothing, so they walk and process at once.
+    listed = iter(list(pairs())) if settings.mode == "write" else None
     prefilter.MEMO = memo
 
     try:
@@ -403,12 +408,13 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
                     outcomes.append(o)
                 progress.advance()
 
+            source = listed if listed is not None else pairs()
             if jobs <= 1:
-                _run_serial(pairs(), settings, progress.hits, on_outcome, names)
+                _run_serial(source, settings, progress.hits, on_outcome, names)
             elif (pool or ("fork" if hasattr(os, "fork") else "executor")) == "fork":
-                _run_forked(pairs(), jobs, settings, progress.hits, on_outcome, names, on_memo)
+                _run_forked(source, jobs, settings, progress.hits, on_outcome, names, on_memo)
             else:
-                _run_executor(pairs(), jobs, settings, progress.hits, on_outcome, names, on_memo)
+                _run_executor(source, jobs, settings, progress.hits, on_outcome, names, on_memo)
     finally:
         prefilter.MEMO = None
     if memo is not None:

@@ -210,3 +210,39 @@ def test_a_change_set_spanning_two_targets_is_refused(tmp_path, files, args, spl
     r = run_cli("--no-cache", "--target", "0.1.8", *args, ".", cwd=tree)
     assert r.returncode == 0, r.stdout + r.stderr
     assert all((tree / rel).read_bytes() != before[rel] for rel in files)
+
+
+# ---------------------------------------------------------------- a configuration mistake met during the walk
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_broken_config_met_during_the_walk_leaves_the_tree_unwritten(tmp_path, jobs):
+    """Two files to migrate, the second under a sub-package whose configuration is broken.  The walk meets
+    that configuration only after more than one batch of files (git's sorted list: a/ first), so a run that
+    processed as it walked would have written a/0.py before it stopped."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    env = _git_env(tmp_path)
+    tree = tmp_path / "tree"
+    write(tree / "a" / "0.py", LEGACY)
+    for i in range(140):  # more than a batch (runner.CHUNK) of files before the sub-package
+        write(tree / "a" / f"plain_{i:03}.py", "x = 1\n")
+    write(tree / "z" / "sub" / "k.py", LEGACY)
+    write(tree / "z" / "sub" / "pyproject.toml", '[tool.cpasync-migrate]\nselect = ["CPA001"]\nignore = ["CPA999"]\n')
+    subprocess.run(["git", "init", "-q", str(tree)], check=True, env={**os.environ, **env})
+    r = run_cli("--no-cache", "-j", jobs, ".", cwd=tree, env=env)
+    assert r.returncode == 3, r.stdout + r.stderr  # a configuration error: nothing was processed (docs/ci.md)
+    assert (f"{tree / 'z' / 'sub' / 'pyproject.toml'}: [tool.cpasync-migrate] ignore = CPA999: no such code"
+            in r.stderr)
+    assert (tree / "a" / "0.py").read_text() == LEGACY, "nothing is written before the mistake is found"
+    assert (tree / "z" / "sub" / "k.py").read_text() == LEGACY
+    # a target the rules do not know, in the same place: the same
+    write(tree / "z" / "sub" / "pyproject.toml", '[tool.cpasync-migrate]\ntarget = "9.9"\n')
+    r = run_cli("--no-cache", "-j", jobs, ".", cwd=tree, env=env)
+    assert r.returncode == 3 and "z/sub/pyproject.toml: [tool.cpasync-migrate] target = '9.9': " in r.stderr
+    assert (tree / "a" / "0.py").read_text() == LEGACY
+    # fixed: both are written
+    write(tree / "z" / "sub" / "pyproject.toml", '[tool.cpasync-migrate]\ntarget = "0.1.8"\n')
+    r = run_cli("--no-cache", "-j", jobs, ".", cwd=tree, env=env)
+    assert r.returncode == 0, r.stderr
+    assert (tree / "a" / "0.py").read_text() != LEGACY and (tree / "z" / "sub" / "k.py").read_text() != LEGACY
