@@ -352,6 +352,23 @@ def _not_named_reason() -> str:
             "not parsed")
 
 
+def _say_what_was_read(outcomes: list, skipped: list, looked: list) -> None:
+    """-v: ``skipped PATH: WHY`` for every path passed over (by a rule of the walk, the byte prefilter, or
+    how the file is stored) and ``processed PATH`` for every file analysed, the paths named as the findings
+    name them (paths.rel: `x`, not `./x`)."""
+    from .paths import rel
+
+    reported = {o.path for o in outcomes}
+    skipped = skipped + [(p, _not_named_reason()) for p in looked if p not in reported]
+    skipped += [(o.path, f"{o.error} (CPA900)") for o in outcomes if o.unread]
+    for path, why in sorted(set(skipped)):
+        print(f"skipped {rel(path)}: {why}", file=sys.stderr)
+    for o in sorted(outcomes, key=lambda o: o.path):
+        if not o.unread:
+            print(f"processed {rel(o.path)}" + (" (analysis from the results cache)" if o.cached else ""),
+                  file=sys.stderr)
+
+
 def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 1, respect_gitignore=True,
               since: Optional[str] = None, verbose=False, quiet=False,
               show_progress: bool = False, pool: Optional[str] = None,
@@ -425,17 +442,7 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
 
             stat_memo.save(settings.cache_dir, memo_key, memo, memo.entries(walked, fresh, stale), cache.write_json)
     outcomes.extend(_unread_outcomes(unlisted, special))
-    if verbose:  # paths named as the findings name them (paths.rel: `x`, not `./x`)
-        from .paths import rel
-
-        reported = {o.path for o in outcomes}
-        skipped.extend((p, _not_named_reason()) for p in looked if p not in reported)
-        skipped.extend((o.path, f"{o.error} (CPA900)") for o in outcomes if o.unread)
-        for path, why in sorted(set(skipped)):
-            print(f"skipped {rel(path)}: {why}", file=sys.stderr)
-        for o in sorted(outcomes, key=lambda o: o.path):
-            if not o.unread:
-                print(f"processed {rel(o.path)}" + (" (analysis from the results cache)" if o.cached else ""),
-                      file=sys.stderr)
+    if verbose:
+        _say_what_was_read(outcomes, skipped, looked)
     outcomes.sort(key=lambda o: o.path)
     return outcomes, scanned

@@ -246,3 +246,46 @@ def test_a_broken_config_met_during_the_walk_leaves_the_tree_unwritten(tmp_path,
     r = run_cli("--no-cache", "-j", jobs, ".", cwd=tree, env=env)
     assert r.returncode == 0, r.stderr
     assert (tree / "a" / "0.py").read_text() != LEGACY and (tree / "z" / "sub" / "k.py").read_text() != LEGACY
+
+
+# ---------------------------------------------------------------- the verifier's messages name old and new in order
+
+_CALL_0_1_8 = ('T.ptx_cp_async(T.tvm_access_ptr(T.type_annotation("float16"), S.data, tx * 8, {dst}, 2), '
+               'T.tvm_access_ptr(T.type_annotation("float16"), A.data, tx * 8, 8, 1), {nbytes})')
+_OLD = 'T.ptx_cp_async("float16", S.data, tx * 8, A.data, tx * 8, 16)'
+
+
+def _verdict(old: str, new: str) -> dict:
+    from cpasync_migrate.rules import load_rules
+    from cpasync_migrate.verify.verifier import verify_source
+
+    [v] = verify_source(old, new, "k.py", rules=load_rules(), target="0.1.8")
+    return v.to_dict()
+
+
+def _failed(d: dict) -> dict:
+    return {c["check"]: c["how"] for s in d.get("sites", ()) for c in s["checks"] if c["ok"] is False}
+
+
+def test_the_verifiers_messages_state_old_then_new():
+    """Each message that names both texts names the old (legacy) one first and says which is which: a pair
+    whose extent is short of the copy, one whose byte counts differ, and kernels that differ elsewhere."""
+    short = LEGACY.replace(_OLD, _CALL_0_1_8.format(dst=4, nbytes=16))
+    d = _verdict(LEGACY, short)
+    assert d["verdict"] == "mismatch"
+    assert _failed(d)["dst extent"].startswith("the new call's 4 x sizeof(float16) >= the copy's 16 bytes")
+    # old 16 bytes, new 8 (and an extent of 8 halves, which covers the new call's 8 bytes)
+    fewer = LEGACY.replace(_OLD, _CALL_0_1_8.format(dst=8, nbytes=8))
+    d = _verdict(LEGACY, fewer)
+    assert d["verdict"] == "mismatch"
+    assert _failed(d)["byte count"].startswith("old 16 vs new 8 bytes"), _failed(d)
+    # the new text waits for one group fewer, and one with a parameter more
+    waits = LEGACY.replace(_OLD, _CALL_0_1_8.format(dst=8, nbytes=16)).replace("T.ptx_wait_group(0)",
+                                                                                "T.ptx_wait_group(1)")
+    d = _verdict(LEGACY, waits)
+    assert d["detail"]["structure_difference"].startswith("old wait_group(0) vs new wait_group(1) (old line 11, "
+                                                          "new line 11)"), d["detail"]
+    more = LEGACY.replace(_OLD, _CALL_0_1_8.format(dst=8, nbytes=16)).replace(
+        'B: T.Tensor((256,), "float16")):', 'B: T.Tensor((256,), "float16"), C: T.Tensor((256,), "float16")):')
+    d = _verdict(LEGACY, more)
+    assert d["verdict"] == "mismatch" and "old 2 parameters vs new 3" in json.dumps(d), d
