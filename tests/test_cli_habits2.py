@@ -289,3 +289,16 @@ def test_the_verifiers_messages_state_old_then_new():
         'B: T.Tensor((256,), "float16")):', 'B: T.Tensor((256,), "float16"), C: T.Tensor((256,), "float16")):')
     d = _verdict(LEGACY, more)
     assert d["verdict"] == "mismatch" and "old 2 parameters vs new 3" in json.dumps(d), d
+
+
+def test_the_json_report_lists_the_other_targets_and_stays_valid(two):
+    import jsonschema
+
+    r = run_cli("--check", "--format", "json", "--no-cache", "a", "b", "top.py", cwd=two)
+    assert r.returncode == 1, r.stderr
+    rep = json.loads(r.stdout)
+    schema = json.loads(open(os.path.join(os.path.dirname(__file__), "..", "cpasync_migrate", "schemas",
+                                          "report.schema.json")).read())
+    jsonschema.validate(rep, schema)
+    assert rep["target"]["generation"] == "0.1.8"
+    assert rep["target"]["per_file"] == [{"generation": "0.1.9", "from": "a/pyproject.toml", "files": 1}]
