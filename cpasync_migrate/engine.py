@@ -45,6 +45,9 @@ class RunSettings:
     # whether a code is selected in a file (``selected(code, path)``; run.Selection); None: every code.  A site
     # of a code not selected that has a fix is held (its fix is never applied)
     selection: Optional[object] = None
+    # the target, style and line length of each file's own configuration (file_settings.FileSettings): ``settle``
+    # gives the settings a file is processed with; None: these settings for every file
+    per_file: Optional[object] = None
 
 
 def language_of(path: str) -> Optional[str]:
@@ -106,6 +109,11 @@ def _count_sites(text: str) -> list[tuple[int, int]]:
     return [offset_to_linecol(starts, m.start()) for m in _SITE_RE.finditer(text)]
 
 
+def _unread(outcome: FileOutcome) -> FileOutcome:
+    outcome.unread = True
+    return outcome
+
+
 def error_outcome(path: str, language: str, message: str, line: Optional[int] = None,
                    text: Optional[str] = None, column: Optional[int] = None) -> FileOutcome:
     out = FileOutcome(path=path, language=language, error=message, error_line=line)
@@ -133,18 +141,20 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
     language = language_of(path) or ("python" if explicit else None)
     if language is None:
         return None
+    if settings.per_file is not None:
+        settings = settings.per_file.settle(path, settings)
     try:
         raw = files.read_source(path, settings.max_file_size)
     except files.TooLarge as e:
-        return error_outcome(path, language, e.message) if e.has_needle else None
+        return _unread(error_outcome(path, language, e.message)) if e.has_needle else None
     except files.FileError as e:
-        return error_outcome(path, language, e.message)
+        return _unread(error_outcome(path, language, e.message))
     if not files.has_needle(raw):
         return None
     try:
         src = files.decode(path, raw, python=(language == "python"))
     except files.FileError as e:
-        return error_outcome(path, language, e.message, e.line)
+        return _unread(error_outcome(path, language, e.message, e.line))
     text = src.text
     analysis = ck = None
     line_length = (settings.line_length or line_length_of(path)) if language == "python" else 88
@@ -183,7 +193,8 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
 
         importers.settle(path, analysis.findings, settings.rules_dir)
     outcome = FileOutcome(path=path, language=language, findings=analysis.findings, old_text=text,
-                          cached=ck is not None and not fresh, migrated=list(analysis.migrated))
+                          cached=ck is not None and not fresh, migrated=list(analysis.migrated),
+                          target=settings.target)
     chosen: list[Edit] = []
     seen: set = set()  # the edits in chosen (every fix of a file may carry the same added import)
     starts = line_starts(text) if outcome.findings else []

@@ -121,6 +121,11 @@ class FileOutcome:
     no_write: Optional[str] = None
     # Functions whose calls of TileLang's intrinsic are already in the access-pointer form (Analysis.migrated).
     migrated: list = field(default_factory=list)
+    # The file was not analysed because of how it is stored (over the size limit, binary, not decodable,
+    # not readable): -v says it was skipped, and why, instead of processed.
+    unread: bool = False
+    # The API generation the file was migrated to (its own configuration's target, or the run's).
+    target: Optional[str] = None
 
     @property
     def changed(self) -> bool:

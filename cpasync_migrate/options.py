@@ -153,6 +153,7 @@ OPTIONS: tuple = (
            help="migrate a change set although the paths hold only its builders or only its readers "
                 "(the rest of the program is not in view)"),
     Option("target", ("--target",), GENERATION, None, key="target", results=True, front_end="target", setting="target",
+           per_file=True,
            group="fixes and targets",
            help="TileLang API to migrate to: a version (0.1.8, tilelang==0.1.13), "
                 "a generation (0.1.8, 0.1.9) or 'latest' (default: the installed TileLang, else 0.1.8)"),
@@ -161,6 +162,7 @@ OPTIONS: tuple = (
            help="API generation the code is written for (default: legacy); "
                 "e.g. --from 0.1.8 --target 0.1.9 converts byte counts of access-pointer calls"),
     Option("style", ("--style",), STYLE, None, key="style", results=True, front_end="style", setting="style",
+           per_file=True,
            group="fixes and targets", arg={"choices": ("tvm_access_ptr", "access_ptr")},
            help="access-pointer spelling for 0.1.9+ targets"),
     Option("migrate_tvm", ("--migrate-tvm",), BOOL, None, key="migrate-tvm", results=True,
@@ -168,6 +170,7 @@ OPTIONS: tuple = (
            arg={"action": "store_true"},
            help="also migrate calls through TVM's namespace, switching them to TileLang's op"),
     Option("line_length", ("--line-length",), LINE_LENGTH, None, key="line-length", results=True, front_end="line_length",
+           per_file=True,
            setting="line_length", group="fixes and targets", arg={"metavar": "N", "type": int},
            help="the line length rewritten code is laid out within (default: the file's nearest "
                 "pyproject.toml [tool.ruff] / [tool.black] line-length, else 88)"),

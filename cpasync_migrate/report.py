@@ -180,6 +180,8 @@ def target_line(target_info: dict) -> str:
         line += f"; steps {', '.join(target_info['steps'])}"
     if target_info.get("rules_version"):
         line += f"; rules {target_info['rules_version']}"
+    for other in target_info.get("per_file", ()):  # files whose own configuration names another target
+        line += f"; {other['files']} file(s) to {other['generation']} ({other['from']})"
     return line
 
 

@@ -7,9 +7,11 @@ report (emit.py).  ``cli.py`` only parses and calls these two.
 
 Configuration is per file (as ruff resolves it): each file's settings come from its nearest
 ``pyproject.toml`` with a ``[tool.cpasync-migrate]`` table (``config.Configs``).  The keys the table
-marks ``per_file`` (excludes, select, ignore, per-file-ignores) apply per file; the others apply to
-the whole run and come from the configuration of the folder that holds every path given (so the
-order of the arguments changes nothing).
+marks ``per_file`` (excludes, select, ignore, per-file-ignores; the target, style and line length
+through ``file_settings.FileSettings``) apply per file; the others apply to the whole run and come
+from the configuration of the folder that holds every path given (so the order of the arguments
+changes nothing).  Every configuration a file of the run uses is checked before that file is
+processed, and in write mode before the first file is written (``runner.run_files``).
 """
 from __future__ import annotations
 
@@ -186,6 +188,7 @@ class Run:
         self.stdin: Optional[str] = None
         self.stdin_excluded = False
         self._noted: set = set()
+        self._checked: set = set()  # the configuration files checked (_check_config)
 
     # -------------------------------------------------------------- building
 
@@ -225,10 +228,6 @@ class Run:
                     else self.configs.for_run(args.paths))
         self.selection = Selection(self.configs, args.select, args.ignore, args.per_file_ignores, os.getcwd())
         self.selection.for_config(self.cfg)  # the run's file is checked even where an option overrides it
-        for p in [self.stdin] if self.stdin is not None else args.paths:  # a named file's own configuration
-            if p != "-" and not os.path.isdir(p):
-                self.selection.for_config(self.configs.for_path(p))
-                self._note_run_keys(self.configs.for_path(p))
 
     def _choose_target(self) -> None:
         from .cli import choose_target
@@ -266,6 +265,52 @@ class Run:
         target_info["steps"] = rules.steps(src_gen.name, target_info["generation"])
         target_info["rules_version"] = max(rules.versions.values(), default="")
         self.target_info, self.source = target_info, src_gen.name
+        from .file_settings import FileSettings
+
+        given = {"target": target_info["generation"]} if args.target else {}
+        if args.style:
+            given["style"] = args.style
+        if args.line_length is not None:
+            given["line-length"] = args.line_length
+        # a file whose own configuration sets no target: what --target would default to
+        default = (target_info["generation"] if args.target or "target" not in cfg
+                   else choose_target(None, rules, "", args.paths)["generation"])
+        self.file_settings = FileSettings(self.configs, given, default, None)
+        self._checked.add(cfg.get("__file__"))  # checked above
+        if "target" in cfg:
+            self.file_settings.remember(cfg, choose_target(cfg["target"], rules, "", args.paths)["generation"])
+        for p in [self.stdin] if self.stdin is not None else args.paths:  # a named file's own configuration
+            if p != "-" and not os.path.isdir(p):
+                self._check_config(self.configs.for_path(p))
+                self._note_run_keys(self.configs.for_path(p))
+
+    def _check_config(self, cfg: dict) -> None:
+        """A configuration a file of the run uses, checked once, in the main process, before that file is
+        processed: its codes, and the target it names (a release the rules know, reached from the run's
+        ``from``).  A mistake is a :class:`ConfigError` naming the file and the key."""
+        name = cfg.get("__file__")
+        if name in self._checked:
+            return
+        self._checked.add(name)
+        from .cli import choose_target
+        from .errors import ConfigError
+        from .rules import RulesError
+
+        self.selection.for_config(cfg)
+        if "target" not in cfg:
+            return
+        where = f"{name}: [tool.cpasync-migrate] target = {cfg['target']!r}"
+        try:
+            gen = choose_target(cfg["target"], self.rules, "", self.args.paths)["generation"]
+        except UsageError as e:
+            why = str(e).split(": ", 1)[1] if str(e).startswith("--target ") else str(e)
+            raise ConfigError(f"{where}: {why}") from None
+        if "target" not in self.file_settings.given:  # the file's own target is used: it must follow from --from
+            try:
+                self.rules.chain(self.source, gen)
+            except RulesError as e:
+                raise ConfigError(f"{where}: {e} (the run migrates from {self.source})") from None
+        self.file_settings.remember(cfg, gen)
 
     def _choose_files(self) -> None:
         from .files import CPP_SUFFIXES, PYTHON_SUFFIXES
@@ -327,7 +372,7 @@ class Run:
     def keep(self, path: str) -> Optional[str]:
         """Why a file a walk found is out of scope under its own configuration (None: in scope)."""
         cfg = self.configs.for_path(path)
-        self.selection.for_config(cfg)
+        self._check_config(cfg)
         self._note_run_keys(cfg)
         anchored = anchored_excludes(self.args, cfg)
         if anchored and named_file_excluded(path, anchored):
@@ -401,7 +446,7 @@ class Run:
             max_file_size=max_file_size,
             allow_read_only=(args.allow_read_only if args.allow_read_only is not None
                              else bool(cfg.get("allow-read-only", False))),
-            line_length=line_length, selection=self.selection,
+            line_length=line_length, selection=self.selection, per_file=self.file_settings,
         )
         if cache_dir:
             from . import cache
@@ -436,10 +481,13 @@ class Run:
         args, s = self.args, self.settings
         cfg = self.cfg if os.path.isdir(path) and path in args.paths else self.configs.for_path(path)
         chosen, dropped, pfi = self.selection.for_config(cfg)
+        own = self.file_settings.values(path) if cfg is not self.cfg else {
+            "target": s.target, "style": s.style, "line_length": s.line_length}
         here = os.getcwd()
         values = {
-            "mode": self.mode, "target": s.target, "from": s.source, "style": s.style, "migrate-tvm": s.migrate_tvm,
-            "line-length": s.line_length if s.line_length is not None else line_length_of(path),
+            "mode": self.mode, "target": own["target"], "from": s.source, "style": own["style"],
+            "migrate-tvm": s.migrate_tvm,
+            "line-length": own["line_length"] if own["line_length"] is not None else line_length_of(path),
             "unsafe-fixes": s.unsafe_fixes, "accept-partial-sets": self.accept_partial,
             "allow-read-only": s.allow_read_only, "force-exclude": self.force_exclude,
             "max-file-size": s.max_file_size, "jobs": self.jobs, "cache": s.cache_dir is not None,
@@ -492,6 +540,7 @@ class Run:
 
             outcomes, sets = settle(outcomes, settings, args.paths, self.accept_partial, self.rules)
             _deselect(outcomes, self.selection)  # a file processed again for its set has its deselected sites held
+        self._note_targets(outcomes)
         bundle_error = None
         if args.emit_bundle:
             from .verify_bridge import emit_bundle
@@ -506,6 +555,20 @@ class Run:
             print(bundle_error, file=sys.stderr)
             return max(code, 2)
         return code
+
+    def _note_targets(self, outcomes) -> None:
+        """The report's target gains ``per_file``: the other targets files were migrated to, where from."""
+        from .paths import rel
+
+        run = self.target_info["generation"]
+        other: dict = {}
+        for o in outcomes:
+            if o.target and o.target != run:
+                key = (o.target, rel(self.file_settings.origin(o.path)))
+                other[key] = other.get(key, 0) + 1
+        if other:
+            self.target_info = dict(self.target_info, per_file=[
+                {"generation": g, "from": where, "files": n} for (g, where), n in sorted(other.items())])
 
     def _run_stdin(self) -> int:
         """One text from stdin, reported under its name: --check and --diff as for a file of that name;

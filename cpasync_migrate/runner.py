@@ -343,6 +343,32 @@ def _unread_outcomes(unlisted: list, special: list) -> list[FileOutcome]:
     return out
 
 
+def _not_named_reason() -> str:
+    """-v's reason for a file in scope that no front end parsed: the byte prefilter (or, for a file over
+    --max-file-size, its search through the whole file) found no name worth parsing in it."""
+    from .rules import intrinsic_name
+
+    return (f"does not name {intrinsic_name()} (nor a runtime helper or a suppression comment); "
+            "not parsed")
+
+
+def _say_what_was_read(outcomes: list, skipped: list, looked: list) -> None:
+    """-v: ``skipped PATH: WHY`` for every path passed over (by a rule of the walk, the byte prefilter, or
+    how the file is stored) and ``processed PATH`` for every file analysed, the paths named as the findings
+    name them (paths.rel: `x`, not `./x`)."""
+    from .paths import rel
+
+    reported = {o.path for o in outcomes}
+    skipped = skipped + [(p, _not_named_reason()) for p in looked if p not in reported]
+    skipped += [(o.path, f"{o.error} (CPA900)") for o in outcomes if o.unread]
+    for path, why in sorted(set(skipped)):
+        print(f"skipped {rel(path)}: {why}", file=sys.stderr)
+    for o in sorted(outcomes, key=lambda o: o.path):
+        if not o.unread:
+            print(f"processed {rel(o.path)}" + (" (analysis from the results cache)" if o.cached else ""),
+                  file=sys.stderr)
+
+
 def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 1, respect_gitignore=True,
               since: Optional[str] = None, verbose=False, quiet=False,
               show_progress: bool = False, pool: Optional[str] = None,
@@ -368,6 +394,8 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
         for pe in _discovered(paths, excludes, respect_gitignore, since_set, unlisted, skipped, special, keep,
                               skipped if verbose else None):
             scanned += 1
+            if looked is not None:
+                looked.append(pe[0])
             if memo is not None and not pe[1]:
                 walked.append(pe[0])
             yield pe
@@ -377,11 +405,17 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
     fresh: dict = {}  # the stat memo's new entries (from every process) ...
     stale: set = set()  # ... and the paths whose old entry no longer holds
     walked: list = []  # the paths the prefilter looked at
+    looked: Optional[list] = [] if verbose else None  # -v: every path in scope, to say why one was not parsed
 
     def on_memo(taken) -> None:
         fresh.update(taken[0])
         stale.update(taken[1])
 
+    # Write mode walks the whole tree before it processes (and so writes) any file: every configuration a
+    # file of the run uses is then read and checked (``keep``), and a mistake in one (a ConfigError naming
+    # the file and the key) ends the run with nothing written, not half of the tree.  The other modes write
+    # nothing, so they walk and process at once.
+    listed = iter(list(pairs())) if settings.mode == "write" else None
     prefilter.MEMO = memo
 
     try:
@@ -391,12 +425,13 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
                     outcomes.append(o)
                 progress.advance()
 
+            source = listed if listed is not None else pairs()
             if jobs <= 1:
-                _run_serial(pairs(), settings, progress.hits, on_outcome, names)
+                _run_serial(source, settings, progress.hits, on_outcome, names)
             elif (pool or ("fork" if hasattr(os, "fork") else "executor")) == "fork":
-                _run_forked(pairs(), jobs, settings, progress.hits, on_outcome, names, on_memo)
+                _run_forked(source, jobs, settings, progress.hits, on_outcome, names, on_memo)
             else:
-                _run_executor(pairs(), jobs, settings, progress.hits, on_outcome, names, on_memo)
+                _run_executor(source, jobs, settings, progress.hits, on_outcome, names, on_memo)
     finally:
         prefilter.MEMO = None
     if memo is not None:
@@ -407,13 +442,7 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
 
             stat_memo.save(settings.cache_dir, memo_key, memo, memo.entries(walked, fresh, stale), cache.write_json)
     outcomes.extend(_unread_outcomes(unlisted, special))
-    if verbose:  # paths named as the findings name them (paths.rel: `x`, not `./x`)
-        from .paths import rel
-
-        for path, why in sorted(set(skipped)):
-            print(f"skipped {rel(path)}: {why}", file=sys.stderr)
-        for o in sorted(outcomes, key=lambda o: o.path):
-            print(f"processed {rel(o.path)}" + (" (analysis from the results cache)" if o.cached else ""),
-                  file=sys.stderr)
+    if verbose:
+        _say_what_was_read(outcomes, skipped, looked)
     outcomes.sort(key=lambda o: o.path)
     return outcomes, scanned

@@ -25,6 +25,9 @@ Rules (``decide``):
   merely accepted with ``accept_partial``) in which every other legacy member is rewritten or
   exact given the set, it is applied by default (``ChangeSet.granted``), since the same run
   migrates every producer it depends on.  Elsewhere it is an unsafe fix like any other.
+* A set whose members' files are migrated to different targets (each file's own configuration names
+  its target) is **held** whatever the options: one change to one program cannot take two API
+  generations, and which one the program needs is not the tool's to guess.
 * With ``--unsafe-fixes`` every automatic member is applied and the members left for a person
   make the set's checklist, unless a member stays in the legacy form whatever is applied (a
   suppression comment keeps it, or its file cannot be parsed): then the set is held too.
@@ -48,6 +51,7 @@ READERS = ("reader",)
 class Member:
     path: str
     finding: Finding
+    target: Optional[str] = None  # the generation its file is migrated to (FileOutcome.target)
 
     @property
     def role(self) -> str:
@@ -98,7 +102,7 @@ def group(outcomes: Iterable) -> list[ChangeSet]:
         for f in o.findings:
             if not f.role:
                 continue
-            m = Member(o.path, f)
+            m = Member(o.path, f, getattr(o, "target", None))
             if f.role == "caller" and not f.op:
                 callers.append(m)
                 continue
@@ -130,6 +134,17 @@ def decide(sets: list[ChangeSet], unsafe_fixes: bool, accept_partial: bool, path
         for m in legacy:
             if m.finding.status is Status.MANUAL and m.finding.fix is None:
                 cs.checklist.append((m, _first_line(m.finding.message), upstream_for(upstream, m.path)))
+        targets = sorted({m.target for m in cs.members if m.target})
+        if len(targets) > 1:
+            cs.state = "held"
+            cs.blockers.extend((m, f"its file is migrated to {m.target}") for m in legacy)
+            cs.why = (f"its members' files are migrated to different targets ({', '.join(targets)}): one change "
+                      f"to one program takes one API generation, so none of the set's {len(legacy)} legacy "
+                      "site(s) is rewritten")
+            cs.command = ("give every file of the set the same target (one `target` in their configurations, or "
+                          f"`--target`), then `cpasync-migrate {where}`")
+            held.extend(m.finding for m in applying)
+            continue
         if not (has_builder and has_reader) and not accept_partial:
             cs.state = "incomplete"
             found, missing = ("builders", "reader") if has_builder else ("readers", "builder")

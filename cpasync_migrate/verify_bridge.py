@@ -7,6 +7,8 @@ cupy installed.
 """
 from __future__ import annotations
 
+import dataclasses
+
 
 def emit_bundle(outcomes, settings, out_dir: str, *, seeds: int = 3) -> str:
     """Write the bundle of every changed Python file in ``outcomes``; returns the path of bundle.json.
@@ -26,7 +28,9 @@ def emit_bundle(outcomes, settings, out_dir: str, *, seeds: int = 3) -> str:
     for o in outcomes:
         if getattr(o, "language", "python") != "python" or o.old_text is None or not o.changed:
             continue
-        items += kernel_items(o.old_text, o.new_text, o.path, opts, category="file", name=o.path)
+        own = opts if not getattr(o, "target", None) or o.target == opts.target else dataclasses.replace(
+            opts, target=o.target)  # the file's own configuration named another target (file_settings.py)
+        items += kernel_items(o.old_text, o.new_text, o.path, own, category="file", name=o.path)
         folders, name = emit_place(o.path)  # the file's own folders: a/k.py, b/k.py and a_k.py stay apart
         stem = "/".join(folders + [name])
         texts[f"{stem}.old.py"] = o.old_text

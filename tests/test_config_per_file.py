@@ -66,12 +66,13 @@ def test_the_fix_never_writes_a_file_its_own_sub_package_excludes(mono):
 
 
 def test_a_sub_package_key_of_the_whole_run_is_said(mono):
-    write(mono / "sub" / "pyproject.toml", '[tool.cpasync-migrate]\ntarget = "0.1.9"\n')
+    # the target is per file now (tests/test_cli_habits2.py); unsafe-fixes is still the whole run's
+    write(mono / "sub" / "pyproject.toml", '[tool.cpasync-migrate]\nunsafe-fixes = true\n')
     r = run_inproc("--check", "--format", "json", "--no-cache", ".", cwd=mono)
-    assert json.loads(r.stdout)["target"]["generation"] == "0.1.8"
-    assert f"{mono / 'sub' / 'pyproject.toml'}: target applies to the whole run" in r.stderr
+    assert r.returncode == 1
+    assert f"{mono / 'sub' / 'pyproject.toml'}: unsafe-fixes applies to the whole run" in r.stderr
     r = run_inproc("--check", "--format", "json", "--no-cache", ".", cwd=mono / "sub")
-    assert json.loads(r.stdout)["target"]["generation"] == "0.1.9"
+    assert "applies to the whole run" not in r.stderr
 
 
 def test_a_nested_configs_mistake_names_its_file(mono):

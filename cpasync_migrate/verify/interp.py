@@ -442,7 +442,7 @@ class Interpreter:
         shape_s = [e for e in se if e != 1]
         shape_d = [e for e in de if e != 1]
         if shape_s != shape_d:
-            raise KernelError(f"T.copy extents differ: {se} vs {de}", st.line)
+            raise KernelError(f"T.copy extents differ: source {se} vs destination {de}", st.line)
         self.check_uniform(mask, "T.copy", st.line)
         sel = self.active(mask)
         if sel.size == 0:

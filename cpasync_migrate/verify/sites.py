@@ -398,7 +398,7 @@ def check_pair(k_old: Kernel, co: SiteCtx, o, n, no, nn, rules, target, old_mean
     for side in ("dst", "src"):
         po, pn = getattr(o, side), getattr(n, side)
         same = no.buf(po.buf) is nn.buf(pn.buf)
-        add(f"{side} pointer", same, f"{po.buf.name}.data vs {pn.buf.name}.data")
+        add(f"{side} pointer", same, f"old {po.buf.name}.data vs new {pn.buf.name}.data")
         if not same:
             continue
         if po.merged_unknown:
@@ -408,12 +408,13 @@ def check_pair(k_old: Kernel, co: SiteCtx, o, n, no, nn, rules, target, old_mean
         d = eq(scale(po.offset, size(po.elem_type)), scale(pn.offset, size(pn.elem_type)))
         unit = f"sizeof({po.elem_type})" + (" (merged shared memory: the call's dtype)" if po.merged else "")
         add(f"{side} byte address", d.ok,
-            f"({show(po.offset)}) x {unit} vs ({show(pn.offset)}) x sizeof({pn.elem_type}): {d.how}",
+            f"old ({show(po.offset)}) x {unit} vs new ({show(pn.offset)}) x sizeof({pn.elem_type}): {d.how}",
             d.witness)
     nb_old = bytes_of(o, old_meaning)
     nb_new = bytes_of(n, n.size_meaning)
     d = eq(nb_old, nb_new)
-    add("byte count", d.ok, f"{show(nb_old)} vs {show(nb_new)} bytes ({n.size_meaning} meaning): {d.how}", d.witness)
+    add("byte count", d.ok, f"old {show(nb_old)} vs new {show(nb_new)} bytes ({n.size_meaning} meaning): {d.how}",
+        d.witness)
     w = const_value(nn(nb_new))
     if w is not None:
         w_old = const_value(nn(nb_old))
@@ -442,7 +443,7 @@ def check_pair(k_old: Kernel, co: SiteCtx, o, n, no, nn, rules, target, old_mean
         add("predicate", False, "predicate " + ("lost" if pn_ is None else "added"))
     else:
         d = eq(po_, pn_)
-        add("predicate", d.ok, f"{show(po_)} vs {show(pn_)}: {d.how}", d.witness)
+        add("predicate", d.ok, f"old {show(po_)} vs new {show(pn_)}: {d.how}", d.witness)
     return finish(res)
 
 
@@ -462,8 +463,8 @@ def _pointer_checks(n, target, nn, nb_new, size, k_old: Kernel, co: SiteCtx, add
                 d = decide_at_least(nn(scale(p.extent, size(p.elem_type))), nn(nb_new), k_old, co)
             except (NotStatic, RecursionError) as e:
                 d = Decision(None, str(e) or "expression nested too deeply")
-            add(f"{side} extent", d.ok, f"{show(p.extent)} x sizeof({p.elem_type}) >= {show(nb_new)} bytes: "
-                                        f"{d.how}", d.witness)
+            add(f"{side} extent", d.ok, f"the new call's {show(p.extent)} x sizeof({p.elem_type}) >= the copy's "
+                                        f"{show(nb_new)} bytes: {d.how}", d.witness)
         elif p.style != "legacy":
             add(f"{side} extent", None, "access pointer without an extent")
         if p.extent is not None and p.elem_type != p.buf.dtype and p.buf.scope == "global":

@@ -123,7 +123,7 @@ def pair_buffers(ko: Kernel, kn: Kernel, by_name: bool = False) -> tuple[dict, O
     each, on both sides: a tuple unpacking reordered, or statements moved)."""
     bmap = {}
     if len(ko.params) != len(kn.params):
-        return bmap, f"{len(ko.params)} parameters vs {len(kn.params)}"
+        return bmap, f"old {len(ko.params)} parameters vs new {len(kn.params)}"
     for a, b in zip(ko.params, kn.params):
         bmap[id(b)] = a
     groups_o: dict = {}
@@ -137,7 +137,7 @@ def pair_buffers(ko: Kernel, kn: Kernel, by_name: bool = False) -> tuple[dict, O
     for sc, lo in groups_o.items():
         ln = groups_n[sc]
         if len(lo) != len(ln):
-            return bmap, f"{len(lo)} {sc} allocations vs {len(ln)}"
+            return bmap, f"old {len(lo)} {sc} allocations vs new {len(ln)}"
         if by_name:
             names = [b.name for b in ln]
             if len(set(names)) != len(names) or sorted(names) != sorted(b.name for b in lo):
@@ -146,8 +146,8 @@ def pair_buffers(ko: Kernel, kn: Kernel, by_name: bool = False) -> tuple[dict, O
             ln = [by[a.name] for a in lo]
         for a, b in zip(lo, ln):
             if a.shape != b.shape or a.dtype != b.dtype:
-                return bmap, (f"allocation {a.name} {a.shape} {a.dtype} (line {a.line}) vs {b.name} {b.shape} "
-                              f"{b.dtype} (line {b.line})")
+                return bmap, (f"old allocation {a.name} {a.shape} {a.dtype} (line {a.line}) vs new {b.name} "
+                              f"{b.shape} {b.dtype} (line {b.line})")
             bmap[id(b)] = a
     return bmap, None
 
@@ -230,7 +230,7 @@ class _Walk:
             self.runs(a, b, la, lb)
             return
         if type(a) is not type(b):
-            raise Differ(f"{type(a).__name__} vs {type(b).__name__}", la, lb)
+            raise Differ(f"old {type(a).__name__} vs new {type(b).__name__}", la, lb)
         self.same_kind(a, b, la, lb)
 
     def runs(self, a, b, la, lb):
@@ -238,7 +238,7 @@ class _Walk:
         if not (isinstance(a, list) and isinstance(b, list)):
             raise Differ("a cp.async call stands where the other kernel has another statement", la, lb)
         if len(a) != len(b):
-            raise Differ(f"{len(a)} adjacent cp.async calls vs {len(b)}", la, lb)
+            raise Differ(f"old {len(a)} adjacent cp.async calls vs new {len(b)}", la, lb)
         sa = [self.src_sig(self.so, s) for s in a]
         sb = [self.src_sig(self.sn, s) for s in b]
         if sa != sb and sorted(map(repr, sa)) == sorted(map(repr, sb)) and len(set(map(repr, sa))) == len(sa):
@@ -251,7 +251,7 @@ class _Walk:
         """Two statements of one kind: the same statement under the pairing so far (else :class:`Differ`)."""
         if isinstance(a, For):
             if a.kind != b.kind:
-                raise Differ(f"a {a.kind} loop vs a {b.kind} loop", la, lb)
+                raise Differ(f"the old kernel has a {a.kind} loop where the new one has a {b.kind} loop", la, lb)
             if self.k_(self.so, a.start) != self.k_(self.sn, b.start) or \
                     self.k_(self.so, a.extent) != self.k_(self.sn, b.extent):
                 raise Differ("loop bounds differ", la, lb)
@@ -277,14 +277,14 @@ class _Walk:
             self.sn.vmap[b.var] = a.var
         elif isinstance(a, Store):
             if self.so.buf(a.buf) is not self.sn.buf(b.buf):
-                raise Differ(f"stores to {a.buf.name} vs {b.buf.name}", la, lb)
+                raise Differ(f"old stores to {a.buf.name}, new to {b.buf.name}", la, lb)
             if self.k_(self.so, flat_index(a.buf, a.indices)) != self.k_(self.sn, flat_index(b.buf, b.indices)):
                 raise Differ(f"store indices of {a.buf.name} differ", la, lb)
             if self.k_(self.so, a.value) != self.k_(self.sn, b.value):
                 raise Differ(f"stored values of {a.buf.name} differ", la, lb)
         elif isinstance(a, Wait):
             if a.n != b.n:
-                raise Differ(f"wait_group({a.n}) vs wait_group({b.n})", la, lb)
+                raise Differ(f"old wait_group({a.n}) vs new wait_group({b.n})", la, lb)
         elif isinstance(a, (Commit, Barrier)):
             pass
         elif isinstance(a, Fill):
@@ -300,7 +300,7 @@ class _Walk:
                 raise Differ("evaluated expressions differ", la, lb)
         elif isinstance(a, Opaque):
             if a.construct != b.construct:
-                raise Differ(f"{a.construct} vs {b.construct}", la, lb)
+                raise Differ(f"old {a.construct} vs new {b.construct}", la, lb)
             self.body(a.body, b.body)
         else:
             raise Differ(f"{type(a).__name__} is not compared", la, lb)
