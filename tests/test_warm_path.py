@@ -1,0 +1,149 @@
+"""The lint's start-up, walk and warm path: each speed-up gives the same report as the way it replaced.
+
+- ``CPASYNC_MIGRATE_DIR_CONFIG`` (config.DIR_CONFIG): a walked file's configuration is its folder's, looked
+  up once per folder (no ``realpath`` per file); off, each file's real path is resolved as before.
+"""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli, run_inproc
+from cpasync_migrate import config
+from test_cli import LEGACY, write
+
+NAMED = "x = 1  # not a call of ptx_cp_async\n"
+
+
+@pytest.fixture
+def configured(tmp_path):
+    """A tree whose files take their configuration from three pyproject.toml files, with links that lead
+    from one configuration's folder into another's."""
+    t = tmp_path / "tree"
+    write(t / "pyproject.toml", '[tool.cpasync-migrate]\nextend-exclude = ["vendor/**"]\n\n'
+          '[tool.cpasync-migrate.per-file-ignores]\n"tests/*" = ["CPA001"]\n')
+    # a name glob: it excludes a file whose own configuration is this one, wherever its name is
+    write(t / "sub" / "pyproject.toml", '[tool.cpasync-migrate]\nextend-exclude = ["gen/**", "*_x.py"]\n')
+    write(t / "other" / "pyproject.toml", '[tool.cpasync-migrate]\ntarget = "0.1.9"\nignore = ["CPA002"]\n')
+    write(t / "other" / "deep" / "pyproject.toml", '[project]\nname = "no-table"\n')  # not a configuration
+    for rel in ("top.py", "sub/pkg/b.py", "other/o.py", "tests/t.py"):
+        write(t / rel, LEGACY)
+    for rel in ("vendor/v.py", "sub/pkg/real.py", "sub/gen/c.py", "other/deep/er/d.py", "plain_x.py", "sub/a_x.py"):
+        write(t / rel, NAMED)  # read and processed, quickly: -v names each one processed
+    write(t / "sub" / "pkg" / "clean.py", "x = 1\n")
+    (t / "links").mkdir()
+    # a link's configuration is that of the folder of the file it leads to (sub's: its name glob excludes it)
+    os.symlink(os.path.join("..", "sub", "pkg", "real.py"), t / "links" / "legacy_x.py")
+    os.symlink(os.path.join("..", "other", "o.py"), t / "links" / "to_other.py")
+    os.symlink(os.path.join("..", "sub"), t / "sub_link")  # a link to a folder: not followed by a walk
+    os.link(t / "top.py", t / "links" / "hard.py")
+    return t
+
+
+def _both_ways(monkeypatch, run):
+    monkeypatch.setattr(config, "DIR_CONFIG", True)
+    on = run()
+    monkeypatch.setattr(config, "DIR_CONFIG", False)
+    off = run()
+    return on, off
+
+
+def _report(cwd, *args):
+    r = run_inproc("--check", "--format", "json", "--no-cache", "-v", *args, cwd=cwd)
+    assert r.returncode in (0, 1), r.stderr
+    return json.loads(r.stdout), r.stderr  # -v: every file processed or left out, and why
+
+
+def _git(t):
+    env = dict(os.environ, GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
+    for cmd in (["init", "-q"], ["add", "-A"]):
+        subprocess.run(["git", *cmd], cwd=t, check=True, env=env, capture_output=True)
+
+
+@pytest.mark.parametrize("in_git", [False, True], ids=["walker", "git"])
+def test_folder_configuration_gives_the_same_report(configured, monkeypatch, in_git, tmp_path):
+    if in_git:
+        _git(configured)
+    os.symlink(configured, tmp_path / "linked_tree")
+    runs = [
+        (configured, (".",)),
+        (configured / "sub", (".", "../other", "../links")),
+        (configured / "links", ("../sub/./pkg", "..//other/deep")),
+        (tmp_path, (str(tmp_path / "linked_tree" / "sub"), "linked_tree/other")),  # reached through a link
+    ]
+    for cwd, args in runs:
+        on, off = _both_ways(monkeypatch, lambda: _report(cwd, *args))
+        assert on == off, (cwd, args)
+    report, err = _report(configured, ".")
+    processed = {line.split()[1] for line in err.splitlines() if line.startswith("processed ")}
+    # excluded by their own configurations: vendor/ (the root's), gen/ and *_x.py (sub's, also through the link)
+    assert not processed & {"vendor/v.py", "sub/gen/c.py", "sub/a_x.py", "links/legacy_x.py"}
+    # a hard link and a link to a file are processed once, under the name that is not a link, first
+    assert processed == {"links/hard.py", "sub/pkg/b.py", "sub/pkg/real.py", "plain_x.py", "other/o.py",
+                         "other/deep/er/d.py", "tests/t.py"}
+    assert f"skipped links/legacy_x.py: excluded ({configured / 'sub' / 'pyproject.toml'})" in err
+    assert {f["path"] for f in report["findings"] if f["code"] == "CPA001" and f["status"] != "suppressed"} == {"links/hard.py", "sub/pkg/b.py",
+                                                                                "other/o.py"}  # tests/: ignored
+    assert "other/pyproject.toml: target applies to the whole run" in err
+
+
+def test_the_switch_is_read_from_the_environment(configured):
+    def once(env):
+        r = run_cli("--check", "--format", "json", "--no-cache", "-v", ".", cwd=configured, env=env)
+        assert r.returncode == 1, r.stderr
+        return r.stdout, r.stderr
+
+    assert once({"CPASYNC_MIGRATE_DIR_CONFIG": "0"}) == once({"CPASYNC_MIGRATE_DIR_CONFIG": "1"})
+
+
+def test_each_files_configuration_is_the_one_of_its_real_path(configured, monkeypatch):
+    files = sorted(os.path.join(d, f) for d, _, fs in os.walk(configured) for f in fs if f.endswith(".py"))
+    files += [os.path.relpath(f) for f in files] + [f.replace(str(configured), str(configured) + "/.") for f in files]
+    files += [str(configured / "sub_link" / "pkg" / "b.py"), str(configured / "missing" / "m.py"),
+              str(configured / "sub" / "pkg" / ".." / "pkg" / "b.py"), "/" + str(configured / "top.py")]
+    monkeypatch.setattr(config, "DIR_CONFIG", False)
+    old = config.Configs(None, False)
+    want = [old.for_path(f) for f in files]
+    monkeypatch.setattr(config, "DIR_CONFIG", True)
+    new = config.Configs(None, False)
+    assert [new.for_path(f) for f in files] == want
+    assert [new.for_path(f, regular=not os.path.islink(f)) for f in files if os.path.exists(f)] == \
+        [w for f, w in zip(files, want) if os.path.exists(f)]
+    got = {os.path.basename(f): c.get("__file__") for f, c in zip(files, want)}
+    assert got["real.py"] == got["legacy_x.py"] == str(configured / "sub" / "pyproject.toml")
+    assert got["to_other.py"] == got["d.py"] == str(configured / "other" / "pyproject.toml")
+
+
+def test_a_folders_real_path_is_realpaths(configured, tmp_path, monkeypatch):
+    monkeypatch.chdir(configured / "sub")
+    c = config.Configs(None, False)
+    for d in ("", ".", "pkg", "./pkg", "pkg/.", "pkg/..", "../sub_link/pkg", "../sub_link", "..//links",
+              str(configured / "sub_link" / "pkg"), "//" + str(configured).lstrip("/"), "/", "no/such/dir",
+              str(tmp_path)):
+        assert c._real_dir(d) == os.path.realpath(d), d
+
+
+def test_configuration_lookups_follow_folders_not_files(tmp_path, monkeypatch):
+    write(tmp_path / "pyproject.toml", "[tool.cpasync-migrate]\nextend-exclude = []\n")
+    files = [str(tmp_path / f"d{i}" / "e" / f"f{j}.py") for i in range(3) for j in range(40)]
+    for f in files:
+        write(Path(f), "x = 1\n")
+    calls = []
+    real = os.path.realpath
+
+    def counted(p, *a, **k):
+        calls.append(p)
+        return real(p, *a, **k)
+
+    monkeypatch.setattr(os.path, "realpath", counted)
+    for on, most in ((True, 3 * 2 + 1), (False, None)):
+        monkeypatch.setattr(config, "DIR_CONFIG", on)
+        calls.clear()
+        c = config.Configs(None, False)
+        assert {c.for_path(f, regular=True)["__file__"] for f in files} == {str(tmp_path / "pyproject.toml")}
+        if most is not None:
+            assert len(calls) <= most, calls  # the top folder once; every other folder from its parent's
+        else:
+            assert len(calls) >= len(files)  # as before: one per file
