@@ -2,6 +2,8 @@
 
 - ``CPASYNC_MIGRATE_DIR_CONFIG`` (config.DIR_CONFIG): a walked file's configuration is its folder's, looked
   up once per folder (no ``realpath`` per file); off, each file's real path is resolved as before.
+- ``CPASYNC_MIGRATE_CACHE_FIRST`` (engine.CACHE_FIRST): the results cache is asked before a file is decoded; a
+  file whose analysis it holds is not scanned for its nesting again (``files.nesting``).
 """
 import json
 import os
@@ -11,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli, run_inproc
-from cpasync_migrate import config
+from cpasync_migrate import config, engine, files
+from conftest import FIXTURES
 from test_cli import LEGACY, write
 
 NAMED = "x = 1  # not a call of ptx_cp_async\n"
@@ -147,3 +150,52 @@ def test_configuration_lookups_follow_folders_not_files(tmp_path, monkeypatch):
             assert len(calls) <= most, calls  # the top folder once; every other folder from its parent's
         else:
             assert len(calls) >= len(files)  # as before: one per file
+
+
+@pytest.fixture
+def kernels(tmp_path):
+    """Fixture inputs of both languages, a file nested too deep, one not UTF-8, one with a NUL byte."""
+    t = tmp_path / "kernels"
+    for lang in ("python", "cpp"):
+        for f in sorted((FIXTURES / lang).glob("*.in.*"))[::3]:
+            write(t / lang / f.name.replace(".in.", "."), f.read_text())
+    write(t / "deep.py", "import tilelang.language as T\nx = " + "(" * 250 + "1" + ")" * 250 +
+          "\nT.ptx_cp_async(a, b, 16)\n")
+    (t / "latin.py").write_bytes(b"# \xe9\nT.ptx_cp_async(a, b, 16)\n")
+    (t / "nul.cc").write_bytes(b"ptx_cp_async\0\n")
+    return t
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_asking_the_cache_first_gives_the_same_report(kernels, tmp_path, monkeypatch, jobs):
+    def report(first, cache):
+        monkeypatch.setattr(engine, "CACHE_FIRST", first)
+        r = run_inproc("--check", "--format", "json", "-j", jobs, "--cache-dir", cache, ".", cwd=kernels)
+        assert r.returncode in (1, 2), r.stderr
+        return json.loads(r.stdout)
+
+    cold = report(True, tmp_path / "c1")  # fills the cache, scanning every file
+    assert report(True, tmp_path / "c1") == report(False, tmp_path / "c1") == cold == report(False, tmp_path / "c2")
+    errors = {f["path"]: f["message"] for f in cold["findings"] if f["code"] == "CPA900" and f["line"] >= 1}
+    assert "brackets nested more than 200 deep" in errors["deep.py"]
+    assert "cannot decode" in errors["latin.py"] and "binary file" in errors["nul.cc"]
+
+
+def test_a_cached_file_is_not_scanned_for_its_nesting_again(kernels, tmp_path, monkeypatch):
+    scanned = []
+    nesting = files.nesting
+    monkeypatch.setattr(files, "nesting", lambda text, python: scanned.append(python) or nesting(text, python))
+    monkeypatch.setattr(engine, "CACHE_FIRST", True)
+    settings = engine.RunSettings(mode="check", cache_dir=str(tmp_path / "cache"), keep_texts=False)
+    paths = sorted(str(p) for p in kernels.rglob("*.*") if p.name not in ("latin.py", "nul.cc"))
+    cold = [engine.process_file(p, settings) for p in paths]
+    assert len(scanned) == len(paths)
+    scanned.clear()
+    warm = [engine.process_file(p, settings) for p in paths]
+    assert scanned == [True]  # only deep.py: its error is never cached, so it is scanned (and refused) again
+    assert [(o.path, o.error, [(f.line, f.code, f.status) for f in o.findings]) for o in warm] == \
+        [(o.path, o.error, [(f.line, f.code, f.status) for f in o.findings]) for o in cold]
+    assert sum(o.cached for o in warm) == len(paths) - 1
+    assert engine.process_file(paths[0], engine.RunSettings(mode="check", cache_dir=str(tmp_path / "empty")),
+                               only_cached=True) is engine.NOT_CACHED
+    assert len(scanned) == 1  # a miss asked only for a cached answer is not decoded
