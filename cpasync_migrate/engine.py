@@ -82,12 +82,12 @@ def front_end_options(settings: RunSettings, line_length: int = 88, cpp_style=No
 def forget_folders() -> None:
     """Forget which configuration each folder has, and which files import a macro (a run starts: files may
     have come or gone)."""
-    from . import clang_format, importers, line_length
+    import sys
 
-    clang_format.forget()
-
-    line_length.forget()
-    importers.forget()
+    for name in ("clang_format", "line_length", "importers"):  # a module not imported yet has nothing to forget
+        module = sys.modules.get(f"{__package__}.{name}")
+        if module is not None:
+            module.forget()
 
 
 def line_length_of(path: str) -> int:

@@ -199,3 +199,20 @@ def test_a_cached_file_is_not_scanned_for_its_nesting_again(kernels, tmp_path, m
     assert engine.process_file(paths[0], engine.RunSettings(mode="check", cache_dir=str(tmp_path / "empty")),
                                only_cached=True) is engine.NOT_CACHED
     assert len(scanned) == 1  # a miss asked only for a cached answer is not decoded
+
+
+def test_a_check_imports_neither_the_diff_nor_the_importers_question_unless_asked(tmp_path):
+    import sys
+
+    write(tmp_path / "k.py", NAMED)
+    probe = ("import sys\nfrom cpasync_migrate import cli\ncode = cli.main(sys.argv[1:])\n"
+             "print(code, *(m in sys.modules for m in ('difflib', 'cpasync_migrate.importers')))\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    r = subprocess.run([sys.executable, "-c", probe, "--check", "--no-cache", "-q", "k.py"], cwd=tmp_path,
+                       capture_output=True, text=True, env=env)
+    assert r.stdout.split()[-3:] == ["0", "False", "False"], r.stderr
+    from cpasync_migrate import engine, importers
+
+    importers._ROOTS["x"] = "y"
+    engine.forget_folders()  # imported: its answers are forgotten when a run starts
+    assert importers._ROOTS == {}
