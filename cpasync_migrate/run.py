@@ -187,6 +187,7 @@ class Run:
         self.stdin_excluded = False
         self._noted: set = set()
         self._kept: dict = {}  # a configuration's file (None: none) -> its anchored excludes (Run.keep)
+        self._kept_in: dict = {}  # a folder as written -> (its files' configuration, its anchored excludes)
 
     # -------------------------------------------------------------- building
 
@@ -329,15 +330,25 @@ class Run:
     def keep(self, path: str, regular: bool = False) -> Optional[str]:
         """Why a file a walk found is out of scope under its own configuration (None: in scope).
         ``regular``: the walk saw a regular file, not a link (``Configs.for_path``)."""
-        cfg = self.configs.for_path(path, regular=regular)
-        if self._keep_once:  # once per configuration file: the same checks, notes and globs
-            name = cfg.get("__file__")
-            anchored = self._kept.get(name)
-            if anchored is None:
-                self.selection.for_config(cfg)
-                self._note_run_keys(cfg)
-                anchored = self._kept[name] = anchored_excludes(self.args, cfg)
+        if self._keep_once:  # once per folder and per configuration file: the same checks, notes and globs
+            folder = os.path.dirname(path) if regular else None  # a link's configuration is its target's
+            known = self._kept_in.get(folder) if regular else None
+            if known is None:
+                cfg = self.configs.for_path(path, regular=regular)
+                name = cfg.get("__file__")
+                anchored = self._kept.get(name)
+                if anchored is None:
+                    self.selection.for_config(cfg)
+                    self._note_run_keys(cfg)
+                    anchored = self._kept[name] = anchored_excludes(self.args, cfg)
+                known = (cfg, anchored)
+                if regular:
+                    self._kept_in[folder] = known
+            cfg, anchored = known
+            if not anchored:
+                return None
         else:
+            cfg = self.configs.for_path(path, regular=regular)
             self.selection.for_config(cfg)
             self._note_run_keys(cfg)
             anchored = anchored_excludes(self.args, cfg)
