@@ -637,9 +637,8 @@ def _walk(top: str, outer: list[_Pattern], suffixes, excludes, respect_gitignore
     One ``scandir`` per folder and no other system call for plain entries: a folder's own
     ``.gitignore`` and ``pyvenv.cfg`` are seen among its entries, and ``rel`` paths are built only
     when a pattern or an exclude needs them.  A source-named entry is yielded only when it is a
-    regular file or a link to one (the entry's type costs nothing; a link costs one ``stat``).
-    Links to folders are not followed.
-    """
+    regular file or a link to one (the entry's type costs nothing; a link costs one ``stat``; a link
+    goes to ``linked``).  Links to folders are not followed."""
     stack = [("", outer)]
     filters: dict = {}  # id of a pattern list -> its compiled filter (sibling folders share one list)
     while stack:
