@@ -567,50 +567,99 @@ def bench_kernels(args, tool, work) -> dict:
 
 # ---------------------------------------------------------------- profile
 
-# Run by the tool's own interpreter: where one -j 1 --check run spends its time
-# (imports, discovery + byte prefilter, then each file that passes the
-# prefilter, with the top-level modules its processing imported first).
+# Run by the tool's own interpreter: where --check -j 1 spends its CPU time, cold (--no-cache) and then warm
+# (a results cache and stat memo the cold-with-cache run filled), through the command line's own path
+# (cli.main: the per-file configuration included), each phase timed by wrapping the function that does it
+# (less the wrappers' own cost, measured first: Run.keep is called once per file).
 PROFILE_SCRIPT = r"""
-import sys, time
-t0 = time.perf_counter()
-from cpasync_migrate import engine, prefilter, runner
-t_import = time.perf_counter() - t0
+import io, sys, tempfile, time
+t0 = time.process_time()
+from cpasync_migrate import cache, cli, engine, files, prefilter, run, runner
+t_import = time.process_time() - t0
 tree = sys.argv[1]
-settings = engine.RunSettings(mode="check")
-counter = [0]
-t0 = time.perf_counter()
-cands = []
-for path, explicit in runner._discovered([tree], (), True, None):
-    counter[0] += 1
-    if prefilter.worth_parsing(path, explicit):
-        cands.append((path, explicit))
-t_scan = time.perf_counter() - t0
-rows = []
-for path, explicit in cands:
-    before = set(sys.modules)
-    t0 = time.perf_counter()
-    out = engine.process_file(path, settings, explicit)
-    dt = time.perf_counter() - t0
-    new = sorted({m.split(".")[0] for m in set(sys.modules) - before})
-    rows.append((dt, path, engine.language_of(path), len(out.findings) if out else 0, new))
-total = t_import + t_scan + sum(r[0] for r in rows)
-print(f"in-process, one worker: {total:.3f} s in all")
-print(f"  import cpasync_migrate (cli path): {t_import:.3f} s ({100 * t_import / total:.0f}%)")
-print(f"  discovery + byte prefilter of {counter[0]} files: {t_scan:.3f} s ({100 * t_scan / total:.0f}%)")
-for lang in ("python", "cpp"):
-    sel = [r for r in rows if r[2] == lang]
-    t = sum(r[0] for r in sel)
-    print(f"  {lang} front end on {len(sel)} files: {t:.3f} s ({100 * t / total:.0f}%), "
-          f"{sum(1 for r in sel if r[3])} with findings")
-print("  slowest files (seconds, share, findings, modules first imported there):")
-for dt, path, lang, n, new in sorted(rows, reverse=True)[:12]:
-    rel = path[len(tree):].lstrip("/")
-    print(f"    {dt:7.3f}  {100 * dt / total:4.1f}%  {n:2d}  {rel}" + (f"  [imports {', '.join(new)}]" if new else ""))
+PHASES = [  # (label, module, function); nested phases are also counted in the ones around them
+    ("start-up: options, configuration, rules, target", run.Run, "build"),
+    ("per-file configuration of the walk (Run.keep)", run.Run, "keep"),
+    ("byte prefilter and stat memo (prefilter.select)", prefilter, "select"),
+    ("files that pass it (engine.process_file)", engine, "process_file"),
+    ("  nesting scan (files.nesting)", files, "nesting"),
+    ("  results cache reads (cache.load_analysis)", cache, "load_analysis"),
+    ("change sets (settle.settle)", None, "settle"),
+    ("report (Run._emit)", run.Run, "_emit"),
+]
+acc, calls, per_file = {}, {}, []
+
+
+def wrap(label, owner, name):
+    f = getattr(owner, name)
+
+    def timed(*a, **k):
+        t = time.process_time()
+        try:
+            return f(*a, **k)
+        finally:
+            dt = time.process_time() - t
+            acc[label] = acc.get(label, 0.0) + dt
+            calls[label] = calls.get(label, 0) + 1
+            if name == "process_file":
+                per_file.append((dt, a[0]))
+    setattr(owner, name, timed)
+
+
+class _Calibrate:
+    @staticmethod
+    def nothing():
+        return None
+
+
+wrap("calibrate", _Calibrate, "nothing")
+for _ in range(20000):
+    _Calibrate.nothing()
+OVERHEAD = acc.pop("calibrate") / calls.pop("calibrate")  # a wrapped call's own cost: taken off every phase
+per_file.clear()
+
+from cpasync_migrate import settle
+for label, owner, name in PHASES:
+    wrap(label, owner if owner is not None else settle, name)
+runner.process_file = engine.process_file  # the runner calls it by its own name
+cache_dir = tempfile.mkdtemp(prefix="cpasync-profile-")
+
+
+def once(title, extra):
+    acc.clear(); calls.clear(); per_file.clear()
+    out, sys.stdout = sys.stdout, io.StringIO()
+    t = time.process_time()
+    try:
+        cli.main(["--check", "-j", "1", *extra, tree])
+    finally:
+        sys.stdout = out
+    total = time.process_time() - t
+    inner = {"  nesting scan (files.nesting)", "  results cache reads (cache.load_analysis)"}
+    for label in acc:  # each phase less its own wrappers' cost, and that of the wrapped phases inside it
+        inside = sum(calls[i] for i in inner if i in calls) if label == PHASES[3][0] else 0
+        acc[label] = max(0.0, acc[label] - (calls[label] + inside) * OVERHEAD)
+    total -= sum(calls.values()) * OVERHEAD
+    print(f"{title}: {total:.3f} s CPU in cli.main (+ {t_import:.3f} s importing it), one process")
+    for label, _, _ in PHASES:
+        if label in acc:
+            print(f"  {label:52s} {acc[label]:7.3f} s {100 * acc[label] / total:4.0f}%  ({calls[label]} calls)")
+    rest = total - sum(acc.get(l, 0.0) for l, _, _ in PHASES if not l.startswith("  "))
+    print(f"  {'the walk and the rest':52s} {rest:7.3f} s {100 * rest / total:4.0f}%")
+    print("  slowest files (CPU seconds):")
+    for dt, path in sorted(per_file, reverse=True)[:6]:
+        print(f"    {dt:7.3f}  {path[len(tree):].lstrip('/')}")
+
+
+once("cold (--no-cache)", ["--no-cache"])
+once("cold, filling a results cache", ["--cache-dir", cache_dir])
+once("warm (that cache and its stat memo)", ["--cache-dir", cache_dir])
+import shutil
+shutil.rmtree(cache_dir, ignore_errors=True)
 """
 
 
 def profile_tool(tool, tree) -> None:
-    say(f"\n## Where one --check run spends its time (in-process, one worker, wall seconds): {tree}")
+    say(f"\n## Where one --check run spends its time (in-process, -j 1, CPU seconds): {tree}")
     py = str(Path(tool).parent / "python")
     try:
         say(capture([py, "-c", PROFILE_SCRIPT, str(tree)]).rstrip())

@@ -5,7 +5,9 @@ the key; the command line turns it into exit code 3 (never a traceback).
 """
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tomllib
 from pathlib import Path
 from typing import Optional
@@ -19,6 +21,11 @@ CONFIG_MAX_FILE_SIZE = 4 << 20
 
 # key -> (what the value must be, in words; a check): from the option table (options.py)
 KEYS = config_checks()
+
+# A switch (CPASYNC_MIGRATE_DIR_CONFIG=0: every file's configuration is looked up from its own real path,
+# one os.path.realpath per file, as before; a measuring switch).  On: a file that is not a link takes the
+# configuration of its folder as written, looked up once per folder (Configs._for_file).
+DIR_CONFIG = os.environ.get("CPASYNC_MIGRATE_DIR_CONFIG", "1") != "0"
 
 
 def parse_size(v) -> Optional[int]:
@@ -46,6 +53,20 @@ def find_pyproject(start: Path) -> Optional[Path]:
         if cur.parent == cur:
             return None
         cur = cur.parent
+
+
+def _is_file(name: str) -> bool:
+    """``Path(name).is_file()`` without building a Path: False where the name does not exist (or a part of it
+    is not a folder, or a link loops), other errors raised."""
+    try:
+        return stat.S_ISREG(os.stat(name).st_mode)
+    except OSError as e:
+        if e.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP) or \
+                getattr(e, "winerror", None) in (21, 123, 1921):
+            return False
+        raise
+    except ValueError:
+        return False
 
 
 def has_table(path: Path) -> bool:
@@ -202,15 +223,23 @@ class Configs:
     def __init__(self, explicit: Optional[str], isolated: bool):
         self.isolated = isolated
         self.explicit = load(Path(explicit), required=True) if explicit and not isolated else None
-        self._folders: dict = {}  # folder -> its configuration ({}: none)
+        self._folders: dict = {}  # folder (real path) -> its configuration ({}: none)
         self._loaded: dict = {}  # pyproject.toml -> its configuration
+        self._by_dir: dict = {}  # folder as written -> the configuration of the files in it (DIR_CONFIG)
+        self._real_dirs: dict = {}  # folder as written -> its real path (DIR_CONFIG)
 
-    def for_path(self, path: str, folder: bool = False) -> dict:
-        """The configuration of a file (``folder``: of a folder) at ``path``; {} when none applies."""
+    def for_path(self, path: str, folder: bool = False, regular: bool = False) -> dict:
+        """The configuration of a file (``folder``: of a folder) at ``path``; {} when none applies.
+        ``regular``: the caller has seen that ``path`` is a regular file and not a link (a walk's entry),
+        so no system call is made to learn it."""
         if self.isolated:
             return {}
         if self.explicit is not None:
             return self.explicit
+        if DIR_CONFIG and not folder:
+            found = self._for_file(path, regular)
+            if found is not None:
+                return found
         try:
             start = os.path.realpath(path)
             if not (folder or os.path.isdir(start)):
@@ -219,16 +248,51 @@ class Configs:
         except (OSError, RuntimeError, ValueError):  # a link loop, a vanished folder: no configuration
             return {}
 
+    def _for_file(self, path: str, regular: bool) -> Optional[dict]:
+        """The configuration of a regular file that is not a link, from its folder as written (one lookup per
+        folder, not per file); None for anything else (a link, a folder, a path that cannot be looked at),
+        which :meth:`for_path` looks up from its real path.
+
+        The same answer as that lookup: the real path of a name that is not a link is the real path of its
+        folder joined with the name, so the file's real folder is its folder's real path."""
+        try:
+            if not regular and not stat.S_ISREG(os.lstat(path).st_mode):
+                return None
+            d = os.path.dirname(path)
+            found = self._by_dir.get(d)
+            if found is None:
+                found = self._by_dir[d] = self._for_folder(self._real_dir(d))
+            return found
+        except (OSError, RuntimeError, ValueError):
+            return None
+
+    def _real_dir(self, d: str) -> str:
+        """``os.path.realpath(d)`` for a folder as written, from its parent's (memoised): one ``lstat`` per
+        folder where the name is not a link, instead of one per part of the path."""
+        r = self._real_dirs.get(d)
+        if r is None:
+            parent, name = os.path.split(d)
+            if parent and parent != d and name not in ("", ".", ".."):
+                try:
+                    plain = stat.S_ISDIR(os.lstat(d).st_mode)
+                except OSError:
+                    plain = False
+                r = os.path.join(self._real_dir(parent), name) if plain else os.path.realpath(d)
+            else:
+                r = os.path.realpath(d)
+            self._real_dirs[d] = r
+        return r
+
     def _for_folder(self, folder: str) -> dict:
         chain = []
         cur = folder
         while cur not in self._folders:
             chain.append(cur)
-            cand = Path(cur) / "pyproject.toml"
-            if cand.is_file() and has_table(cand):
-                found = self._loaded.get(str(cand))
+            name = os.path.join(cur, "pyproject.toml")
+            if _is_file(name) and has_table(Path(name)):
+                found = self._loaded.get(name)
                 if found is None:
-                    found = self._loaded[str(cand)] = load(cand)
+                    found = self._loaded[name] = load(Path(name))
                 break
             parent = os.path.dirname(cur)
             if parent == cur:

@@ -401,6 +401,7 @@ def discover(
     skipped: Optional[list] = None,
     special: Optional[list] = None,
     reasons: Optional[list] = None,
+    linked: Optional[set] = None,
 ) -> Iterator[str]:
     """Yield candidate files (explicit files first in argument order; a folder's files in no set order).
 
@@ -413,6 +414,10 @@ def discover(
     .gitignore pattern or git's own ignore rules, an exclude glob (and whether ``exclude`` or
     ``extend-exclude`` gave it), a virtual environment, a folder never scanned (``.git``, ``build``...),
     a file without a kernel suffix.  A folder passed over is named once, not the files below it.
+
+    ``linked``: when given, every file a walk yields that is a symbolic link (to a regular file) is added to
+    it before it is yielded; a walk's other files are regular files that are not links (what
+    ``Configs.for_path(regular=True)`` may take without looking again).
     """
     seen: set[str] = set()
     for arg in paths:
@@ -422,10 +427,10 @@ def discover(
             st = None
         if st is not None and stat.S_ISDIR(st.st_mode):
             ex = tuple(excludes(arg)) if callable(excludes) else excludes  # per folder: globs anchored elsewhere
-            found = _git_walk(arg, suffixes, ex, skipped, reasons) if respect_gitignore else None
+            found = _git_walk(arg, suffixes, ex, skipped, reasons, linked) if respect_gitignore else None
             if found is None:  # not in a git work tree, or no git: the walker reads the .gitignore files
                 outer = _git_root_patterns(Path(arg))[1] if respect_gitignore else []
-                found = _walk(arg, outer, suffixes, ex, respect_gitignore, errors, skipped, reasons)
+                found = _walk(arg, outer, suffixes, ex, respect_gitignore, errors, skipped, reasons, linked)
             for f in found:
                 if f not in seen:
                     seen.add(f)
@@ -483,7 +488,7 @@ def _maybe_in_git(folder: str) -> bool:
 
 
 def _git_walk(top: str, suffixes, excludes, skipped: Optional[list] = None,
-              reasons: Optional[list] = None) -> Optional[Iterator[str]]:
+              reasons: Optional[list] = None, linked: Optional[set] = None) -> Optional[Iterator[str]]:
     """The files under ``top`` in scope, from git's own list (see :func:`_git_list`); None when git
     cannot give it (then the walker is used).
 
@@ -497,7 +502,8 @@ def _git_walk(top: str, suffixes, excludes, skipped: Optional[list] = None,
         return None  # git has nothing there: a folder named on the command line that git ignores is walked
     if reasons is not None:
         _git_ignored(top, "", reasons)
-    return _git_files(top, "", entries, suffixes, _Filter([], excludes) if excludes else None, skipped, reasons)
+    return _git_files(top, "", entries, suffixes, _Filter([], excludes) if excludes else None, skipped, reasons,
+                      linked)
 
 
 def _git_ignored(top: str, prefix: str, reasons: list) -> None:
@@ -517,7 +523,8 @@ def _git_ignored(top: str, prefix: str, reasons: list) -> None:
                             "ignored by git (.gitignore, .git/info/exclude or core.excludesFile)"))
 
 
-def _git_files(top: str, prefix: str, entries: list, suffixes, filt, skipped, reasons=None) -> Iterator[str]:
+def _git_files(top: str, prefix: str, entries: list, suffixes, filt, skipped, reasons=None,
+               linked: Optional[set] = None) -> Iterator[str]:
     candidates: dict = {}  # rel -> True (a dict: a conflicted file is listed once per stage)
     nested, venvs, links, unsuffixed = [], set(), [], []
     for ent in entries:
@@ -586,6 +593,8 @@ def _git_files(top: str, prefix: str, entries: list, suffixes, filt, skipped, re
         except OSError:
             regular = False
         if regular:
+            if linked is not None:
+                linked.add(path)
             yield path
         elif skipped is not None:
             skipped.append((path, describe_special(path) + "; only regular files are read"))
@@ -604,11 +613,11 @@ def _git_files(top: str, prefix: str, entries: list, suffixes, filt, skipped, re
             continue  # a submodule that is not checked out
         sub = _git_list(folder)
         if sub is None:  # a repository git cannot read: the walker reads its .gitignore files
-            yield from _walk(folder, [], suffixes, _sub_globs(filt, rel), True, None, skipped, reasons)
+            yield from _walk(folder, [], suffixes, _sub_globs(filt, rel), True, None, skipped, reasons, linked)
             continue
         if reasons is not None:
             _git_ignored(top, rel + "/", reasons)
-        yield from _git_files(top, rel + "/", sub, suffixes, filt, skipped, reasons)
+        yield from _git_files(top, rel + "/", sub, suffixes, filt, skipped, reasons, linked)
 
 
 def _sub_globs(filt, rel: str) -> tuple:
@@ -622,15 +631,14 @@ def _sub_globs(filt, rel: str) -> tuple:
 
 def _walk(top: str, outer: list[_Pattern], suffixes, excludes, respect_gitignore,
           errors: Optional[list] = None, skipped: Optional[list] = None,
-          reasons: Optional[list] = None) -> Iterator[str]:
+          reasons: Optional[list] = None, linked: Optional[set] = None) -> Iterator[str]:
     """Files under ``top`` in scope, in no particular order (callers sort what they report).
 
     One ``scandir`` per folder and no other system call for plain entries: a folder's own
     ``.gitignore`` and ``pyvenv.cfg`` are seen among its entries, and ``rel`` paths are built only
     when a pattern or an exclude needs them.  A source-named entry is yielded only when it is a
-    regular file or a link to one (the entry's type costs nothing; a link costs one ``stat``).
-    Links to folders are not followed.
-    """
+    regular file or a link to one (the entry's type costs nothing; a link costs one ``stat``; a link
+    goes to ``linked``).  Links to folders are not followed."""
     stack = [("", outer)]
     filters: dict = {}  # id of a pattern list -> its compiled filter (sibling folders share one list)
     while stack:
@@ -687,6 +695,8 @@ def _walk(top: str, outer: list[_Pattern], suffixes, excludes, respect_gitignore
                     if skipped is not None:
                         skipped.append((e.path, describe_special(e.path) + "; only regular files are read"))
                     continue
+                if linked is not None and e.is_symlink():
+                    linked.add(e.path)
                 yield e.path
             elif skipped is not None and e.is_symlink():
                 try:

@@ -220,7 +220,9 @@ def _read(path: str, max_size: int) -> bytes:
         os.close(fd)
 
 
-def decode(path: str, raw: bytes, python: bool) -> SourceFile:
+def decode(path: str, raw: bytes, python: bool, deep: bool = True) -> SourceFile:
+    """The text of ``raw``, or a :class:`FileError`.  ``deep``: also refuse a text nested deeper than the
+    front ends may analyse (:func:`nesting`); False only where that scan is known to pass on these bytes."""
     if b"\x00" in raw[:8192]:
         raise FileError(path, "binary file (contains NUL bytes); not a source file")
     bom = b""
@@ -246,9 +248,9 @@ def decode(path: str, raw: bytes, python: bool) -> SourceFile:
             raise FileError(path, "lone CR line ends mixed with LF line ends; not analysed (make the line ends "
                                   "one kind)", 1)
         text, newline = text.replace("\r", "\n"), "\r"  # one character for one: every offset stays
-    deep = nesting(text, python)
-    if deep is not None:
-        raise FileError(path, deep[0], deep[1])
+    too_deep = nesting(text, python) if deep else None
+    if too_deep is not None:
+        raise FileError(path, too_deep[0], too_deep[1])
     try:
         mode = stat.S_IMODE(os.stat(path).st_mode)
     except OSError:

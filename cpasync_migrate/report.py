@@ -6,7 +6,6 @@ The JSON layout is documented in docs/usage.md and described by
 """
 from __future__ import annotations
 
-import difflib
 import os
 from collections import Counter
 from typing import Iterable, TextIO
@@ -322,6 +321,8 @@ def unified_diff(o: FileOutcome) -> str:
     (``o.error``: e.g. --verify found a mismatch), which the error line on stderr says."""
     if not o.changed or o.error:
         return ""
+    import difflib  # only a diff needs it (not imported by --check)
+
     p = rel(o.path).replace(os.sep, "/").lstrip("/")
     a = o.old_text.splitlines(True)
     b = o.new_text.splitlines(True)

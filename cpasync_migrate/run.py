@@ -189,6 +189,8 @@ class Run:
         self.stdin_excluded = False
         self._noted: set = set()
         self._checked: set = set()  # the configuration files checked (_check_config)
+        self._kept: dict = {}  # a configuration's file (None: none) -> its anchored excludes (Run.keep)
+        self._kept_in: dict = {}  # a folder as written -> (its files' configuration, its anchored excludes)
 
     # -------------------------------------------------------------- building
 
@@ -224,6 +226,7 @@ class Run:
         explicit, pairs = cfgmod.split_config_arguments(args.config)
         cfgmod.apply_overrides(args, pairs)
         self.configs = cfgmod.Configs(None if args.isolated else explicit, args.isolated)
+        self._keep_once = cfgmod.DIR_CONFIG  # Run.keep's memo, under the same switch
         self.cfg = (self.configs.for_path(self.stdin) if self.stdin is not None  # its folder, made or not
                     else self.configs.for_run(args.paths))
         self.selection = Selection(self.configs, args.select, args.ignore, args.per_file_ignores, os.getcwd())
@@ -369,12 +372,31 @@ class Run:
         """The globs a walk from folder argument ``arg`` prunes with: its own configuration's."""
         return globs_for_folder(arg, anchored_excludes(self.args, self.configs.for_path(arg, folder=True)))
 
-    def keep(self, path: str) -> Optional[str]:
-        """Why a file a walk found is out of scope under its own configuration (None: in scope)."""
-        cfg = self.configs.for_path(path)
-        self._check_config(cfg)
-        self._note_run_keys(cfg)
-        anchored = anchored_excludes(self.args, cfg)
+    def keep(self, path: str, regular: bool = False) -> Optional[str]:
+        """Why a file a walk found is out of scope under its own configuration (None: in scope).
+        ``regular``: the walk saw a regular file, not a link (``Configs.for_path``)."""
+        if self._keep_once:  # once per folder and per configuration file: the same checks, notes and globs
+            folder = os.path.dirname(path) if regular else None  # a link's configuration is its target's
+            known = self._kept_in.get(folder) if regular else None
+            if known is None:
+                cfg = self.configs.for_path(path, regular=regular)
+                name = cfg.get("__file__")
+                anchored = self._kept.get(name)
+                if anchored is None:
+                    self._check_config(cfg)
+                    self._note_run_keys(cfg)
+                    anchored = self._kept[name] = anchored_excludes(self.args, cfg)
+                known = (cfg, anchored)
+                if regular:
+                    self._kept_in[folder] = known
+            cfg, anchored = known
+            if not anchored:
+                return None
+        else:
+            cfg = self.configs.for_path(path, regular=regular)
+            self._check_config(cfg)
+            self._note_run_keys(cfg)
+            anchored = anchored_excludes(self.args, cfg)
         if anchored and named_file_excluded(path, anchored):
             return f"excluded ({cfg.get('__file__', 'the command line')})"
         return None

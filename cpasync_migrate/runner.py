@@ -34,14 +34,17 @@ def _discovered(paths, excludes, respect_gitignore, since_set, errors=None, skip
                 keep=None, reasons=None):
     """Yield (path, explicit) for every source file in scope (no reading); unlistable folders go to
     ``errors``, entries that are not regular files to ``skipped`` (in a walk) or ``special`` (named).
-    ``keep``: for a file found in a walk, why it is out of scope (its own configuration excludes it), or None."""
+    ``keep``: for a file found in a walk, why it is out of scope (its own configuration excludes it), or None;
+    called as ``keep(path, regular)``, ``regular`` telling that the walk saw a regular file, not a link."""
     explicit = {p for p in paths if not os.path.isdir(p)}
     changed = None if since_set is None else since_filter(paths, since_set)
-    for path in discovery.discover(paths, SUFFIXES, excludes, respect_gitignore, errors, skipped, special, reasons):
+    links: set = set()  # the walk's files that are links (discovery.discover)
+    for path in discovery.discover(paths, SUFFIXES, excludes, respect_gitignore, errors, skipped, special, reasons,
+                                   links):
         if changed is not None and not changed(path):
             continue
         if keep is not None and path not in explicit:
-            why = keep(path)
+            why = keep(path, path not in links)
             if why:
                 if skipped is not None:
                     skipped.append((path, why))
