@@ -29,7 +29,7 @@ def configured(tmp_path):
           '[tool.cpasync-migrate.per-file-ignores]\n"tests/*" = ["CPA001"]\n')
     # a name glob: it excludes a file whose own configuration is this one, wherever its name is
     write(t / "sub" / "pyproject.toml", '[tool.cpasync-migrate]\nextend-exclude = ["gen/**", "*_x.py"]\n')
-    write(t / "other" / "pyproject.toml", '[tool.cpasync-migrate]\ntarget = "0.1.9"\nignore = ["CPA002"]\n')
+    write(t / "other" / "pyproject.toml", '[tool.cpasync-migrate]\nunsafe-fixes = true\nignore = ["CPA002"]\n')
     write(t / "other" / "deep" / "pyproject.toml", '[project]\nname = "no-table"\n')  # not a configuration
     for rel in ("top.py", "sub/pkg/b.py", "other/o.py", "tests/t.py"):
         write(t / rel, LEGACY)
@@ -89,7 +89,7 @@ def test_folder_configuration_gives_the_same_report(configured, monkeypatch, in_
     assert f"skipped links/legacy_x.py: excluded ({configured / 'sub' / 'pyproject.toml'})" in err
     assert {f["path"] for f in report["findings"] if f["code"] == "CPA001" and f["status"] != "suppressed"} == {"links/hard.py", "sub/pkg/b.py",
                                                                                 "other/o.py"}  # tests/: ignored
-    assert "other/pyproject.toml: target applies to the whole run" in err
+    assert "other/pyproject.toml: unsafe-fixes applies to the whole run" in err
 
 
 def test_the_switch_is_read_from_the_environment(configured):
