@@ -8,8 +8,8 @@ parentheses included: ``Source.vspan`` widens a node over the parentheses around
 that hold it), the new call read back with ``ast`` into ``layout_render``'s model and rendered by the same
 ``_render``.  ``tests/test_check_nolibcst.py`` checks that both give the same edits.
 
-It covers the shape the fast pass hands it (``fast_legacy.fix_facts``): a call on one line, the value of an
-expression statement or the one argument of such a call (``T.evaluate(T.ptx_cp_async(...))``), its arguments
+It covers the shape the fast pass hands it (``fast_legacy.fix_facts``): a call that holds no comment and no
+argument over lines, an expression statement or the sole argument of a call (``T.evaluate(...)``), its arguments
 in the legacy order.  ``Unsupported`` anywhere else: libcst makes the edits.
 """
 from __future__ import annotations
@@ -24,6 +24,10 @@ from .decide.legacy import merge_point_edits
 from .layout_render import _Arg, _Atom, _Call, _render, _Style, requote, str_width
 
 DEFAULT_LINE_LENGTH = 88  # (layout.DEFAULT_LINE_LENGTH)
+
+
+# What may stand between tokens of a call that holds no comment (``root_span`` sends a call with a "#" to libcst).
+_BLANK = " \t\r\n\\\x0c"
 
 
 class Unsupported(Exception):
@@ -55,10 +59,10 @@ class Source:
         t = self.text
         while True:
             i = s - 1
-            while i >= lo and t[i] in " \t":
+            while i >= lo and t[i] in _BLANK:
                 i -= 1
             j = e
-            while j < hi and t[j] in " \t":
+            while j < hi and t[j] in _BLANK:
                 j += 1
             if i >= lo and j < hi and t[i] == "(" and t[j] == ")":
                 s, e = i, j + 1
@@ -141,27 +145,52 @@ def argument_edits(src: Source, call: ast.Call, bound: dict, order: list, drop: 
 
 
 def root_span(src: Source, call: ast.Call, parents: dict) -> tuple[int, int]:
-    """The span ``layout.lay_out`` re-renders: the call, or the one-line call whose sole argument it is
-    (``layout._wrapper``), each the whole value of an expression statement; ``Unsupported`` elsewhere."""
+    """The span ``layout.lay_out`` re-renders: the call, or for a call on one line the outermost one-line call whose
+    sole argument it is (``layout._wrapper``); ``Unsupported`` where this pass does not tell whether parentheses
+    wrap the call (it is neither a statement's whole value nor the sole argument of a call), and for a call that
+    holds a comment or an argument over lines (libcst moves their lines)."""
     t = src.text
     cs, ce = src.span(call)
+    if "#" in t[cs:ce]:
+        raise Unsupported("a comment (or a '#') in the call")
+    if _wrapped(src, call, parents) is not False:
+        raise Unsupported("parentheses may wrap the call")
     if "\n" in t[cs:ce] or "\r" in t[cs:ce]:
-        raise Unsupported("a call over lines")
-    par = parents.get(id(call))
-    if type(par) is ast.Expr:
-        if src.span(par) != (cs, ce):
-            raise Unsupported("a parenthesized call")
+        op, cl = call_parens(src, call, cs, ce)
+        for a in arg_nodes(call):
+            a_s, a_e = arg_span(src, a, op + 1, cl)
+            if "\n" in t[a_s:a_e] or "\r" in t[a_s:a_e]:
+                raise Unsupported("an argument over lines")
         return cs, ce
-    if type(par) is ast.Call and par.args == [call] and not par.keywords:
-        stmt = parents.get(id(par))
+    root, rs, re_ = call, cs, ce
+    while True:
+        par = parents.get(id(root))
+        if type(par) is not ast.Call or par.args != [root] or par.keywords:
+            return rs, re_
         ws, we = src.span(par)
-        if type(stmt) is not ast.Expr or src.span(stmt) != (ws, we) or "\n" in t[ws:we] or "\r" in t[ws:we]:
-            raise Unsupported("a wrapper call that is not a statement of its own")
-        op, cl = call_parens(src, par, ws, we)
-        if t[op + 1:cs].strip(" \t") or t[ce:cl].strip(" \t") or "#" in t[ws:cs] + t[ce:we]:
-            raise Unsupported("a parenthesized call inside its wrapper")
-        return ws, we
-    raise Unsupported("the call is not a statement's whole value")
+        wrapped = _wrapped(src, par, parents)
+        if "\n" in t[ws:we] or "\r" in t[ws:we] or "#" in t[ws:rs] + t[re_:we] or wrapped:
+            return rs, re_
+        if wrapped is None:
+            raise Unsupported("parentheses may wrap the wrapper")
+        root, rs, re_ = par, ws, we
+
+
+def _wrapped(src: Source, node, parents: dict) -> Optional[bool]:
+    """Whether parentheses of its own wrap ``node`` (libcst's ``lpar``), where this pass tells: the whole value of
+    an expression statement, or the sole argument of a call; None elsewhere."""
+    par = parents.get(id(node))
+    s, e = src.span(node)
+    if type(par) is ast.Expr:
+        return src.span(par) != (s, e)
+    if type(par) is ast.Call and par.args == [node] and not par.keywords:
+        try:
+            op, cl = call_parens(src, par, *src.span(par))
+        except Unsupported:
+            return None
+        t = src.text
+        return bool(t[op + 1:s].strip(_BLANK) or t[e:cl].strip(_BLANK))
+    return None
 
 
 # ------------------------------------------------------------------------------ the new call, read back
@@ -196,8 +225,8 @@ def _call(src: Source, call: ast.Call, s: int, e: int) -> _Call:
     op, cl = call_parens(src, call, s, e)
     fs, fe = src.vspan(call.func, s, op)
     head = t[fs:fe]
-    if "#" in head:
-        raise Unsupported("a callee with a comment")
+    if "#" in head or "\n" in head or "\r" in head:
+        raise Unsupported("a callee with a comment or over lines")
     args = []
     items = arg_nodes(call)
     for a in items:
@@ -226,7 +255,10 @@ def _value(src: Source, v, lo: int, hi: int):
                 return _call(src, v, vs, ve)
         except Unsupported:
             pass
-    return _Atom([t[vs:ve]], None, _chain(src, v, vs, ve))
+    code = t[vs:ve]
+    if "\n" in code or "\r" in code:
+        raise Unsupported("an argument over lines")  # (libcst moves its lines: _Atom.shift_from)
+    return _Atom([code], None, _chain(src, v, vs, ve))
 
 
 def _chain(src: Source, v, vs: int, ve: int) -> Optional[list[str]]:
@@ -252,10 +284,11 @@ def _chain(src: Source, v, vs: int, ve: int) -> Optional[list[str]]:
 
 # ------------------------------------------------------------------------------------------ lay out
 
-def lay_out(src: Source, rs: int, re_: int, edits: list[Edit], line_length: int, style=None) -> list[Edit]:
-    """``layout.lay_out`` of a one-line call (``rs``..``re_``: the span ``root_span`` gave) whose arguments
-    hold no comment: the edits requoted by the file's habit, applied, and the new call laid out again.
-    ``style``: the whole file's ``file_style.FileStyle`` when the text is a window of it."""
+def lay_out(src: Source, call: ast.Call, rs: int, re_: int, edits: list[Edit], line_length: int,
+            style=None) -> list[Edit]:
+    """``layout.lay_out`` of a call that holds no comment (``rs``..``re_``: the span ``root_span`` gave): the edits
+    requoted by the file's habit, applied, and the new call laid out again, the way the old ``call`` was laid out
+    (``layout._style``).  ``style``: the whole file's ``file_style.FileStyle`` when the text is a window of it."""
     text = src.text
     habits = style.habits() if style is not None else file_style.habits(text)
     edits = requote(edits, habits)
@@ -272,10 +305,46 @@ def lay_out(src: Source, rs: int, re_: int, edits: list[Edit], line_length: int,
             le = min(le, i)
     suffix = text[re_:le]
     line_indent = prefix[: len(prefix) - len(prefix.lstrip(" \t"))]
-    unit = style.unit() if style is not None else file_style.indent_unit(text.splitlines(True))
-    lstyle = _Style(line_length or DEFAULT_LINE_LENGTH, unit, habits[0], True, False)
+    lstyle = _style(src, call, line_indent, line_length, habits, style)
     lines = _render(tree, str_width(prefix), line_indent, str_width(suffix), lstyle, top=True)
     out = ("\r\n" if "\r\n" in text else "\n").join(lines)
     if out == text[rs:re_]:
         return []
     return [Edit(rs, re_, out)]
+
+
+def _style(src: Source, call: ast.Call, line_indent: str, line_length: int, habits: tuple, style) -> _Style:
+    """``layout._style``: how the old call was laid out (its continuation indent, trailing comma, where its ``)``
+    stood, arguments aligned after ``(``), or, for a call on one line, the file's habits."""
+    text = src.text
+    width = line_length or DEFAULT_LINE_LENGTH
+    lines = text.splitlines(True)  # (as the libcst pass's context indexes them)
+    unit = style.unit() if style is not None else file_style.indent_unit(lines)
+    cs, ce = src.span(call)
+    args = arg_nodes(call)
+    if ("\n" not in text[cs:ce] and "\r" not in text[cs:ce]) or not args:
+        return _Style(width, unit, habits[0], True, False)
+    op, cl = call_parens(src, call, cs, ce)
+    spans = [arg_span(src, a, op + 1, cl) for a in args]
+    visual = "\n" not in text[op + 1:spans[0][0]] and "\r" not in text[op + 1:spans[0][0]]
+    if not visual:
+        first_line = lines[args[0].lineno - 1]
+        ind = first_line[: len(first_line) - len(first_line.lstrip(" \t"))]
+        if ind.startswith(line_indent) and len(ind) > len(line_indent):
+            unit = ind[len(line_indent):]
+    _, ve = src.vspan(value_of(args[-1]), op + 1, cl)
+    between = text[ve:ce - 1]
+    close_own_line = "\n" in between or "\r" in between
+    if "," in between:
+        comma = True
+    elif len({_line_of(src, s) for s, _ in spans}) > 1:
+        comma = False  # one per line (or several lines) without a trailing comma: keep it so
+    else:
+        comma = habits[0]
+    return _Style(width, unit, comma, close_own_line, visual)
+
+
+def _line_of(src: Source, offset: int) -> int:
+    import bisect
+
+    return bisect.bisect_right(src.starts, offset)

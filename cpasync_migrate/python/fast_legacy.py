@@ -384,7 +384,7 @@ def verdict(call: ast.Call, s, src, parents: dict, options, style=None) -> Optio
     try:
         edits = fast_edit.argument_edits(src, call, facts.bound, [k_dptr, k_doff, k_sptr, k_soff, k_bytes], k_dtype,
                                          before, after, replace)
-        edits = fast_edit.lay_out(src, rs, re_, edits, options.line_length, style)
+        edits = fast_edit.lay_out(src, call, rs, re_, edits, options.line_length, style)
     except fast_edit.Unsupported:
         return None
     applic, note = decide.fix_safety([])
