@@ -190,14 +190,17 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
     fresh = analysis is None
     if fresh:
         fe, opts = front_end(language), front_end_options(settings, line_length, cpp_style)
+        # --check alone (no --diff, --verify or write): the Python front end's ast pass may decide legacy calls
+        # with their fixes (python/fast.py: DECIDE_FIXES), so a run it decides never imports libcst
+        kw = {"fixes": True} if language == "python" and settings.mode == "check" and not settings.verify else {}
         try:
-            analysis = fe.analyze(text, path, opts)
+            analysis = fe.analyze(text, path, opts, **kw)
         except (RecursionError, MemoryError):  # nesting past what files.nesting bounds (a long chain of a + a + ...)
             return error_outcome(path, language, "nested too deep for the parser or its passes; not analysed")
         from . import suppress
 
         if suppress.spelling(opts.rules.suppress_comment).marker in text:  # suppression comments (suppress.py)
-            analysis = suppress.resolve(text, path, language, analysis, lambda t: fe.analyze(t, path, opts),
+            analysis = suppress.resolve(text, path, language, analysis, lambda t: fe.analyze(t, path, opts, **kw),
                                         opts.rules)
         if ck is not None:
             cache.store_analysis(settings.cache_dir, ck, analysis)

@@ -342,17 +342,20 @@ def test_a_check_that_rewrites_nothing_keeps_libcst_and_rich_off_its_path(tmp_pa
     write(tmp_path / "comment.py", "# ptx_cp_async is deprecated upstream\nx = 1\n")
     write(tmp_path / "plain.py", "y = 2\n")
 
-    def imported(*extra):
+    def imported(*extra, env=None):
         r = subprocess.run([sys.executable, "-X", "importtime", "-m", "cpasync_migrate", "--check", "--no-cache",
-                            "-j", "2", *extra, "."], cwd=tmp_path, capture_output=True, text=True)
+                            "-j", "2", *extra, "."], cwd=tmp_path, capture_output=True, text=True,
+                           env=dict(os.environ, **(env or {})))
         assert r.returncode == 1, r.stderr[-500:]
         return {ln.rsplit("|", 1)[-1].strip() for ln in r.stderr.splitlines() if ln.startswith("import time:")}
 
     mods = imported()
     assert "tree_sitter" in mods  # the C++ files were parsed (by a worker)
     assert not {m for m in mods if m.split(".")[0] in ("libcst", "rich")}
-    write(tmp_path / "kernel.py", LEGACY)  # a TileLang legacy call: its fix needs libcst
-    assert "libcst" in imported()
+    # a TileLang legacy call: --check decides its fix from the ast (python/fast.py: DECIDE_FIXES); off, libcst
+    write(tmp_path / "kernel.py", LEGACY)
+    assert not {m for m in imported() if m.split(".")[0] == "libcst"}
+    assert "libcst" in imported(env={"CPASYNC_MIGRATE_FAST_FIXES": "0"})
 
 
 def test_gpu_probe_leaves_cuda_out_of_this_process(monkeypatch):

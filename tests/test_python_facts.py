@@ -176,8 +176,16 @@ def test_check_on_files_the_ast_side_decides_never_imports_libcst(tmp_path):
         runs[bool(off)] = _check_imports_libcst(tmp_path, "--format", "json", env=off)
     assert runs[True][0] == runs[False][0] == 1 and runs[True][1] and not runs[False][1]
     assert runs[True][2] == runs[False][2]
-    # the same tree with one legacy call that needs a rewrite: libcst makes its fix (the control)
+    # the same tree with a legacy call that needs a rewrite, whose facts the ast side reads (--check decides it
+    # with its fix: fast.DECIDE_FIXES), then with one whose facts it does not (a macro's callers decide its
+    # pointers' types): libcst makes that fix (the control)
     (tmp_path / "legacy.py").write_bytes((FIXTURES / "python" / "alias_tl.in.py").read_bytes())
+    rc, imported, out = _check_imports_libcst(tmp_path)
+    assert rc == 1 and "CPA001" in out and not imported
+    rc, imported, out = _check_imports_libcst(tmp_path, env={"CPASYNC_MIGRATE_FAST_FIXES": "0"})
+    assert rc == 1 and "CPA001" in out and imported
+    (tmp_path / "legacy.py").unlink()
+    (tmp_path / "macro.py").write_bytes((FIXTURES / "python" / "macro_callers_decide.in.py").read_bytes())
     rc, imported, out = _check_imports_libcst(tmp_path)
     assert rc == 1 and "CPA001" in out and imported
 
@@ -235,3 +243,46 @@ def test_both_passes_read_the_attribute_routes_alike(spelling, want):
     assert slow == [want], text
     if quick is not None:
         assert [f.code for f in quick.findings] == slow, text
+
+
+# ---------------------------------------------------------------- a legacy fix's numbers and text (decide/legacy.py)
+
+def test_fix_modules_import_no_parser():
+    """The decisions of a legacy fix, the ast side's facts and edit text, and the layout renderer load no libcst."""
+    code = ("import sys\nimport cpasync_migrate.python.decide.legacy, cpasync_migrate.python.fast_legacy, "
+            "cpasync_migrate.python.fast_edit, cpasync_migrate.python.layout_render\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'libcst'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_legacy_extent_and_element_count():
+    from cpasync_migrate.python.decide import legacy as lg
+
+    assert lg.extent(16, 2, "float16") == "8"
+    assert lg.extent(16, 1, "uint8") == "16"
+    with pytest.raises(lg.NotMigrated, match="^3 bytes is not a whole number of float16 elements$"):
+        lg.extent(3, 2, "float16")
+    g = O19.target
+    assert lg.element_count(g, 16, 2, "float16") == 8
+    assert lg.element_count(g, 4, 4, "float32") == 1
+    with pytest.raises(lg.NotMigrated, match=r"^12 bytes is not a cp.async width \(4/8/16\)$"):
+        lg.element_count(g, 12, 2, "float16")
+    with pytest.raises(lg.NotMigrated, match="^6 bytes is not a whole number of float32 elements$"):
+        lg.element_count(g, 6, 4, "float32")
+
+
+def test_legacy_access_pointer_text():
+    from cpasync_migrate.python.decide import legacy as lg
+
+    assert lg.access_ptr_before("TL", O18.target, "'float16'") == "TL.tvm_access_ptr(TL.type_annotation('float16'), "
+    assert lg.access_ptr_after("8", O18.target.dst_rw_mask) == ", 8, 2)"
+    assert lg.access_ptr_after("8", O18.target.src_rw_mask) == ", 8, 1)"
+
+
+def test_merge_point_edits():
+    from cpasync_migrate.findings import Edit
+    from cpasync_migrate.python.decide import legacy as lg
+
+    got = lg.merge_point_edits([Edit(5, 5, "b"), Edit(2, 5, "a"), Edit(5, 7, "c"), Edit(9, 9, "d")])
+    assert got == [Edit(2, 5, "ab"), Edit(5, 7, "c"), Edit(9, 9, "d")]

@@ -24,18 +24,20 @@ from .calls import INTRINSIC, SUFFIXES, SUPPRESS_RE, call_shape  # noqa: F401 (t
 
 
 def analyze(text: str, path: str, options: FrontEndOptions, fast: bool = True, windowed: bool = True,
-            style=None) -> Analysis:
-    """``style``: the whole file's file_style.FileStyle when ``text`` is a window of it."""
+            style=None, fixes: bool = False) -> Analysis:
+    """``style``: the whole file's file_style.FileStyle when ``text`` is a window of it.  ``fixes``: the fast pass
+    may decide legacy calls with their fixes (``--check``: ``fast.DECIDE_FIXES``)."""
     if windowed:  # a large file, a few top-level definitions at a time, where that is exact (window.py)
         from .window import analyze as by_windows
 
-        out = by_windows(text, options, lambda t, s: analyze(t, path, options, fast, windowed=False, style=s))
+        out = by_windows(text, options, lambda t, s: analyze(t, path, options, fast, windowed=False, style=s,
+                                                              fixes=fixes))
         if out is not None:
             return out
     if fast:
         from .fast import findings
 
-        quick = findings(text, path, options)
+        quick = findings(text, path, options, fixes, style)
         if quick is not None:
             return quick
     from .rewrite import analyze as full

@@ -39,7 +39,10 @@ itself: a call of TileLang's intrinsic in neither layout (or with ``*args``), wh
 the argument count and keywords, and a legacy call whose argument list binds no legacy call or whose
 destination's data pointer is neither a name nor ``<name>.data`` (``fast_legacy.py`` reads those facts,
 ``decide/legacy.py`` decides); off, such files go to libcst.  Every other legacy call goes to libcst,
-which decides it and makes the edit text of its fix.
+which decides it and makes the edit text of its fix, except in ``--check``: ``DECIDE_FIXES``
+(``CPASYNC_MIGRATE_FAST_FIXES=0`` turns it off) decides there, when the caller asks (``fixes``), a legacy call
+whose facts ``fast_legacy.fix_facts`` reads (CPA001 with its fix's edit text from ``fast_edit.py``, or CPA002
+with the reason); off, or for any other legacy call, the file goes to libcst as before.
 
 Which check a call goes to is ``decide/dispatch.py``'s, as for the libcst pass (``rewrite.visit_call``);
 what an access-pointer call's facts mean is ``decide/access_ptr.py``'s.
@@ -57,7 +60,7 @@ from typing import Optional
 
 from .. import codes
 from ..findings import Analysis, Finding, FrontEndOptions, Status
-from . import route_rules
+from . import fast_edit, fast_legacy, route_rules
 from .calls import INTRINSIC, SUPPRESS_RE, call_shape
 from .decide import access_ptr, dispatch, legacy
 from .decide.attributes import shadowed_module
@@ -77,6 +80,7 @@ DECIDE_NEW_FORM = os.environ.get("CPASYNC_MIGRATE_FAST_NEW_FORM", "1") != "0"
 DECIDE_DEFINITIONS = os.environ.get("CPASYNC_MIGRATE_FAST_DEFINITIONS", "1") != "0"
 DECIDE_READS = os.environ.get("CPASYNC_MIGRATE_FAST_READS", "1") != "0"
 DECIDE_LEGACY = os.environ.get("CPASYNC_MIGRATE_FAST_LEGACY", "1") != "0"
+DECIDE_FIXES = os.environ.get("CPASYNC_MIGRATE_FAST_FIXES", "1") != "0"
 
 
 _NAME = re.escape(INTRINSIC)
@@ -127,12 +131,14 @@ def _defines(tree: ast.Module, options: FrontEndOptions) -> bool:
     return False
 
 
-def findings(text: str, path: str, options: FrontEndOptions) -> Optional[Analysis]:
-    """Findings from the ast pass, or None when libcst must decide."""
-    return decide(text, path, options)[0]
+def findings(text: str, path: str, options: FrontEndOptions, fixes: bool = False, style=None) -> Optional[Analysis]:
+    """Findings from the ast pass, or None when libcst must decide.  ``fixes``: legacy calls may be decided here
+    with their fixes (``--check``: ``DECIDE_FIXES``); ``style``: the whole file's ``file_style.FileStyle`` when
+    ``text`` is a window of it (a fix is laid out by it)."""
+    return decide(text, path, options, fixes, style)[0]
 
 
-def decide(text: str, path: str, options: FrontEndOptions):
+def decide(text: str, path: str, options: FrontEndOptions, fixes: bool = False, style=None):
     """(findings or None, why libcst decides or what decided it): ``findings`` with its reason, for the benchmark."""
     names = [INTRINSIC, *options.rules.python_api.get("helpers", {}).get("names", [])]
     may_define = re.search(r"\bdef(?:\s|\\)+(?:%s)\b" % "|".join(map(re.escape, names)), text) is not None
@@ -186,6 +192,7 @@ def decide(text: str, path: str, options: FrontEndOptions):
     if star:
         return None, "star import"  # TileLang's or TVM's star import binds the bare names: libcst decides
     new_form = None
+    fix_src = parents = None  # (for legacy calls decided with their fixes)
     dtype_kw = rules.legacy.python_params[0]
     out = []
     migrated = set()
@@ -211,6 +218,7 @@ def decide(text: str, path: str, options: FrontEndOptions):
             if route.check == dispatch.NONE:
                 continue
             info = False
+            fix = None
             if route.check == dispatch.ACCESS_PTR:
                 if not DECIDE_NEW_FORM:
                     return None, "new form"
@@ -230,18 +238,28 @@ def decide(text: str, path: str, options: FrontEndOptions):
                     code, info = codes.SUSPICIOUS_SIZE, True
             elif route.check == dispatch.LEGACY:
                 why = manual_reason(c, list(rules.legacy.python_params), lines) if DECIDE_LEGACY else None
-                if why is None:
-                    return None, ("--migrate-tvm" if route.switch_callee else "legacy call")
-                code, message = codes.LEGACY_CALL_MANUAL, legacy.manual_message(why)
+                if why is not None:
+                    code, message = codes.LEGACY_CALL_MANUAL, legacy.manual_message(why)
+                else:
+                    found = None
+                    if fixes and DECIDE_FIXES and not route.switch_callee and not re.search(r"\r(?!\n)", text):
+                        if fix_src is None:
+                            fix_src, parents = fast_edit.Source(text), _parents(tree)
+                        found = fast_legacy.verdict(c, s, fix_src, parents, options, style)
+                    if found is None:
+                        return None, ("--migrate-tvm" if route.switch_callee else "legacy call")
+                    code, message, fix = found
             elif route.check == dispatch.MANUAL and not DECIDE_LEGACY:
                 return None, "neither form"
             else:  # TVM's wrapper (CPA003), or TileLang's op in an argument layout no release takes (CPA002)
                 code, message = route.code, route.message
             f = _finding(c, lines, path, code, message, s.defs)
+            f.fix = fix
             if info:
                 f.legacy_site, f.status, f.severity = False, Status.INFO, "warning"
             if SUPPRESS_RE.search(lines[c.lineno - 1]):
                 f.status = Status.SUPPRESSED
+                f.fix = None
             f.role = dispatch.role(call, f.legacy_site)
             out.append(f)
     except Undecided:
@@ -254,6 +272,15 @@ def decide(text: str, path: str, options: FrontEndOptions):
     out.extend(reads)
     out.sort(key=lambda f: (f.line, f.column))
     return Analysis(out, migrated=sorted(migrated)), "decided"
+
+
+def _parents(tree: ast.Module) -> dict:
+    """id(node) -> its parent, for every node of the tree."""
+    out = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            out[id(child)] = node
+    return out
 
 
 def _read_finding(read: tuple, lines: list[str], path: str, defs) -> Finding:

@@ -349,12 +349,10 @@ class LegacyCall:
                     dst = widened
                 else:
                     src = widened
-            k = dst.dtype.size
-            if nbytes % k:
-                raise NoFix(f"{nbytes} bytes is not a whole number of {dst.dtype.name} elements")
-            if nbytes not in self.target.widths:
-                raise NoFix(f"{nbytes} bytes is not a cp.async width ({'/'.join(map(str, self.target.widths))})")
-            n_common = nbytes // k
+            try:
+                n_common = decide.element_count(self.target, nbytes, dst.dtype.size, dst.dtype.name)
+            except decide.NotMigrated as e:
+                raise NoFix(str(e)) from None
         for ptr in (dst, src):
             assumptions.extend(ptr.dtype.assumptions)
 
@@ -379,9 +377,10 @@ class LegacyCall:
                 assumptions.append(f"`{ptr.dtype.text}` keeps its default {ptr.dtype.assumed_name} "
                                    f"({size}-byte elements) for the access pointer's extent")
             if nbytes is not None:
-                if nbytes % size:
-                    raise NoFix(f"{nbytes} bytes is not a whole number of {ptr.dtype.name or ptr.dtype.text} elements")
-                return str(nbytes // size)
+                try:
+                    return decide.extent(nbytes, size, ptr.dtype.name or ptr.dtype.text)
+                except decide.NotMigrated as e:
+                    raise NoFix(str(e)) from None
             stext = self.node_text(size_arg.value)
             if size == 1:
                 return stext
@@ -395,10 +394,10 @@ class LegacyCall:
             raise NoFix(f"`{T}` (tilelang.language) is shadowed at this call")
         g = self.target
         before = {
-            k_dptr: f"{T}.{g.access_ptr}({T}.{g.type_annotation}({dst.dtype.text}), ",
-            k_sptr: f"{T}.{g.access_ptr}({T}.{g.type_annotation}({src.dtype.text}), ",
+            k_dptr: decide.access_ptr_before(T, g, dst.dtype.text),
+            k_sptr: decide.access_ptr_before(T, g, src.dtype.text),
         }
-        after = {k_doff: f", {n_dst}, {g.dst_rw_mask})", k_soff: f", {n_src}, {g.src_rw_mask})"}
+        after = {k_doff: decide.access_ptr_after(n_dst, g.dst_rw_mask), k_soff: decide.access_ptr_after(n_src, g.src_rw_mask)}
         replace = {k: v for k, v in ((k_doff, d_off_new), (k_soff, s_off_new)) if v is not None}
         merge: dict = {}
         note_extra = ""
@@ -563,14 +562,4 @@ def _is_sum(text: str) -> bool:
     return " + " in text or " - " in text
 
 
-def _merge_point_edits(edits: list[Edit]) -> list[Edit]:
-    """Combine edits that touch the same point so they apply in order."""
-    edits = sorted(edits, key=lambda e: (e.start, e.end))
-    out: list[Edit] = []
-    for e in edits:
-        if out and out[-1].end == e.start and (out[-1].start == out[-1].end or e.start == e.end):
-            prev = out.pop()
-            out.append(Edit(prev.start, e.end, prev.replacement + e.replacement))
-        else:
-            out.append(e)
-    return out
+_merge_point_edits = decide.merge_point_edits

@@ -3,10 +3,12 @@ pointer takes, its fix's safety and its message, apart from any parse tree.
 
 The facts, as either pass reads them: the number of positional arguments and the keyword names in source order
 (``bind``), the shape of a data pointer (``pointer_problem``: a name, ``<name>.data``, or anything else with its
-text), the assumptions a fix rests on (``fix_safety``).  ``checks/legacy_call.py`` (libcst) asks this module
-while it builds a fix; the fast pass asks it for a legacy call whose verdict these facts alone decide (a call
-left for a person before any buffer is looked up), and leaves every other legacy call to libcst, which also
-makes the edit text of a fix.
+text), the assumptions a fix rests on (``fix_safety``), and, once each pointer's element type is known, the
+extents, the element count and the text around each access pointer (``extent``, ``element_count``,
+``access_ptr_before``, ``access_ptr_after``).  ``checks/legacy_call.py`` (libcst) asks this module while it
+builds a fix; the fast pass asks it for a legacy call whose verdict these facts alone decide (a call left for a
+person before any buffer is looked up) and, in ``--check``, for the fix of a legacy call whose facts the
+standard library's ``ast`` gives simply (``fast_legacy.py`` reads them, ``fast_edit.py`` makes the edit text).
 
 This module imports no parser.
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ...findings import Applicability
+from ...findings import Applicability, Edit
 
 FIX_MESSAGE = "legacy offset-form ptx_cp_async; migrate to access pointers"
 
@@ -73,3 +75,47 @@ def retyped_note(call_dtype_text: str, why: str) -> str:
     """The note of a destination typed by the call's dtype (merged dynamic shared memory: ``smem.py`` says why)."""
     return (f"; the destination's offset counts elements of the call's dtype {call_dtype_text} "
             f"(merged shared memory: {why})")
+
+
+def extent(nbytes: int, size: int, what: str) -> str:
+    """An access pointer's extent: ``nbytes`` in elements of ``size`` bytes (``what``: the element type, named in
+    the reason); ``NotMigrated`` where the bytes are no whole number of elements."""
+    if nbytes % size:
+        raise NotMigrated(f"{nbytes} bytes is not a whole number of {what} elements")
+    return str(nbytes // size)
+
+
+def element_count(target, nbytes: int, size: int, what: str) -> int:
+    """The size argument of a generation that counts elements (``target.size_meaning == "num_elems"``): ``nbytes``
+    in elements of the one common pointer type (``size`` bytes, named ``what``); ``NotMigrated`` where the bytes
+    are no whole number of elements or no cp.async width of ``target``."""
+    if nbytes % size:
+        raise NotMigrated(f"{nbytes} bytes is not a whole number of {what} elements")
+    if nbytes not in target.widths:
+        raise NotMigrated(f"{nbytes} bytes is not a cp.async width ({'/'.join(map(str, target.widths))})")
+    return nbytes // size
+
+
+def access_ptr_before(alias: str, target, dtype_text: str) -> str:
+    """The text a fix puts before a data pointer: ``T.tvm_access_ptr(T.type_annotation(<dtype>), `` (the names
+    are ``target``'s, rules/tilelang-*.toml; ``alias``: the name the file spells tilelang.language with)."""
+    return f"{alias}.{target.access_ptr}({alias}.{target.type_annotation}({dtype_text}), "
+
+
+def access_ptr_after(extent_text: str, rw_mask) -> str:
+    """The text a fix puts after an offset: the access pointer's extent and rw mask, and its closing parenthesis."""
+    return f", {extent_text}, {rw_mask})"
+
+
+def merge_point_edits(edits: list) -> list:
+    """A fix's edits in order, those that touch the same point combined so they apply in order (the libcst
+    pass's and the fast pass's edit lists go through this one function)."""
+    edits = sorted(edits, key=lambda e: (e.start, e.end))
+    out: list = []
+    for e in edits:
+        if out and out[-1].end == e.start and (out[-1].start == out[-1].end or e.start == e.end):
+            prev = out.pop()
+            out.append(Edit(prev.start, e.end, prev.replacement + e.replacement))
+        else:
+            out.append(e)
+    return out

@@ -1,0 +1,350 @@
+"""The edit text of a legacy call's fix from the standard library's ``ast`` (``--check`` without libcst).
+
+The libcst pass builds a fix in two steps: ``checks/legacy_call.layout_edits`` turns the legacy argument list
+into the new one (text inserted around each argument, the dtype argument dropped, ``name=`` dropped), and
+``layout.lay_out`` reads the new call back and lays it out within the line length.  This module takes the
+same two steps from ``ast`` positions: each argument's span as libcst gives it (its keyword and its own
+parentheses included: ``Source.vspan`` widens a node over the parentheses around it, within the brackets
+that hold it), the new call read back with ``ast`` into ``layout_render``'s model and rendered by the same
+``_render``.  ``tests/test_check_nolibcst.py`` checks that both give the same edits.
+
+It covers the shape the fast pass hands it (``fast_legacy.fix_facts``): a call that holds no comment and no
+argument over lines, an expression statement or the sole argument of a call (``T.evaluate(...)``), its arguments
+in the legacy order.  ``Unsupported`` anywhere else: libcst makes the edits.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from typing import Optional
+
+from ..findings import Edit, apply_edits, line_starts
+from . import file_style
+from .decide.legacy import merge_point_edits
+from .layout_render import _Arg, _Atom, _Call, _render, _Style, requote, str_width
+
+DEFAULT_LINE_LENGTH = 88  # (layout.DEFAULT_LINE_LENGTH)
+
+
+# What may stand between tokens of a call that holds no comment (``root_span`` sends a call with a "#" to libcst).
+_BLANK = " \t\r\n\\\x0c"
+
+
+class Unsupported(Exception):
+    """The ast side does not make this edit text exactly as libcst's path does: libcst decides."""
+
+
+class Source:
+    """Character offsets of ``ast`` positions (which count UTF-8 bytes in a line) in one text."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.starts = line_starts(text)
+
+    def off(self, lineno: int, col: int) -> int:
+        s = self.starts[lineno - 1]
+        e = self.starts[lineno] if lineno < len(self.starts) else len(self.text)
+        line = self.text[s:e]
+        if line.isascii():
+            return s + col
+        return s + len(line.encode("utf-8", "surrogatepass")[:col].decode("utf-8", "replace"))
+
+    def span(self, node) -> tuple[int, int]:
+        return self.off(node.lineno, node.col_offset), self.off(node.end_lineno, node.end_col_offset)
+
+    def vspan(self, node, lo: int, hi: int) -> tuple[int, int]:
+        """The node's span with the parentheses around it (libcst's ``lpar``/``rpar``), looked for in
+        ``text[lo:hi]`` (inside the brackets that hold the node, so a call's own parentheses are never taken)."""
+        s, e = self.span(node)
+        t = self.text
+        while True:
+            i = s - 1
+            while i >= lo and t[i] in _BLANK:
+                i -= 1
+            j = e
+            while j < hi and t[j] in _BLANK:
+                j += 1
+            if i >= lo and j < hi and t[i] == "(" and t[j] == ")":
+                s, e = i, j + 1
+            else:
+                return s, e
+
+
+def call_parens(src: Source, call: ast.Call, lo: int, hi: int) -> tuple[int, int]:
+    """(offset of the call's ``(``, offset of its ``)``), and the callee's span: ``Unsupported`` where the callee
+    is parenthesized or a comment could sit between it and ``(``."""
+    s, e = src.span(call)
+    fs, fe = src.vspan(call.func, s, e)
+    t = src.text
+    i = fe
+    while i < e and t[i] in " \t":
+        i += 1
+    if i >= e or t[i] != "(" or t[e - 1] != ")":
+        raise Unsupported("the call's parentheses")
+    return i, e - 1
+
+
+def arg_nodes(call: ast.Call) -> list:
+    """The call's arguments in source order: ``ast.expr`` (positional, ``ast.Starred``) and ``ast.keyword``."""
+    items = list(call.args) + list(call.keywords)
+    return sorted(items, key=lambda a: (a.lineno, a.col_offset))
+
+
+def arg_span(src: Source, a, lo: int, hi: int) -> tuple[int, int]:
+    """libcst's span of an argument: from its keyword (or star) to the end of its value's parentheses."""
+    if isinstance(a, ast.keyword):
+        vs, ve = src.vspan(a.value, lo, hi)
+        return src.off(a.lineno, a.col_offset), ve
+    if isinstance(a, ast.Starred):
+        vs, ve = src.vspan(a.value, lo, hi)
+        return src.off(a.lineno, a.col_offset), ve
+    return src.vspan(a, lo, hi)
+
+
+def value_of(a):
+    return a.value if isinstance(a, (ast.keyword, ast.Starred)) else a
+
+
+def argument_edits(src: Source, call: ast.Call, bound: dict, order: list, drop: str, before: dict, after: dict,
+                   replace: dict) -> list[Edit]:
+    """``checks/legacy_call.layout_edits`` for arguments in the legacy order (``bound``: parameter -> index in
+    ``arg_nodes``); ``Unsupported`` where they are out of order (libcst re-emits the list)."""
+    op, cl = call_parens(src, call, *src.span(call))
+    lo, hi = op + 1, cl
+    args = arg_nodes(call)
+    keep = [bound[k] for k in order]
+    if [i for i in range(len(args)) if i != bound[drop]] != keep:
+        raise Unsupported("arguments out of order")
+    t = src.text
+    edits: list[Edit] = []
+    di = bound[drop]
+    ds, de = arg_span(src, args[di], lo, hi)
+    if di + 1 < len(args):
+        ns, _ = arg_span(src, args[di + 1], lo, hi)
+        if "#" in t[de:ns]:
+            raise Unsupported("a comment after the dtype")
+        edits.append(Edit(ds, ns, ""))
+    else:
+        _, pe = arg_span(src, args[di - 1], lo, hi)
+        if "#" in t[pe:ds]:
+            raise Unsupported("a comment before the dtype")
+        edits.append(Edit(pe, de, ""))
+    for k in order:
+        a = args[bound[k]]
+        vs, ve = src.vspan(value_of(a), lo, hi)
+        as_, _ = arg_span(src, a, lo, hi)
+        if isinstance(a, ast.keyword):
+            edits.append(Edit(as_, vs, before.get(k, "")))
+        elif k in before:
+            edits.append(Edit(vs, vs, before[k]))
+        if k in replace:
+            edits.append(Edit(vs, ve, replace[k]))
+        if k in after:
+            edits.append(Edit(ve, ve, after[k]))
+    return merge_point_edits(edits)
+
+
+def root_span(src: Source, call: ast.Call, parents: dict) -> tuple[int, int]:
+    """The span ``layout.lay_out`` re-renders: the call, or for a call on one line the outermost one-line call whose
+    sole argument it is (``layout._wrapper``); ``Unsupported`` where this pass does not tell whether parentheses
+    wrap the call (it is neither a statement's whole value nor the sole argument of a call), and for a call that
+    holds a comment or an argument over lines (libcst moves their lines)."""
+    t = src.text
+    cs, ce = src.span(call)
+    if "#" in t[cs:ce]:
+        raise Unsupported("a comment (or a '#') in the call")
+    if _wrapped(src, call, parents) is not False:
+        raise Unsupported("parentheses may wrap the call")
+    if "\n" in t[cs:ce] or "\r" in t[cs:ce]:
+        op, cl = call_parens(src, call, cs, ce)
+        for a in arg_nodes(call):
+            a_s, a_e = arg_span(src, a, op + 1, cl)
+            if "\n" in t[a_s:a_e] or "\r" in t[a_s:a_e]:
+                raise Unsupported("an argument over lines")
+        return cs, ce
+    root, rs, re_ = call, cs, ce
+    while True:
+        par = parents.get(id(root))
+        if type(par) is not ast.Call or par.args != [root] or par.keywords:
+            return rs, re_
+        ws, we = src.span(par)
+        wrapped = _wrapped(src, par, parents)
+        if "\n" in t[ws:we] or "\r" in t[ws:we] or "#" in t[ws:rs] + t[re_:we] or wrapped:
+            return rs, re_
+        if wrapped is None:
+            raise Unsupported("parentheses may wrap the wrapper")
+        root, rs, re_ = par, ws, we
+
+
+def _wrapped(src: Source, node, parents: dict) -> Optional[bool]:
+    """Whether parentheses of its own wrap ``node`` (libcst's ``lpar``), where this pass tells: the whole value of
+    an expression statement, or the sole argument of a call; None elsewhere."""
+    par = parents.get(id(node))
+    s, e = src.span(node)
+    if type(par) is ast.Expr:
+        return src.span(par) != (s, e)
+    if type(par) is ast.Call and par.args == [node] and not par.keywords:
+        try:
+            op, cl = call_parens(src, par, *src.span(par))
+        except Unsupported:
+            return None
+        t = src.text
+        return bool(t[op + 1:s].strip(_BLANK) or t[e:cl].strip(_BLANK))
+    return None
+
+
+# ------------------------------------------------------------------------------ the new call, read back
+
+_NEWLINE_RE = re.compile(r"\r\n|\r|\n")
+_BINDING = {ast.BitOr: ("|", 1), ast.BitXor: ("^", 2), ast.BitAnd: ("&", 3), ast.LShift: ("<<", 4),
+            ast.RShift: (">>", 4), ast.Add: ("+", 5), ast.Sub: ("-", 5), ast.Mult: ("*", 6), ast.Div: ("/", 6),
+            ast.FloorDiv: ("//", 6), ast.Mod: ("%", 6), ast.MatMult: ("@", 6)}  # (layout._BINDING)
+
+
+def read_back(new: str) -> _Call:
+    """``layout._read`` of a one-line call: its model for ``_render``."""
+    try:
+        module = ast.parse(new)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        raise Unsupported("the new call does not parse") from None
+    body = module.body
+    if len(body) != 1 or type(body[0]) is not ast.Expr or type(body[0].value) is not ast.Call:
+        raise Unsupported("not one call")
+    src = Source(new)
+    call = body[0].value
+    if src.span(body[0]) != src.span(call):
+        raise Unsupported("parenthesized call")
+    for n in ast.walk(call):
+        if type(n) is ast.GeneratorExp or type(n) is ast.JoinedStr:
+            raise Unsupported("a generator or f-string argument")  # parentheses and braces libcst reads otherwise
+    return _call(src, call, *src.span(call))
+
+
+def _call(src: Source, call: ast.Call, s: int, e: int) -> _Call:
+    t = src.text
+    op, cl = call_parens(src, call, s, e)
+    fs, fe = src.vspan(call.func, s, op)
+    head = t[fs:fe]
+    if "#" in head or "\n" in head or "\r" in head:
+        raise Unsupported("a callee with a comment or over lines")
+    args = []
+    items = arg_nodes(call)
+    for a in items:
+        if isinstance(a, ast.keyword):
+            prefix = "**" if a.arg is None else a.arg + "="
+        elif isinstance(a, ast.Starred):
+            prefix = "*"
+        else:
+            prefix = ""
+        args.append(_Arg(_value(src, value_of(a), op + 1, cl), prefix))
+    magic = False
+    if items:
+        _, le = src.vspan(value_of(items[-1]), op + 1, cl)
+        magic = "," in t[le:cl]
+    return _Call(head, args, magic)
+
+
+def _value(src: Source, v, lo: int, hi: int):
+    t = src.text
+    vs, ve = src.vspan(v, lo, hi)
+    if type(v) is ast.Call and (vs, ve) == src.span(v) and (v.args or v.keywords):
+        try:
+            op, _ = call_parens(src, v, vs, ve)
+            fs, fe = src.vspan(v.func, vs, op)
+            if fe == op:  # no space between the callee and "(" (layout._value)
+                return _call(src, v, vs, ve)
+        except Unsupported:
+            pass
+    code = t[vs:ve]
+    if "\n" in code or "\r" in code:
+        raise Unsupported("an argument over lines")  # (libcst moves its lines: _Atom.shift_from)
+    return _Atom([code], None, _chain(src, v, vs, ve))
+
+
+def _chain(src: Source, v, vs: int, ve: int) -> Optional[list[str]]:
+    """``layout._chain``: the operands of an unparenthesized operator chain's loosest level."""
+    if type(v) is not ast.BinOp or (vs, ve) != src.span(v) or type(v.op) not in _BINDING:
+        return None
+    t = src.text
+    level = _BINDING[type(v.op)][1]
+    rest: list[str] = []
+    cur = v
+    lo, hi = vs, ve
+    while type(cur) is ast.BinOp and _BINDING.get(type(cur.op), ("", 0))[1] == level:
+        rs, re_ = src.vspan(cur.right, lo, hi)
+        rest.append(f"{_BINDING[type(cur.op)][0]} {t[rs:re_]}")
+        ls, le = src.vspan(cur.left, lo, hi)
+        if (ls, le) != src.span(cur.left):
+            cur = None
+            break
+        cur, hi = cur.left, le
+    left = t[ls:le]
+    return [left] + rest[::-1]
+
+
+# ------------------------------------------------------------------------------------------ lay out
+
+def lay_out(src: Source, call: ast.Call, rs: int, re_: int, edits: list[Edit], line_length: int,
+            style=None) -> list[Edit]:
+    """``layout.lay_out`` of a call that holds no comment (``rs``..``re_``: the span ``root_span`` gave): the edits
+    requoted by the file's habit, applied, and the new call laid out again, the way the old ``call`` was laid out
+    (``layout._style``).  ``style``: the whole file's ``file_style.FileStyle`` when the text is a window of it."""
+    text = src.text
+    habits = style.habits() if style is not None else file_style.habits(text)
+    edits = requote(edits, habits)
+    if any(not (rs <= e.start and e.end <= re_) for e in edits):
+        raise Unsupported("an edit outside the call")
+    new = apply_edits(text[rs:re_], [Edit(e.start - rs, e.end - rs, e.replacement) for e in edits])
+    tree = read_back(new)
+    ls = text.rfind("\n", 0, rs) + 1
+    prefix = text[ls:rs]
+    le = len(text)
+    for nl in ("\r\n", "\n", "\r"):
+        i = text.find(nl, re_)
+        if i != -1:
+            le = min(le, i)
+    suffix = text[re_:le]
+    line_indent = prefix[: len(prefix) - len(prefix.lstrip(" \t"))]
+    lstyle = _style(src, call, line_indent, line_length, habits, style)
+    lines = _render(tree, str_width(prefix), line_indent, str_width(suffix), lstyle, top=True)
+    out = ("\r\n" if "\r\n" in text else "\n").join(lines)
+    if out == text[rs:re_]:
+        return []
+    return [Edit(rs, re_, out)]
+
+
+def _style(src: Source, call: ast.Call, line_indent: str, line_length: int, habits: tuple, style) -> _Style:
+    """``layout._style``: how the old call was laid out (its continuation indent, trailing comma, where its ``)``
+    stood, arguments aligned after ``(``), or, for a call on one line, the file's habits."""
+    text = src.text
+    width = line_length or DEFAULT_LINE_LENGTH
+    lines = text.splitlines(True)  # (as the libcst pass's context indexes them)
+    unit = style.unit() if style is not None else file_style.indent_unit(lines)
+    cs, ce = src.span(call)
+    args = arg_nodes(call)
+    if ("\n" not in text[cs:ce] and "\r" not in text[cs:ce]) or not args:
+        return _Style(width, unit, habits[0], True, False)
+    op, cl = call_parens(src, call, cs, ce)
+    spans = [arg_span(src, a, op + 1, cl) for a in args]
+    visual = "\n" not in text[op + 1:spans[0][0]] and "\r" not in text[op + 1:spans[0][0]]
+    if not visual:
+        first_line = lines[args[0].lineno - 1]
+        ind = first_line[: len(first_line) - len(first_line.lstrip(" \t"))]
+        if ind.startswith(line_indent) and len(ind) > len(line_indent):
+            unit = ind[len(line_indent):]
+    _, ve = src.vspan(value_of(args[-1]), op + 1, cl)
+    between = text[ve:ce - 1]
+    close_own_line = "\n" in between or "\r" in between
+    if "," in between:
+        comma = True
+    elif len({_line_of(src, s) for s, _ in spans}) > 1:
+        comma = False  # one per line (or several lines) without a trailing comma: keep it so
+    else:
+        comma = habits[0]
+    return _Style(width, unit, comma, close_own_line, visual)
+
+
+def _line_of(src: Source, offset: int) -> int:
+    import bisect
+
+    return bisect.bisect_right(src.starts, offset)
