@@ -62,7 +62,7 @@ from .. import codes
 from ..findings import Analysis, Finding, FrontEndOptions, Status
 from . import fast_edit, fast_legacy, route_rules
 from .calls import INTRINSIC, SUPPRESS_RE, call_shape
-from .decide import access_ptr, dispatch, legacy
+from .decide import access_ptr, dispatch, legacy, presence
 from .decide.attributes import shadowed_module
 from .fast_legacy import manual_reason
 from .fast_scan import (
@@ -209,11 +209,14 @@ def decide(text: str, path: str, options: FrontEndOptions, fixes: bool = False, 
                     return None, "attribute route"  # through a shadowing attribute to no known module: libcst
                 continue  # some other library's ptx_cp_async
             keywords = tuple(k.arg for k in c.keywords if k.arg)
-            call = dispatch.Call("tilelang" if mod in tl else "tvm",
+            absent = presence.unimported(mod, options.target, rules) if mod in tl else None
+            call = dispatch.Call(None if absent else "tilelang" if mod in tl else "tvm",
                                  call_shape(rules, any(isinstance(a, ast.Starred) for a in c.args) or
                                             any(k.arg is None for k in c.keywords),
                                             len(c.args) + len(c.keywords), list(keywords)),
-                                 len(c.args) + len(c.keywords), keywords)
+                                 len(c.args) + len(c.keywords), keywords,
+                                 unresolved=f"reached through `{ast.get_source_segment(text, c.func)}`: {absent}"
+                                 if absent else "")
             route = dispatch.route(call, options.migrate_tvm)  # (the callee here is never a walrus: qualify)
             if route.check == dispatch.NONE:
                 continue

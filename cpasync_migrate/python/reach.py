@@ -29,6 +29,7 @@ import libcst as cst
 from libcst.metadata import Assignment
 
 from .cst_util import dotted
+from .decide import presence
 from .decide.attributes import shadowed_module
 
 _DEPTH = 6
@@ -69,6 +70,11 @@ class Resolver:
         if rebound is not None:
             return Reach(None, rebound)
         api = self._by_name(func)
+        if api == "tilelang":
+            for q in sorted(self.ctx.qnames(func)):
+                absent = self._unimported(q.rpartition(".")[0])
+                if absent:
+                    return Reach(None, f"reached through `{self.ctx.node_text(func)}`: {absent}")
         if api is not None:
             return Reach(api)
         if depth >= _DEPTH:
@@ -78,9 +84,12 @@ class Resolver:
         if isinstance(func, cst.NamedExpr):
             return self.callee(func.value, depth + 1)  # `(cp := T.ptx_cp_async)(...)` calls the value
         if isinstance(func, cst.Attribute) and func.attr.value == self.intrinsic:
-            mod = self.module_of(func.value, depth)
-            if mod is not None:
-                return Reach(mod)
+            path = self.module_path(func.value, depth)
+            if path is not None:
+                absent = self._unimported(path) if path in self.ctx.tl_modules else None
+                if absent:
+                    return Reach(None, f"reached through `{self.ctx.node_text(func)}`: {absent}")
+                return Reach("tilelang" if path in self.ctx.tl_modules else "tvm")
             if self.module_of(func.value, depth, params=True) is not None:
                 return Reach(None, f"reached through `{self.ctx.node_text(func)}`, whose module is a parameter's "
                                    f"default; spell the call `T.{self.intrinsic}(...)` so that it can be migrated")
@@ -187,21 +196,30 @@ class Resolver:
             return par.value
         return None
 
+    def _unimported(self, module: str) -> Optional[str]:
+        """Why no release of the target imports ``module`` (``decide/presence.py``)."""
+        return presence.unimported(module, self.ctx.opts.target, self.ctx.rules)
+
     def module_of(self, expr: cst.BaseExpression, depth: int = 0, params: bool = False) -> Optional[str]:
-        """'tilelang' / 'tvm' when ``expr`` is the module that holds the intrinsic: by its qualified name,
-        through a name bound once to it, ``importlib.import_module("tilelang.language")`` or
-        ``sys.modules["tilelang.language"]``; with ``params``, also a function parameter's default."""
-        for q in self.ctx.qnames(expr):
-            if q in self.ctx.tl_modules:
-                return "tilelang"
-            if q in self.ctx.tvm_modules:
-                return "tvm"
+        """'tilelang' / 'tvm' when ``expr`` is the module that holds the intrinsic (``module_path``)."""
+        path = self.module_path(expr, depth, params)
+        if path is None:
+            return None
+        return "tilelang" if path in self.ctx.tl_modules else "tvm"
+
+    def module_path(self, expr: cst.BaseExpression, depth: int = 0, params: bool = False) -> Optional[str]:
+        """The module (one of the rules' TileLang or TVM modules) ``expr`` is, when it holds the intrinsic: by
+        its qualified name, through a name bound once to it, ``importlib.import_module("tilelang.language")``
+        or ``sys.modules["tilelang.language"]``; with ``params``, also a function parameter's default."""
+        for q in sorted(self.ctx.qnames(expr)):
+            if q in self.ctx.tl_modules or q in self.ctx.tvm_modules:
+                return q
         if depth < _DEPTH and isinstance(expr, cst.Name):
             asgs = self.ctx.assignments(expr, expr.value)
             if len(asgs) == 1:
                 v = self._assigned_value(next(iter(asgs)), params=params)
                 if v is not None:
-                    return self.module_of(v, depth + 1, params)
+                    return self.module_path(v, depth + 1, params)
         named = None
         if isinstance(expr, cst.Call) and len(expr.args) == 1 and expr.args[0].keyword is None and \
                 "importlib.import_module" in self.ctx.qnames(expr.func):
@@ -214,10 +232,8 @@ class Resolver:
                 mod = named.evaluated_value
             except Exception:  # noqa: BLE001
                 return None
-            if mod in self.ctx.tl_modules:
-                return "tilelang"
-            if mod in self.ctx.tvm_modules:
-                return "tvm"
+            if mod in self.ctx.tl_modules or mod in self.ctx.tvm_modules:
+                return mod
         return None
 
     def string_route(self, node: cst.BaseExpression) -> Optional[str]:
