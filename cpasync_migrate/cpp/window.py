@@ -190,7 +190,11 @@ def _char_end(data: bytes, i: int, n: int) -> Optional[int]:
 
 
 def scan(data: bytes) -> list[Item]:
-    """The file's items at namespace scope, in order (``_Unbounded`` when they cannot be bounded)."""
+    """The file's items at namespace scope, in order (``_Unbounded`` when they cannot be bounded).
+
+    Over 80 lines: one pass of a byte lexer whose states (comment, literal, preprocessor line, brace depth,
+    open ``#if``, the declaration being scanned) are shared by every branch; split, each step would take and
+    return all of them."""
     n = len(data)
     items: list[Item] = []
     scopes: list[int] = []  # brace depth of each open namespace / extern "C" body
