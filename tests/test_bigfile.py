@@ -103,3 +103,110 @@ def test_windowed_memory_bounded_by_windows(tmp_path, monkeypatch):
     assert peaks[("windowed", 48)] < 1.5 * peaks[("windowed", 16)], peaks
     assert peaks[("whole", 48)] > 2 * peaks[("whole", 16)], peaks
     assert peaks[("windowed", 48)] * 2 < peaks[("whole", 48)], peaks
+
+
+# --- the speed-ups' switches: positions.py (one rendering for positions, parents and nodes), window.FREEZE ---
+
+import libcst as cst  # noqa: E402
+from libcst.metadata import MetadataWrapper, PositionProvider  # noqa: E402
+
+from cpasync_migrate import python as pyfe_module  # noqa: E402
+from cpasync_migrate.python import positions, rewrite  # noqa: E402
+from conftest import ROOT  # noqa: E402
+from fixture_args import fixture_options  # noqa: E402
+from fixture_cases import cases  # noqa: E402
+
+PY_CASES = cases("python")
+# every Python text of the project libcst reads: the fixtures (inputs and outputs), the realtl kernels, the
+# examples and the front end's own source (the widest mix of statements and whitespace at hand)
+CORPUS = sorted({*(ROOT / "tests" / "fixtures" / "python").glob("*.py"),
+                 *(ROOT / "tests" / "realtl" / "kernels").glob("*.py"),
+                 *(ROOT / "examples").rglob("*.py"),
+                 *(ROOT / "cpasync_migrate" / "python").rglob("*.py")})
+
+
+def _corpus_modules():
+    for p in CORPUS:
+        try:
+            yield p, cst.parse_module(p.read_bytes().decode("utf-8"))
+        except (UnicodeDecodeError, cst.ParserSyntaxError):
+            continue  # (hostile fixtures: no tree to compare)
+
+
+def test_rendering_gives_libcsts_positions_parents_and_nodes():
+    n = 0
+    for p, module in _corpus_modules():
+        ref = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        walk = positions.Walk(module)
+        alone = positions.Positions(module)
+        assert set(walk.positions) == set(ref) == set(alone), p
+        assert all(walk.positions[k] == v == alone[k] for k, v in ref.items()), p
+        seen = rewrite._Collector()
+        module.visit(seen)
+        assert walk.parents == seen.parents, p
+        for name in ("calls", "attributes", "subscripts", "import_froms"):
+            assert getattr(walk, name) == getattr(seen, name), (p, name)  # the same nodes, the same order
+        n += 1
+    assert n > 150  # not vacuous: the corpus is read
+
+
+def test_position_bookkeeping_of_odd_line_breaks():
+    """A lone \\r, \\r\\n and a form feed, inside and outside strings, are counted as libcst counts them."""
+    text = 'x = 1\r\ny = """a\rb\r\nc"""\r\n\x0cz = (1,\r\n     2)\n# c\rw = f(\n  3)\n'
+    module = cst.parse_module(text)
+    ref = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    got = positions.Positions(module)
+    assert len(ref) > 20 and all(got[k] == v for k, v in ref.items())
+
+
+def _fixture_options(meta):
+    opts = engine.front_end_options(RunSettings(mode="check"))
+    if meta:
+        o = fixture_options(opts.rules, meta.get("args", []))
+        opts = engine.front_end_options(RunSettings(mode="check", target=o["target"], source=o["source"] or "legacy"))
+    return opts
+
+
+def _switched(monkeypatch, on: bool):
+    monkeypatch.setattr(positions, "ENABLED", on)
+    monkeypatch.setattr(positions, "WALK", on)
+    monkeypatch.setattr(window, "FREEZE", on)
+
+
+@pytest.mark.parametrize("case", PY_CASES, ids=str)
+def test_fixture_same_with_speedups_off(case, monkeypatch):
+    opts = _fixture_options(case.meta)
+    raw = case.input.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        pytest.skip("not UTF-8: the engine decodes it (test_fixtures)")
+    got = {}
+    for on in (True, False):
+        _switched(monkeypatch, on)
+        a = pyfe_module.analyze(text, "f.py", opts, windowed=False)
+        got[on] = (a.error, a.migrated, a.findings)
+    assert got[True] == got[False]
+
+
+@pytest.mark.parametrize("mode", ["check", "write"])
+@pytest.mark.parametrize("mixed", [False, True])
+def test_big_file_same_with_speedups_off(tmp_path, mode, mixed, monkeypatch):
+    """The whole pipeline on a generated windowed file (and one in CRLF with a comment between kernels):
+    findings, statuses, new text and written bytes are the same with every speed-up switch off."""
+    monkeypatch.setattr(window, "MIN_CHARS", 0)
+    monkeypatch.setattr(window, "WINDOW_CHARS", 2000)
+    text = _module(30)
+    if mixed:
+        text = text.replace("\n\n@T", "\n# between\n@T").replace("\n", "\r\n")
+    assert window.plan(text, engine.front_end_options(RunSettings(mode=mode)), 0) is not None
+    outs = {}
+    for on in (True, False):
+        _switched(monkeypatch, on)
+        p = tmp_path / f"{on}.py"
+        p.write_bytes(text.encode())
+        outs[on] = (_summary(_outcome(p, mode, True, monkeypatch)), p.read_bytes())
+    assert outs[True] == outs[False]
+    assert sum(f[2] == "CPA001" for f in outs[True][0][0]) == 15
+    if mode == "write":
+        assert outs[True][1] != text.encode()

@@ -20,6 +20,7 @@ from .checks.legacy_call import LegacyCall
 from .checks.value_read import ValueRead
 from .context import Context
 from .decide import dispatch
+from . import positions
 from .imports import Imports
 
 
@@ -151,6 +152,27 @@ def _python_error(text: str):
     return None
 
 
+def _facts(module: cst.Module):
+    """The module's metadata (provider -> {node: value}) and its nodes (parents, calls, ...: ``_Collector``'s
+    lists): positions, parents and nodes from one rendering (positions.py) as its switches allow."""
+    if not positions.ENABLED and not positions.WALK:
+        metadata = MetadataWrapper(module, unsafe_skip_copy=True).resolve_many(_PROVIDERS)
+    else:
+        metadata = dict(MetadataWrapper(module, unsafe_skip_copy=True).resolve_many((ScopeProvider,)))
+    if positions.WALK:
+        seen = positions.Walk(module)
+        if positions.ENABLED:
+            metadata[PositionProvider] = seen.positions
+        else:
+            metadata[PositionProvider] = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        return metadata, seen
+    if positions.ENABLED:
+        metadata[PositionProvider] = positions.Positions(module)
+    seen = _Collector()
+    module.visit(seen)
+    return metadata, seen
+
+
 def analyze(text: str, path: str, options: FrontEndOptions, style=None) -> Analysis:
     """``style``: the file_style.FileStyle of the whole file when ``text`` is a window of it (window.py)."""
     try:
@@ -164,9 +186,7 @@ def analyze(text: str, path: str, options: FrontEndOptions, style=None) -> Analy
         return Analysis([], error=f"cannot parse: {e}")
     ctx = _Context(text, path, module, options)
     ctx.file_style = style
-    ctx.metadata = MetadataWrapper(module, unsafe_skip_copy=True).resolve_many(_PROVIDERS)
-    seen = _Collector()
-    module.visit(seen)
+    ctx.metadata, seen = _facts(module)
     ctx.parents = seen.parents
     ctx.analysed = set()
     for call in seen.calls:
