@@ -168,6 +168,9 @@ def _fixture_options(meta):
 
 
 def _switched(monkeypatch, on: bool):
+    from cpasync_migrate.python import scopes
+
+    monkeypatch.setattr(scopes, "DIRECT", on)
     monkeypatch.setattr(positions, "ENABLED", on)
     monkeypatch.setattr(positions, "WALK", on)
     monkeypatch.setattr(window, "FREEZE", on)
@@ -210,3 +213,53 @@ def test_big_file_same_with_speedups_off(tmp_path, mode, mixed, monkeypatch):
     assert sum(f[2] == "CPA001" for f in outs[True][0][0]) == 15
     if mode == "write":
         assert outs[True][1] != text.encode()
+
+
+def _scope_canon(module, scope_map) -> list:
+    """Everything the checks read of libcst's scopes, with scopes numbered by first appearance and nodes by
+    identity: each node's scope, each scope's kind, parent, assignments, accesses and their referents, and the
+    qualified names of every name and attribute."""
+    from libcst.metadata import GlobalScope
+
+    index: dict = {}
+    out = []
+
+    def num(s):
+        return None if s is None else index.setdefault(id(s), len(index))
+
+    for node, s in scope_map.items():
+        out.append((id(node), num(s), type(s).__name__))
+    for s in list({id(s): s for s in scope_map.values() if s is not None}.values()):
+        parent = None if isinstance(s, GlobalScope) else num(s.parent)
+        assigns = sorted((a.name, id(getattr(a, "node", None)), type(a).__name__, num(a.scope)) for a in s.assignments)
+        accesses = sorted((id(a.node), a.is_annotation, a.is_type_hint,
+                           tuple(sorted((r.name, id(getattr(r, "node", None))) for r in a.referents)))
+                          for a in s.accesses)
+        out.append((num(s), parent, assigns, accesses))
+    for node, s in scope_map.items():
+        if s is not None and isinstance(node, (cst.Name, cst.Attribute)):
+            out.append((id(node), sorted((q.name, q.source.name) for q in s.get_qualified_names_for(node))))
+    return out
+
+
+def test_direct_scopes_equal_the_wrappers(monkeypatch):
+    from libcst.metadata import ScopeProvider
+
+    from cpasync_migrate.python import scopes
+
+    assert scopes.DIRECT  # libcst's providers still have visit_Module as their only callback
+    n = 0
+    for p, module in _corpus_modules():
+        monkeypatch.setattr(scopes, "DIRECT", True)
+        direct = scopes.resolve(module)[ScopeProvider]
+        monkeypatch.setattr(scopes, "DIRECT", False)
+        wrapped = scopes.resolve(module)[ScopeProvider]
+        # (nodes a string annotation is parsed into are made anew by each run: compared by number)
+        own = set(map(id, positions.Positions(module)))
+        assert sum(id(k) not in own for k in direct) == sum(id(k) not in own for k in wrapped), p
+        direct = {k: v for k, v in direct.items() if id(k) in own}
+        wrapped = {k: v for k, v in wrapped.items() if id(k) in own}
+        assert list(map(id, direct)) == list(map(id, wrapped)), p
+        assert _scope_canon(module, direct) == _scope_canon(module, wrapped), p
+        n += 1
+    assert n > 150
