@@ -60,7 +60,10 @@ class _Syntactic:
 
 
 class _State(CodegenState):
-    """A rendering that records each node's (start line, start column, end line, end column)."""
+    """A rendering that records each node's (start line, start column, end line, end column).
+
+    libcst's ``_codegen`` calls its hooks: add_token, add_indent_tokens, before_codegen, after_codegen and
+    record_syntactic_position."""
 
     def __init__(self, module: cst.Module):
         super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
