@@ -2,6 +2,7 @@
 """Big single files: `cpasync-migrate` on generated 1 MiB, 5 and 50 MB Python files.
 
     python benchmarks/bigfile_bench.py [--sizes 1MiB,5,50] [--reps 3] [--timeout 120] [--keep DIR] [--no-off]
+                                       [--speedups-off] [--only ROWS]
 
 Each file is a module of many small legacy TileLang kernels (one `T.ptx_cp_async` call each).
 For every size it times, in one run, the rows alternating in each of --reps rounds:
@@ -16,9 +17,15 @@ For every size it times, in one run, the rows alternating in each of --reps roun
   the same in write mode                          on a fresh copy of the file (made outside the clock)
   the same --check with CPASYNC_MIGRATE_WINDOW=0  windowed analysis off (python/window.py), paired
                                                   (--no-off leaves these rows out)
+  --check and write with the per-call speed-ups off  (--speedups-off adds them) the switches of
+                                                  python/positions.py, python/scopes.py and
+                                                  window.FREEZE at 0: the analysis as it was before them
+
+--only keeps the rows whose names hold one of its comma-separated words (``--only check,write``).
 
 and prints, per row, the median wall and CPU seconds (user + system of the process tree: less
-disturbed than wall time on a shared machine) over the rounds, the exit code, and the median peak
+disturbed than wall time on a shared machine) over the rounds, the CPU milliseconds per kernel (one
+legacy call each: the per-call cost, for linearity across sizes), the exit code, and the median peak
 memory: the largest sum of resident set sizes over the command's process tree (sampled every 5 ms
 from /proc).  A row cut off once is not run again.  The size ``1MiB`` is 1,048,576 bytes less one
 kernel (the largest file the default limit analyses); a plain number is megabytes (10**6 bytes).
@@ -52,6 +59,10 @@ def copy_{i}(A: T.Tensor((256,), "float16"), B: T.Tensor((256,), "float16")):
         for i in T.serial(8):
             B[tx * 8 + i] = S[tx * 8 + i]
 '''
+
+# the per-call speed-ups' switches (docs/usage.md#environment): --speedups-off sets them all to 0
+SPEEDUPS = ("CPASYNC_MIGRATE_FAST_POSITIONS", "CPASYNC_MIGRATE_RENDER_WALK", "CPASYNC_MIGRATE_DIRECT_SCOPES",
+            "CPASYNC_MIGRATE_GC_FREEZE")
 
 
 def generate(path: Path, size: str) -> int:
@@ -127,6 +138,9 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds before a run is cut off (default 120)")
     ap.add_argument("--keep", metavar="DIR", help="generate the files here and keep them")
     ap.add_argument("--no-off", action="store_true", help="leave out the CPASYNC_MIGRATE_WINDOW=0 rows")
+    ap.add_argument("--speedups-off", action="store_true",
+                    help="add --check and write rows with the per-call speed-ups' switches at 0")
+    ap.add_argument("--only", help="keep the rows whose names hold one of these comma-separated words")
     a = ap.parse_args()
     exe = shutil.which("cpasync-migrate") or str(Path(sys.executable).with_name("cpasync-migrate"))
     work = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="cpasync-bigfile-"))
@@ -134,11 +148,13 @@ def main() -> int:
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {platform.node()}; "
           f"{os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}; Python {platform.python_version()}; "
           f"timeout {a.timeout:.0f} s; {a.reps} rounds")
-    print("| file | kernels | command | wall s (median) | CPU s (median) | exit | peak MB (process tree, median) |")
-    print("| --- | ---: | --- | ---: | ---: | ---: | ---: |")
+    print("| file | kernels | command | wall s (median) | CPU s (median) | CPU ms per kernel | exit "
+          "| peak MB (process tree, median) |")
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
     base = [exe, "--no-cache", "-j", "1"]
     on = dict(os.environ)
     off = dict(os.environ, CPASYNC_MIGRATE_WINDOW="0")
+    slow = dict(os.environ, **{k: "0" for k in SPEEDUPS})
     try:
         for size in a.sizes.split(","):
             f = work / f"big_{size}.py"
@@ -154,6 +170,14 @@ def main() -> int:
                           [*base, "--check", "--max-file-size", "0", str(f)], off, None),
                          ("write, --max-file-size 0, CPASYNC_MIGRATE_WINDOW=0",
                           [*base, "--max-file-size", "0", str(copy)], off, copy)]
+            if a.speedups_off:
+                rows += [("--check --max-file-size 0, speed-ups off",
+                          [*base, "--check", "--max-file-size", "0", str(f)], slow, None),
+                         ("write, --max-file-size 0, speed-ups off",
+                          [*base, "--max-file-size", "0", str(copy)], slow, copy)]
+            if a.only:
+                words = a.only.split(",")
+                rows = [r for r in rows if any(w in r[0] for w in words)]
             got: dict = {name: [] for name, *_ in rows}
             for _ in range(a.reps):
                 for name, cmd, env, fresh in rows:
@@ -170,7 +194,8 @@ def main() -> int:
                 peak = statistics.median(m["peak_mb"] for m in ms)
                 rc = "cut off" if cut else "/".join(sorted({str(m["rc"]) for m in ms}))
                 shown = f"> {wall:.1f}" if cut else f"{wall:.2f}"
-                print(f"| {label} | {n} | `{name}` | {shown} | {cpu:.2f} | {rc} | {peak:.0f} |", flush=True)
+                per = f"{1000 * cpu / n:.2f}" if n else "-"
+                print(f"| {label} | {n} | `{name}` | {shown} | {cpu:.2f} | {per} | {rc} | {peak:.0f} |", flush=True)
             if not a.keep:
                 f.unlink()
                 copy.unlink(missing_ok=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Optional
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 from .. import codes
 from ..findings import Analysis, Finding, FrontEndOptions, Status
@@ -20,15 +20,15 @@ from .checks.legacy_call import LegacyCall
 from .checks.value_read import ValueRead
 from .context import Context
 from .decide import dispatch
+from . import positions, scopes
 from .imports import Imports
 
 
-# What the analysis reads about nodes: positions and scopes from libcst's providers.  Qualified
-# names come from the scopes on demand (QualifiedNameProvider would compute them for every node of
-# the module in a traversal of its own; the analysis asks for a handful), and parents from the one
-# traversal below (ParentNodeProvider would make another).
-_PROVIDERS = (PositionProvider, ScopeProvider)
-
+# What the analysis reads about nodes: positions (positions.py: libcst's PositionProvider's ranges)
+# and scopes (scopes.py: libcst's ScopeProvider).  Qualified names come from the scopes on demand
+# (QualifiedNameProvider would compute them for every node of the module in a traversal of its own;
+# the analysis asks for a handful), and parents from the one rendering of positions.py (or the
+# traversal below; ParentNodeProvider would make another).
 
 
 class _Collector(cst.CSTVisitor):
@@ -151,6 +151,24 @@ def _python_error(text: str):
     return None
 
 
+def _facts(module: cst.Module):
+    """The module's metadata (provider -> {node: value}) and its nodes (parents, calls, ...: ``_Collector``'s
+    lists): scopes (scopes.py), positions, parents and nodes from one rendering (positions.py), as their
+    switches allow."""
+    metadata = scopes.resolve(module)
+    if positions.WALK:
+        seen = positions.Walk(module)
+        pos = seen.positions if positions.ENABLED else None
+    else:
+        seen = _Collector()
+        module.visit(seen)
+        pos = positions.Positions(module) if positions.ENABLED else None
+    if pos is None:
+        pos = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    metadata[PositionProvider] = pos
+    return metadata, seen
+
+
 def analyze(text: str, path: str, options: FrontEndOptions, style=None) -> Analysis:
     """``style``: the file_style.FileStyle of the whole file when ``text`` is a window of it (window.py)."""
     try:
@@ -164,9 +182,7 @@ def analyze(text: str, path: str, options: FrontEndOptions, style=None) -> Analy
         return Analysis([], error=f"cannot parse: {e}")
     ctx = _Context(text, path, module, options)
     ctx.file_style = style
-    ctx.metadata = MetadataWrapper(module, unsafe_skip_copy=True).resolve_many(_PROVIDERS)
-    seen = _Collector()
-    module.visit(seen)
+    ctx.metadata, seen = _facts(module)
     ctx.parents = seen.parents
     ctx.analysed = set()
     for call in seen.calls:
