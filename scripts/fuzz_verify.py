@@ -2,7 +2,7 @@
 """Differential fuzzing of the verifier against real TileLang (docs/realtl.md, "Differential fuzzing").
 
     python scripts/fuzz_verify.py --seed S --count N [--mutants M] [--work DIR]
-                                  [--pairs-json FILE] [--found-toml FILE]
+                                  [--pairs-json FILE] [--found-toml FILE] [--wide]
 
 Generates N legacy kernels from seeds S, S+1, ... (tests/realtl/fuzz_gen.py), lowers them with
 TileLang 0.1.7.post1, migrates each with the tool (--target 0.1.8 or 0.1.9, as the case draws)
@@ -85,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=20261201)
     ap.add_argument("--count", type=int, default=100, help="legacy kernels to generate")
     ap.add_argument("--mutants", type=int, default=2, help="mutants per kernel")
+    ap.add_argument("--wide", action="store_true",
+                    help="the wide families (positional scopes, elem_offset, int64, binding time, loops, predicates)")
     ap.add_argument("--work", type=Path, default=None, help="keep the files there (default: a temporary folder)")
     ap.add_argument("--pairs-json", type=Path, default=None, help="write every pair's outcome there (JSON lines)")
     ap.add_argument("--found-toml", type=Path, default=None, help="write the false proofs there (adversarial format)")
@@ -97,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"missing environments under {args.realtl_dir}: {', '.join(missing)} (run scripts/realtl_setup.sh)",
               file=sys.stderr)
         return 2
-    cases = fuzz_gen.generate(args.seed, args.count, args.mutants)
+    cases = fuzz_gen.generate(args.seed, args.count, args.mutants, wide=args.wide)
 
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
@@ -106,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         work = args.work or Path(tmp)
         result = fuzz_truth.run(cases, work, args.realtl_dir, log=log)
     counts = fuzz_truth.tally(result)
-    print(f"seed {args.seed}, count {args.count}, mutants per kernel {args.mutants}")
+    print(f"seed {args.seed}, count {args.count}, mutants per kernel {args.mutants}{', wide' if args.wide else ''}")
     for key, value in counts.items():
         if isinstance(value, dict):
             print(f"{key}:")
