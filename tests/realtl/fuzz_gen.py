@@ -233,7 +233,8 @@ def _generate_wide(seed: int) -> Spec:
                 macro_after=factory and macro != "none" and rng.random() < 0.5,
                 factory=factory, module_call=factory and (extra or rng.random() < 0.6), const=const,
                 extra=extra, rebind_early=rng.random() < 0.5, elem_offsets=elem,
-                rebind_slot=rng.choice([None, "after_const", "before_kernel", "after_kernel", "end"]) if const else None,
+                rebind_slot=rng.choice([None, "after_const", "before_kernel", "after_kernel", "end"]) if const
+                else None,
                 macro_default=const and macro != "none" and rng.random() < 0.6)
     kinds = list(WIDE_KINDS)
     rng.shuffle(kinds)
