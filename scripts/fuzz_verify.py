@@ -2,7 +2,12 @@
 """Differential fuzzing of the verifier against real TileLang (docs/realtl.md, "Differential fuzzing").
 
     python scripts/fuzz_verify.py --seed S --count N [--mutants M] [--work DIR]
-                                  [--pairs-json FILE] [--found-toml FILE]
+                                  [--pairs-json FILE] [--found-toml FILE] [--wide]
+    python scripts/fuzz_verify.py --reverify FILE [FILE ...] [--pairs-json FILE] [--found-toml FILE]
+
+``--reverify`` reads the pairs an earlier run saved (``--pairs-json``, plain or gzip) and asks the
+verifier of this tree again, keeping their real-lowering truth: the before/after counts of a
+verifier change without lowering anything again.
 
 Generates N legacy kernels from seeds S, S+1, ... (tests/realtl/fuzz_gen.py), lowers them with
 TileLang 0.1.7.post1, migrates each with the tool (--target 0.1.8 or 0.1.9, as the case draws)
@@ -85,19 +90,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=20261201)
     ap.add_argument("--count", type=int, default=100, help="legacy kernels to generate")
     ap.add_argument("--mutants", type=int, default=2, help="mutants per kernel")
+    ap.add_argument("--wide", action="store_true",
+                    help="the wide families (positional scopes, elem_offset, int64, binding time, loops, predicates)")
     ap.add_argument("--work", type=Path, default=None, help="keep the files there (default: a temporary folder)")
     ap.add_argument("--pairs-json", type=Path, default=None, help="write every pair's outcome there (JSON lines)")
     ap.add_argument("--found-toml", type=Path, default=None, help="write the false proofs there (adversarial format)")
+    ap.add_argument("--reverify", type=Path, nargs="+", default=None,
+                    help="judge the pairs saved by earlier runs again (their truth kept; nothing is lowered)")
     ap.add_argument("--realtl-dir", type=Path,
                     default=Path(os.environ.get("CPASYNC_REALTL_DIR", "~/.cache/cpasync-migrate/realtl")).expanduser())
     args = ap.parse_args(argv)
 
+    if args.reverify:
+        result = reverify(args.reverify)
+        return report(args, result, f"re-judged {', '.join(map(str, args.reverify))}")
     missing = [n for n in fuzz_truth.ENV_NAMES.values() if not (args.realtl_dir / n / ".ready").is_file()]
     if missing:
         print(f"missing environments under {args.realtl_dir}: {', '.join(missing)} (run scripts/realtl_setup.sh)",
               file=sys.stderr)
         return 2
-    cases = fuzz_gen.generate(args.seed, args.count, args.mutants)
+    cases = fuzz_gen.generate(args.seed, args.count, args.mutants, wide=args.wide)
 
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
@@ -105,8 +117,33 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="cpasync-fuzz-") as tmp:
         work = args.work or Path(tmp)
         result = fuzz_truth.run(cases, work, args.realtl_dir, log=log)
+    return report(args, result, f"seed {args.seed}, count {args.count}, mutants per kernel {args.mutants}"
+                                f"{', wide' if args.wide else ''}")
+
+
+def reverify(paths: list[Path]) -> dict:
+    """The pairs saved by earlier runs, judged by this tree's verifier (their truth as saved)."""
+    import gzip
+    from cpasync_migrate.rules import load_rules
+    rules = load_rules()
+    pairs = []
+    for path in paths:
+        opener = gzip.open if str(path).endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8") as fh:
+            for line in fh:
+                d = json.loads(line)
+                p = fuzz_truth.Pair(d["case"], d["kind"], d["target"], d["old"], d["new"], truth=d["truth"],
+                                    truth_detail=d["truth_detail"])
+                p.verdict, p.reasons = fuzz_truth.verdict_of(p, rules)
+                pairs.append(p)
+    cases = {p.case for p in pairs}
+    return {"generated": len(cases), "lowered": len(cases), "discarded": {}, "pairs": pairs,
+            "tool_unchanged": len({p.case for p in pairs} - {p.case for p in pairs if p.kind == "tool"})}
+
+
+def report(args, result: dict, title: str) -> int:
     counts = fuzz_truth.tally(result)
-    print(f"seed {args.seed}, count {args.count}, mutants per kernel {args.mutants}")
+    print(title)
     for key, value in counts.items():
         if isinstance(value, dict):
             print(f"{key}:")

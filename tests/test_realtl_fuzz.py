@@ -43,6 +43,8 @@ fuzz_verify = _load("fuzz_verify_script", ROOT / "scripts" / "fuzz_verify.py")
 REALTL_DIR = Path(os.environ.get("CPASYNC_REALTL_DIR", "~/.cache/cpasync-migrate/realtl")).expanduser()
 SEED = 20261201
 COUNT = 90  # about 300 pairs
+WIDE_SEED = 20261202  # the wide families (fuzz_gen.generate(..., wide=True)), five candidates per kernel
+WIDE_COUNT = 60  # about 400 pairs
 
 # ---------------------------------------------------------------- the fixed-seed run (real TileLang)
 
@@ -58,6 +60,31 @@ def fuzz_run(tmp_path_factory):
             pytest.fail(f"scripts/realtl_setup.sh failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     cases = fuzz_gen.generate(SEED, COUNT)
     return fuzz_truth.run(cases, tmp_path_factory.mktemp("fuzz"), REALTL_DIR)
+
+
+@pytest.fixture(scope="module")
+def wide_run(fuzz_run, tmp_path_factory):  # after fuzz_run, which sets the environments up
+    cases = fuzz_gen.generate(WIDE_SEED, WIDE_COUNT, 5, wide=True)
+    return fuzz_truth.run(cases, tmp_path_factory.mktemp("fuzz-wide"), REALTL_DIR)
+
+
+@pytest.mark.realtl
+@pytest.mark.skipif(os.environ.get("CPASYNC_REALTL") != "1", reason="opt-in: set CPASYNC_REALTL=1")
+def test_the_wide_families_are_never_proven_where_real_lowering_refutes(wide_run):
+    counts = fuzz_truth.tally(wide_run)
+    assert counts["lowered"] >= 0.8 * counts["generated"], counts["discarded legacy kernels"]
+    assert counts["pairs"] >= 300, counts
+    assert counts["verifier error"] == 0, [p.reasons for p in wide_run["pairs"] if p.verdict == "error"]
+    false = [f"{p.case} {p.kind} --target {p.target}: {p.truth_detail[:200]}"
+             for p in wide_run["pairs"] if p.false_proof]
+    assert not false, "\n".join(false)
+    # mutants that move a byte or swap the two pointers are wrong whatever the reading: real lowering says so
+    always_wrong = [p for p in wide_run["pairs"] if p.kind in ("off_by_minus_one", "swapped_ptrs", "keyword_swapped")]
+    assert always_wrong
+    assert not [(p.case, p.kind) for p in always_wrong if p.truth != "differ"]
+    # and the verifier proves some of the right ones (the hand migration, its keyword spelling)
+    assert any(p.truth == "agree" and p.verdict == "equivalent" for p in wide_run["pairs"]
+               if p.kind in ("hand", "keyword_order")), counts
 
 
 @pytest.mark.realtl
@@ -298,3 +325,72 @@ def test_found_pairs_are_written_in_the_adversarial_format():
     assert "1 copies executed before, 2 after" in p["why"]
     with pytest.raises(ValueError):
         fuzz_verify.toml_string("x = '''y'''")
+
+
+def test_wide_generation_is_deterministic_and_covers_the_families():
+    cases = fuzz_gen.generate(11, 300, 5, wide=True)
+    assert [(c.legacy, c.candidates) for c in cases] == [(c.legacy, c.candidates)
+                                                         for c in fuzz_gen.generate(11, 300, 5, wide=True)]
+    kinds, dyn_counts, forms, slots, rebinds = set(), set(), set(), set(), set()
+    flags = {"elem_offset": 0, "macro_default": 0, "positional_static": 0, "positional_dynamic": 0}
+    for c in cases:
+        s = c.spec
+        ast.parse(c.legacy)
+        assert c.legacy.count("T.ptx_cp_async(\"") == len(s.sites)
+        for kind, text in c.candidates.items():
+            ast.parse(text)
+            assert "ptx_cp_async(\"" not in text, (c.name, kind)
+        kinds.update(c.candidates)
+        dyn_counts.add(sum(a.dynamic for a in s.allocs))
+        for a in s.allocs:
+            if a.style == "positional":
+                flags["positional_dynamic" if a.dynamic else "positional_static"] += 1
+        for site in s.sites:
+            forms.update({site.dst_form, site.src_form})
+            slots.add(site.slot)
+        rebinds.add(s.rebind_slot)
+        flags["elem_offset"] += any(s.elem_offsets)
+        flags["macro_default"] += s.macro_default
+        if any(s.elem_offsets):
+            assert "T.match_buffer(a" in c.legacy and "elem_offset=" in c.legacy
+        if s.macro_default:
+            assert "kk=K" in c.legacy
+        if s.rebind_slot:
+            assert c.legacy.count("K = ") == 2
+    assert kinds == {"hand"} | set(fuzz_gen.WIDE_KINDS)
+    assert {1, 2, 3, 4} <= dyn_counts
+    assert set(fuzz_gen.WIDE_DST_FORMS) | set(fuzz_gen.WIDE_SRC_FORMS) <= forms
+    assert slots == {"0", "1", "j"}
+    assert rebinds == {None, "after_const", "before_kernel", "after_kernel", "end"}
+    assert all(v >= 10 for v in flags.values()), flags
+
+
+def test_the_first_generator_draws_none_of_the_wide_families():
+    for c in fuzz_gen.generate(7, 200):
+        s = c.spec
+        assert (s.elem_offsets, s.rebind_slot, s.macro_default, s.candidate_kinds) == ((), None, False, ())
+        assert all(site.slot == "0" for site in s.sites)
+        assert set(c.candidates) <= {"hand"} | set(fuzz_gen.MUTANTS)
+
+
+def test_wide_candidates_spell_what_they_say():
+    """The variants and mutants change what their name says and nothing else (checked on the text)."""
+    cases = [c for c in fuzz_gen.generate(11, 300, 5, wide=True)]
+
+    def pick(kind):
+        return next(c for c in cases if kind in c.candidates)
+    c = pick("keyword_order")
+    assert "src_access_ptr=T.tvm_access_ptr" in c.candidates["keyword_order"]
+    c = pick("swapped_ptrs")
+    new = c.candidates["swapped_ptrs"]
+    first = r'T\.ptx_cp_async\(T\.tvm_access_ptr\(T\.type_annotation\("\w+"\), (?:A\d|src)\.data'
+    assert re.search(first, new) and not re.search(first, c.candidates["hand"]), new  # the source pointer first
+    c = pick("peeled")
+    assert "for j in T.serial(1, 2):" in c.candidates["peeled"] and "for j in T.serial(2):" in c.legacy
+    c = pick("negated_predicate")
+    assert "predicate=tx >= " in c.candidates["negated_predicate"] or \
+        "predicate=bx % 2 != 0" in c.candidates["negated_predicate"]
+    c = pick("wrong_rw")
+    assert ", 1), T.tvm_access_ptr(" in c.candidates["wrong_rw"]
+    c = pick("widened")
+    assert c.candidates["widened"].count('T.Cast("int64", tx)') > c.legacy.count('T.Cast("int64", tx)')

@@ -86,3 +86,15 @@ def test_equivalent_pair_is_proven(name):
         assert not proven, f"{name} is proven now: drop it from NOT_PROVEN"
     else:
         assert proven, [v.to_dict() for v in vs]
+
+
+def test_a_loop_copy_into_merged_dynamic_memory_is_not_proven_under_0_1_8():
+    """fuzz_wide.toml's fz100426_loop_merged_sync: real TileLang 0.1.7.post1 lowers the old text, 0.1.8 fails on
+    the new one (``tvm.error.InternalError: Cannot match type handle vs int32`` in
+    ``TileLangThreadSync("shared.dyn")``; the loop copy's offset has a shift), so the verifier must not prove
+    it: it says which construct it does not model.  The same loop copy beside a copy into a static tile (fz100426_loop_static_other) is lowered by
+    0.1.8 with the same copies as 0.1.7.post1's, and stays proven."""
+    vs = verdicts("fuzz_wide:fz100426_loop_merged_sync")
+    assert [v.verdict for v in vs] == ["inconclusive"], [v.to_dict() for v in vs]
+    assert "thread-sync pass" in vs[0].reason and "(S0, " in vs[0].reason and "shift" in vs[0].reason, vs[0].reason
+    assert [v.verdict for v in verdicts("fuzz_wide:fz100426_loop_static_other")] == ["equivalent"]

@@ -433,6 +433,7 @@ def check_pair(k_old: Kernel, co: SiteCtx, o, n, no, nn, rules, target, old_mean
             add("same width", sd == ss, f"sizeof({n.dst.elem_type}) = {sd}, sizeof({n.src.elem_type}) = {ss}")
     if n.form == "access_ptr":
         _pointer_checks(n, target, nn, nb_new, size, k_old, co, add)
+        _thread_sync_check(n, target, nn, k_old, co, add)
     po_, pn_ = o.predicate, n.predicate
     if guard is not None and po_ is None and pn_ is not None:
         for name, ok, how, w in guarded_predicate(k_old, co, o, n, no, nn, guard, size, nb_new):
@@ -445,6 +446,27 @@ def check_pair(k_old: Kernel, co: SiteCtx, o, n, no, nn, rules, target, old_mean
         d = eq(po_, pn_)
         add("predicate", d.ok, f"old {show(po_)} vs new {show(pn_)}: {d.how}", d.witness)
     return finish(res)
+
+
+def _thread_sync_check(n, target, nn, k_old: Kernel, co: SiteCtx, add) -> None:
+    """Under a release whose thread-sync pass fails on some loop copies into merged dynamic shared memory
+    (rules: ``loop_merged_sync_fails``), such a copy at an offset with a shift is not proven."""
+    if target.loop_merged_sync_fails and co.loops and _merged_dyn_copies(k_old, n) >= 2 \
+            and any(isinstance(x, Bin) and x.op in ("shl", "shr") for x in walk_expr(nn(n.dst.offset))):
+        add("thread sync", None, f"an access-pointer cp.async in a loop into merged dynamic shared memory "
+                                 f"({n.dst.buf.name}, which another cp.async also writes) at an offset with a "
+                                 f"shift: TileLang {target.name}'s thread-sync pass has been seen to fail on "
+                                 "such kernels (Cannot match type handle vs int32), and which of them it "
+                                 "lowers is not modelled")
+
+
+def _merged_dyn_copies(k: Kernel, n) -> int:
+    """The cp.async copies of ``k`` into merged dynamic shared memory, when ``n``'s destination is in it (two or
+    more shared.dyn allocations), else 0."""
+    dyn = {id(b) for b in k.allocs if b.scope == "shared.dyn"}
+    if n.dst.buf.scope != "shared.dyn" or len(dyn) < 2:
+        return 0
+    return sum(1 for s in k.sites if isinstance(s, CpAsync) and s.dst.buf.scope == "shared.dyn")
 
 
 def _pointer_checks(n, target, nn, nb_new, size, k_old: Kernel, co: SiteCtx, add) -> None:
