@@ -120,7 +120,6 @@ OTHERS = {
     "cpasync_migrate.cli:build_parser", "cpasync_migrate.cli:run",
     "cpasync_migrate.cpp.constructions:ConstructionChecks._array_construction",
     "cpasync_migrate.cpp.consumers:ConsumerChecks._codegen_rewrite",
-    "cpasync_migrate.cpp.merge:MergeRebase._merge_fix", "cpasync_migrate.cpp.merge:MergeRebase._merge_emit",
     "cpasync_migrate.engine:process_file", "cpasync_migrate.python.checks.legacy_call:LegacyCall.rewrite",
     "cpasync_migrate.python.fast:decide", "cpasync_migrate.python.fast_scan:scan",
     "cpasync_migrate.python.fast_scan:value_reads",
