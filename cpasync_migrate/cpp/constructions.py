@@ -95,53 +95,11 @@ class ConstructionChecks:
         self.sites.append(site)
 
     def _array_construction(self, call, args, arr, op, fn, via_var) -> None:
+        """CPA102: the op's call built from the argument array ``arr`` (its lists, appends and other uses in
+        ``fn`` read first, then judged, then rewritten)."""
         name = self.text_of(arr)
         body = fn.child_by_field_name("body") if fn is not None else None
-        lists, appends, other = [], [], []
-        declared = False
-        if body is not None:
-            for n in walk(body):
-                if n.type == "identifier" and self.text_of(n) == name and n.start_byte != arr.start_byte:
-                    p = n.parent
-                    if p is not None and p.type == "init_declarator" and p.child_by_field_name("declarator") == n:
-                        decl = p.parent
-                        ty = decl.child_by_field_name("type") if decl is not None else None
-                        declared = True
-                        if ty is None or not (self.cpp.is_array_type(self.text_of(ty)) or self.text_of(ty) == "auto"):
-                            other.append(n)
-                            continue
-                        val = p.child_by_field_name("value")
-                        if val is not None and val.type == "initializer_list":
-                            lists.append(val)
-                        elif val is not None:
-                            other.append(n)
-                        continue
-                    if p is not None and p.type == "declaration" and p.child_by_field_name("declarator") == n:
-                        declared = True  # declared without a value; assignments follow
-                        continue
-                    if (
-                        p is not None
-                        and p.type == "assignment_expression"
-                        and p.child_by_field_name("left") == n
-                        and self.text_of(p.child_by_field_name("operator") or p.children[1]) == "="
-                    ):
-                        val = p.child_by_field_name("right")
-                        if val is not None and val.type == "initializer_list":
-                            lists.append(val)
-                        else:
-                            other.append(n)
-                        continue
-                    if (
-                        p is not None
-                        and p.type == "field_expression"
-                        and p.child_by_field_name("argument") == n
-                        and self.text_of(p.child_by_field_name("field")) in self.cpp.append_methods
-                        and p.parent is not None
-                        and p.parent.type == "call_expression"
-                    ):
-                        appends.append(p.parent)
-                        continue
-                    other.append(n)
+        lists, appends, other, declared = self._array_uses(name, arr, body)
         seen = bool(lists)
         if via_var:  # a list built where the Op variable holds another op builds that op's call
             lists = [lst for lst in lists if self._reaches_op(lst, args[1], fn)]
@@ -167,29 +125,85 @@ class ConstructionChecks:
             )
             self.sites.append(site)
             return
-        lmin = min(self.legacy.cpp_arity)
         site.message = (
             f"`{self.cpp.op_name}` call built from the argument array `{name}`{how} with the legacy layout "
             f"({self._layout(self.legacy, max(legacy_sizes))})"
         )
-        reason = None
-        if other:
-            ln = self.src.linecol(self.src.char_offset(other[0].start_byte))[0]
-            reason = f"`{name}` is also used at line {ln} in a way the tool does not follow"
-        elif any(s != lmin for s in sizes) and appends:
-            reason = f"`{name}` gets both a {max(sizes)}-element list and an appended element"
-        elif any(self._in_loop(a, body) for a in appends):
-            reason = f"`{name}` gets an element appended in a loop; only the optional predicate is expected"
-        elif len(appends) > 1 and not self._one_per_path(appends):
-            reason = f"`{name}` gets {len(appends)} appended elements; only the optional predicate is expected"
-        elif appends and any(a.start_byte < lst.end_byte for a in appends for lst in lists):
-            reason = f"`{name}` gets an element appended before its list is assigned"
+        reason = self._array_left(name, body, lists, sizes, appends, other)
         if reason:
             site.leave(reason)
             self.sites.append(site)
             return
         self._rewrite_lists(site, call, lists, op)
         self.sites.append(site)
+
+    def _array_uses(self, name: str, arr, body) -> tuple[list, list, list, bool]:
+        """The uses of the array ``name`` in ``body`` other than ``arr``: (the initializer lists it is given,
+        the append calls, the uses the tool does not follow, whether it is declared there)."""
+        lists, appends, other = [], [], []
+        declared = False
+        if body is None:
+            return lists, appends, other, declared
+        for n in walk(body):
+            if n.type != "identifier" or self.text_of(n) != name or n.start_byte == arr.start_byte:
+                continue
+            p = n.parent
+            if p is not None and p.type == "init_declarator" and p.child_by_field_name("declarator") == n:
+                decl = p.parent
+                ty = decl.child_by_field_name("type") if decl is not None else None
+                declared = True
+                if ty is None or not (self.cpp.is_array_type(self.text_of(ty)) or self.text_of(ty) == "auto"):
+                    other.append(n)
+                    continue
+                val = p.child_by_field_name("value")
+                if val is not None and val.type == "initializer_list":
+                    lists.append(val)
+                elif val is not None:
+                    other.append(n)
+                continue
+            if p is not None and p.type == "declaration" and p.child_by_field_name("declarator") == n:
+                declared = True  # declared without a value; assignments follow
+                continue
+            if (
+                p is not None
+                and p.type == "assignment_expression"
+                and p.child_by_field_name("left") == n
+                and self.text_of(p.child_by_field_name("operator") or p.children[1]) == "="
+            ):
+                val = p.child_by_field_name("right")
+                if val is not None and val.type == "initializer_list":
+                    lists.append(val)
+                else:
+                    other.append(n)
+                continue
+            if (
+                p is not None
+                and p.type == "field_expression"
+                and p.child_by_field_name("argument") == n
+                and self.text_of(p.child_by_field_name("field")) in self.cpp.append_methods
+                and p.parent is not None
+                and p.parent.type == "call_expression"
+            ):
+                appends.append(p.parent)
+                continue
+            other.append(n)
+        return lists, appends, other, declared
+
+    def _array_left(self, name: str, body, lists, sizes, appends, other) -> Optional[str]:
+        """Why the legacy array ``name`` is left for a person, or None when its lists can be rewritten."""
+        lmin = min(self.legacy.cpp_arity)
+        if other:
+            ln = self.src.linecol(self.src.char_offset(other[0].start_byte))[0]
+            return f"`{name}` is also used at line {ln} in a way the tool does not follow"
+        if any(s != lmin for s in sizes) and appends:
+            return f"`{name}` gets both a {max(sizes)}-element list and an appended element"
+        if any(self._in_loop(a, body) for a in appends):
+            return f"`{name}` gets an element appended in a loop; only the optional predicate is expected"
+        if len(appends) > 1 and not self._one_per_path(appends):
+            return f"`{name}` gets {len(appends)} appended elements; only the optional predicate is expected"
+        if appends and any(a.start_byte < lst.end_byte for a in appends for lst in lists):
+            return f"`{name}` gets an element appended before its list is assigned"
+        return None
 
     @staticmethod
     def _in_loop(node, body) -> bool:

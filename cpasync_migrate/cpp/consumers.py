@@ -33,6 +33,14 @@ from .source import named, squash, walk
 _COMPARISONS = {"==", "!=", "<", ">", "<=", ">="}
 
 
+class _NoRewrite(Exception):
+    """The code-generator rewrite does not apply, for ``reason`` (a step of ``_codegen_rewrite``)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
 class ConsumerChecks:
     """Mixin of :class:`~.analyzer.CppAnalyzer`: CPA103, CPA104, CPA106, CPA107 (see the module docstring)."""
 
@@ -117,12 +125,7 @@ class ConsumerChecks:
         legacy = bool(legacy_idx or legacy_n or named_offsets or var_reads)
         head = s  # report the test line (an "else if" starts at "if")
         if legacy and new_n:
-            site = PendingSite(head, codes.CPP_DUAL_LAYOUT_BRANCH, info=True, message=(
-                f"`{self.cpp.op_name}` branch accepts both the legacy layout (args.size() "
-                f"{'/'.join(map(str, self.legacy.cpp_arity))}) and the access-pointer layout "
-                f"({'/'.join(map(str, self.target.cpp_arity))}); information only"
-            ))
-            self.sites.append(site)
+            self.sites.append(self._dual_layout_site(head))
             return
         if not legacy:
             return
@@ -133,27 +136,46 @@ class ConsumerChecks:
             self.sites.append(site)
             return
         why = self._codegen_rewrite(site, obj, cond, body, reads, sizes, loose)
-        merge_why = None
-        if why is not None and var_reads and self.target.form == "access_ptr":
-            merge_why, rebuilds = self._merge_rewrite(site, obj, s, cond, body, self._tested_opnode)
-            if merge_why is None:
-                site.message = (
-                    f"`{self.cpp.op_name}` merge-pass branch re-bases the legacy destination (data `args[0]`, offset "
-                    f"`args[1]` scaled by the call dtype's size) and rebuilds the "
-                    f"{'/'.join(map(str, self.legacy.cpp_arity))}-argument call"
-                )
-                site.fix_note = (
-                    f"open the destination access pointer (data at its args[1], offset at its args[2]), rebuild it "
-                    f"on the merged buffer with its offset in the access pointer's own type, keep the other "
-                    f"arguments, args.size() {'/'.join(map(str, self.target.cpp_arity))}"
-                )
-                self.sites.append(site)
-                return
-            if rebuilds:
-                why = f"a merge-style pass that re-bases the destination, in a shape the tool does not rewrite: {merge_why}"
-                site.message = f"`{self.cpp.op_name}` consumer reads the legacy layout ({why}); {self._merge_todo(obj)}; {self._index_map()}"
-                self.sites.append(site)
-                return
+        if why is not None and var_reads and self.target.form == "access_ptr" and self._merge_branch(
+                site, obj, s, cond, body):
+            self.sites.append(site)
+            return
+        self._printed_or_left(site, why)
+        self.sites.append(site)
+
+    def _dual_layout_site(self, head) -> PendingSite:
+        """CPA106: a branch that accepts both layouts (information only)."""
+        return PendingSite(head, codes.CPP_DUAL_LAYOUT_BRANCH, info=True, message=(
+            f"`{self.cpp.op_name}` branch accepts both the legacy layout (args.size() "
+            f"{'/'.join(map(str, self.legacy.cpp_arity))}) and the access-pointer layout "
+            f"({'/'.join(map(str, self.target.cpp_arity))}); information only"
+        ))
+
+    def _merge_branch(self, site, obj, s, cond, body) -> bool:
+        """Whether the branch is the merge pass's (merge.py): ``site`` then has its fix (CPA111) or says why
+        the re-basing shape is not rewritten; False when it is not that pass's shape at all."""
+        merge_why, rebuilds = self._merge_rewrite(site, obj, s, cond, body, self._tested_opnode)
+        if merge_why is None:
+            site.message = (
+                f"`{self.cpp.op_name}` merge-pass branch re-bases the legacy destination (data `args[0]`, offset "
+                f"`args[1]` scaled by the call dtype's size) and rebuilds the "
+                f"{'/'.join(map(str, self.legacy.cpp_arity))}-argument call"
+            )
+            site.fix_note = (
+                f"open the destination access pointer (data at its args[1], offset at its args[2]), rebuild it "
+                f"on the merged buffer with its offset in the access pointer's own type, keep the other "
+                f"arguments, args.size() {'/'.join(map(str, self.target.cpp_arity))}"
+            )
+            return True
+        if rebuilds:
+            why = f"a merge-style pass that re-bases the destination, in a shape the tool does not rewrite: {merge_why}"
+            site.message = f"`{self.cpp.op_name}` consumer reads the legacy layout ({why}); {self._merge_todo(obj)}; {self._index_map()}"
+            return True
+        return False
+
+    def _printed_or_left(self, site, why: Optional[str]) -> None:
+        """The message (and fix note) of a consumer: CPA104 when ``_codegen_rewrite`` rewrote it (``why`` None),
+        else CPA103 saying ``why``."""
         if why is None:
             site.code = codes.CPP_CONSUMER_REWRITABLE
             runtime = [h for h in site.needs_function.split(";") if h]
@@ -172,7 +194,6 @@ class ConsumerChecks:
             )
         else:
             site.message = f"`{self.cpp.op_name}` consumer reads the legacy layout ({why}); {self._index_map()}"
-        self.sites.append(site)
 
     def _args_uses(self, obj, regions):
         """Reads ``args[K]`` (node, K), size literals (literal node, N), and other uses."""
@@ -299,25 +320,38 @@ class ConsumerChecks:
 
     def _codegen_rewrite(self, site, obj, cond, body, reads, sizes, loose) -> Optional[str]:
         """Try the code-generator rewrite; None on success, else the reason it does not apply."""
+        try:
+            keys, top, remap = self._codegen_remap(obj, body, loose)
+            edits = self._codegen_index_edits(reads, sizes, keys, top, remap)
+            offsets, printed, runtime = self._codegen_offset_edits(body, keys, top)
+        except _NoRewrite as e:
+            return e.reason
+        self._codegen_fix(site, edits + offsets, printed, runtime)
+        return None
+
+    def _codegen_remap(self, obj, body, loose) -> tuple:
+        """Step 1: the legacy indices by role (dst, dst_offset, src, src_offset, size), the branch's top-level
+        locals read from them (``_top_reads``) and where each non-offset legacy index goes in the target."""
         tgt = self.target
         counts = [op for op in dict.fromkeys(self._tested_ops) if tgt.size_meaning_for(op) != "bytes"]
         if tgt.form != "access_ptr" or counts:
-            return (
+            raise _NoRewrite(
                 f"under the target API {tgt.name} `{counts[0] if counts else self._tested_ops[0]}` counts the copy "
                 "in elements (num_elems); the printer must derive bytes from the access pointer's type"
             )
         if loose:
             ln = self.src.linecol(self.src.char_offset(loose[0].start_byte))[0]
-            return f"the argument array is used at line {ln} in a way the tool does not follow"
+            raise _NoRewrite(f"the argument array is used at line {ln} in a way the tool does not follow")
         legacy_args = self.legacy.cpp_args
         roles = [self.cpp.role(a) for a in legacy_args]
         try:
-            k_dst, k_doff, k_src, k_soff, k_size = (roles.index(r) for r in ("dst", "dst_offset", "src", "src_offset", "size"))
+            keys = tuple(roles.index(r) for r in ("dst", "dst_offset", "src", "src_offset", "size"))
         except ValueError:
-            return "the rules do not name every legacy argument's role"
+            raise _NoRewrite("the rules do not name every legacy argument's role") from None
         top = self._top_reads(obj, body)
-        if not all(k in top for k in (k_dst, k_doff, k_src, k_soff, k_size)):
-            return "not the printer shape the tool rewrites: locals read from args[0..4] and printed as pointer + offset"
+        if not all(k in top for k in keys):
+            raise _NoRewrite(
+                "not the printer shape the tool rewrites: locals read from args[0..4] and printed as pointer + offset")
         # Where each legacy index goes.
         remap = {}
         for k, name in enumerate(legacy_args):
@@ -326,8 +360,14 @@ class ConsumerChecks:
                 continue
             j = next((i for i, n in enumerate(tgt.cpp_args) if self.cpp.role(n) == role), None)
             if j is None:
-                return f"the target layout has no place for {name}"
+                raise _NoRewrite(f"the target layout has no place for {name}")
             remap[k] = j
+        return keys, top, remap
+
+    def _codegen_index_edits(self, reads, sizes, keys, top, remap) -> list:
+        """Step 2: the edits of the ``args[k]`` reads (renumbered) and of the ``args.size()`` literals."""
+        legacy_args = self.legacy.cpp_args
+        _, k_doff, _, k_soff, _ = keys
         edits = []
         off_decls = {k_doff: top[k_doff], k_soff: top[k_soff]}
         for lit, k in reads:
@@ -335,21 +375,27 @@ class ConsumerChecks:
                 decl = off_decls[k][1]
                 if not (decl.start_byte <= lit.start_byte and lit.end_byte <= decl.end_byte):
                     ln = self.src.linecol(self.src.char_offset(lit.start_byte))[0]
-                    return f"args[{k}] ({legacy_args[k]}) is read again at line {ln}"
+                    raise _NoRewrite(f"args[{k}] ({legacy_args[k]}) is read again at line {ln}")
                 continue
             if k not in remap:
-                return f"args[{k}] is outside the legacy layout"
+                raise _NoRewrite(f"args[{k}] is outside the legacy layout")
             if remap[k] != k:
                 edits.append((lit.start_byte, lit.end_byte, str(remap[k])))
-        arity_map = dict(zip(self.legacy.cpp_arity, tgt.cpp_arity))
+        arity_map = dict(zip(self.legacy.cpp_arity, self.target.cpp_arity))
         if not sizes:
-            return "the branch does not tell the predicated form by args.size()"
+            raise _NoRewrite("the branch does not tell the predicated form by args.size()")
         for lit, v in sizes:
             if v not in arity_map:
-                return f"args.size() is compared with {v}, which is not a legacy argument count"
+                raise _NoRewrite(f"args.size() is compared with {v}, which is not a legacy argument count")
             edits.append((lit.start_byte, lit.end_byte, str(arity_map[v]) + int_suffix(self.text_of(lit))))
-        # Every use of an offset local must be `<< ptr << "+" << offset` in a stream chain, or a separate
-        # argument right after its pointer in a printed call of a runtime helper of the set (CuTeDSL).
+        return edits
+
+    def _codegen_offset_edits(self, body, keys, top) -> tuple[list, list, list[str]]:
+        """Step 3: every use of an offset local must be `<< ptr << "+" << offset` in a stream chain, or a
+        separate argument right after its pointer in a printed call of a runtime helper of the set (CuTeDSL):
+        (the edits cutting them out and deleting the locals, the uses, the runtime helpers printed)."""
+        k_dst, k_doff, k_src, k_soff, _ = keys
+        edits: list = []
         runtime: list[str] = []
         printed: list = []  # the offsets' uses, each cut out of the statement that prints it
         for k_off, k_ptr in ((k_doff, k_dst), (k_soff, k_src)):
@@ -362,7 +408,7 @@ class ConsumerChecks:
                 if n.type == "identifier" and self.text_of(n) == off_name and n.start_byte != ident.start_byte
             ]
             if not uses:
-                return f"`{off_name}` is read but never printed"
+                raise _NoRewrite(f"`{off_name}` is read but never printed")
             for u in uses:
                 span = self._joined_offset(u, ptr_name) or self._helper_offset(u, ptr_name)
                 if span is None:
@@ -370,29 +416,38 @@ class ConsumerChecks:
                     if helper is not None and helper not in runtime:
                         runtime.append(helper)
                 if span is None:
-                    ln = self.src.linecol(self.src.char_offset(u.start_byte))[0]
-                    helpers = self._printed_helpers(body, off_name)
-                    if helpers:
-                        names = ", ".join(f"`{h}`" for h in helpers)
-                        runtime = ", ".join("`" + re.split(r"[.:]+", h)[-1] + "`" for h in helpers)
-                        return (
-                            f"it prints the offsets as separate arguments of the runtime helper"
-                            f"{'s' if len(helpers) > 1 else ''} {names} (`{off_name}` at line {ln}), so the runtime "
-                            f"helper must change with it: print only the access pointers "
-                            f"(`{helpers[0]}(size, {ptr_name}, src)`, the predicate last) and give the runtime's "
-                            f"{runtime} a pointer-only form "
-                            f"in the same change (CPA007 where the runtime is Python in the scanned tree)"
-                        )
-                    return f"`{off_name}` is used at line {ln} other than as `{ptr_name} << \"+\" << {off_name}`"
+                    raise _NoRewrite(self._unprinted_offset(body, u, off_name, ptr_name))
                 edits.append(span)
                 printed.append(u)
             edits.append(self._delete_statement(decl))
+        return edits, printed, runtime
+
+    def _unprinted_offset(self, body, u, off_name: str, ptr_name: str) -> str:
+        """Why the use ``u`` of the offset local ``off_name`` stops the rewrite."""
+        ln = self.src.linecol(self.src.char_offset(u.start_byte))[0]
+        helpers = self._printed_helpers(body, off_name)
+        if helpers:
+            names = ", ".join(f"`{h}`" for h in helpers)
+            runtime = ", ".join("`" + re.split(r"[.:]+", h)[-1] + "`" for h in helpers)
+            return (
+                f"it prints the offsets as separate arguments of the runtime helper"
+                f"{'s' if len(helpers) > 1 else ''} {names} (`{off_name}` at line {ln}), so the runtime "
+                f"helper must change with it: print only the access pointers "
+                f"(`{helpers[0]}(size, {ptr_name}, src)`, the predicate last) and give the runtime's "
+                f"{runtime} a pointer-only form "
+                f"in the same change (CPA007 where the runtime is Python in the scanned tree)"
+            )
+        return f"`{off_name}` is used at line {ln} other than as `{ptr_name} << \"+\" << {off_name}`"
+
+    def _codegen_fix(self, site, edits, printed, runtime) -> None:
+        """Step 4: ``site``'s fix (CPA104) and its assumptions."""
         site.edits = self._laid_out_streams(edits, printed)
         site.fixable = True
         site.applicability = Applicability.UNSAFE
         site.assumptions = [
             f"Every producer of this call in the program now builds the access-pointer layout "
-            f"({'/'.join(map(str, tgt.cpp_arity))} arguments), so the branch no longer needs to accept the legacy one.",
+            f"({'/'.join(map(str, self.target.cpp_arity))} arguments), so the branch no longer needs to accept the "
+            "legacy one.",
         ]
         site.set_established = True  # a complete change set migrated whole makes it a fact (sets.py)
         if runtime:
@@ -400,7 +455,6 @@ class ConsumerChecks:
                 f"The runtime helpers {', '.join(f'`{h}`' for h in runtime)} take one pointer per side (their "
                 f"CPA007 fixes in the same change set).")
             site.needs_function = ";".join(runtime)  # sets.py: the set must migrate these helpers with it
-        return None
 
     def _laid_out_streams(self, edits, uses) -> list:
         """``edits`` with the ones inside each expression statement that prints a use in ``uses`` folded
