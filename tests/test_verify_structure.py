@@ -118,13 +118,9 @@ REASON = "Over 80 lines:"  # a function that stays longer says why in its docstr
 # split or to give a reason; the verifier (verify/, runner.py, pool.py) has none here
 OTHERS = {
     "cpasync_migrate.cli:build_parser", "cpasync_migrate.cli:run",
-    "cpasync_migrate.cpp.constructions:ConstructionChecks._array_construction",
-    "cpasync_migrate.cpp.consumers:ConsumerChecks._codegen_rewrite",
-    "cpasync_migrate.cpp.merge:MergeRebase._merge_fix", "cpasync_migrate.cpp.merge:MergeRebase._merge_emit",
     "cpasync_migrate.engine:process_file", "cpasync_migrate.python.checks.legacy_call:LegacyCall.rewrite",
     "cpasync_migrate.python.fast:decide", "cpasync_migrate.python.fast_scan:scan",
     "cpasync_migrate.python.fast_scan:value_reads",
-    "cpasync_migrate.cpp.consumers:ConsumerChecks._consumer", "cpasync_migrate.cpp.layout:_Tokens.expr",
     "cpasync_migrate.discovery:_git_files", "cpasync_migrate.importers:_read_importer",
     "cpasync_migrate.importers:settle",
 }

@@ -29,7 +29,7 @@ from __future__ import annotations
 import bisect
 from typing import Optional
 
-from ..findings import Analysis, Edit, Finding, Fix, Status, apply_edits
+from ..findings import Analysis, Edit, Finding, Fix, FrontEndOptions, Status, apply_edits
 from .constructions import ConstructionChecks
 from .consumers import ConsumerChecks
 from .context import CppContext, PendingSite
@@ -38,13 +38,22 @@ from .merge import MergeRebase
 from .source import error_summary, nodes_of_types
 
 
-class CppAnalyzer(ConstructionChecks, ConsumerChecks, MergeRebase, DeclarationChecks, CppContext):
+class CppAnalyzer(CppContext):
     """One C++ file's legacy ``ptx_cp_async`` sites: ``CppAnalyzer(text, path, options).run()``.
 
-    The site families are mixins over :class:`~.context.CppContext` (see the module docstring).
+    The analyzer is the file's :class:`~.context.CppContext` and its walk; the site families are
+    units holding it as ``ctx``, each given the others it calls (declared in ``parts.py``).
     """
 
     gate = True  # look for consumers and constructions only in _hot_ranges; tests compare both settings
+
+    def __init__(self, text: str, path: str, options: FrontEndOptions, window: Optional[list] = None):
+        super().__init__(text, path, options, window)
+        self.constructions = ConstructionChecks(self)
+        self.merge = MergeRebase(self, constructions=self.constructions)
+        self.consumers = ConsumerChecks(self, self.merge)
+        self.merge.consumers = self.consumers
+        self.declarations = DeclarationChecks(self)
 
     def run(self) -> Analysis:
         err = self._whole_file_error()
@@ -61,8 +70,8 @@ class CppAnalyzer(ConstructionChecks, ConsumerChecks, MergeRebase, DeclarationCh
                                                 "preproc_function_def", "preproc_def")):
             kind = n.type
             if kind == "function_definition":
-                self._fns.append(n)
-                self._fn_starts.append(n.start_byte)
+                self.fns.append(n)
+                self.fn_starts.append(n.start_byte)
             elif kind == "function_declarator":
                 fdecls.append(n)
             else:
@@ -72,26 +81,26 @@ class CppAnalyzer(ConstructionChecks, ConsumerChecks, MergeRebase, DeclarationCh
                                 self._hot_ranges() if self.gate else None):
             (ifs if n.type == "if_statement" else calls).append(n)
         for s in ifs:
-            self._tagged(self._consumer, s)
+            self._tagged(self.consumers.consumer, s)
             if until_site and self.sites:
                 return
         for c in calls:
             if not self.in_dead(c):
-                self._tagged(self._construction, c)
-                self._tagged(self._registration, c)
+                self._tagged(self.constructions.construction, c)
+                self._tagged(self.constructions.registration, c)
                 if until_site and self.sites:
                     return
         for f in fdecls:
-            self._helper(f)
+            self.declarations.helper(f)
         for m in macros:
-            self._macro(m)
+            self.declarations.macro(m)
 
     def _tagged(self, method, node) -> None:
-        """Run ``method(node)``; the sites it adds get the op and role it left in ``self._tag``."""
+        """Run ``method(node)``; the sites it adds get the op and role it left in ``self.tag``."""
         n0 = len(self.sites)
-        self._tag = (None, None)
+        self.tag = (None, None)
         method(node)
-        op, role = self._tag
+        op, role = self.tag
         for site in self.sites[n0:]:
             site.op = site.op or op
             site.role = site.role or role
@@ -113,7 +122,7 @@ class CppAnalyzer(ConstructionChecks, ConsumerChecks, MergeRebase, DeclarationCh
             i = data.find(name, i + 1)
         ranges = []
         end = -1
-        for f in self._fns:  # document order: a nested definition starts inside its outer one
+        for f in self.fns:  # document order: a nested definition starts inside its outer one
             if f.start_byte < end:
                 continue
             end = f.end_byte

@@ -26,15 +26,31 @@ from typing import Optional
 from ..findings import Applicability
 from .. import codes
 from . import hoist
-from .context import PendingSite, int_suffix, int_value, short
-from .layout import Style, layout_statement
+from .context import CppContext, PendingSite, int_suffix, int_value, short
+from .layout import layout_statement
+from .parts import MergePart
 from .source import named, squash, walk
 
 _COMPARISONS = {"==", "!=", "<", ">", "<=", ">="}
 
 
+class _NoRewrite(Exception):
+    """The code-generator rewrite does not apply, for ``reason`` (a step of ``_codegen_rewrite``)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
 class ConsumerChecks:
-    """Mixin of :class:`~.analyzer.CppAnalyzer`: CPA103, CPA104, CPA106, CPA107 (see the module docstring)."""
+    """CPA103, CPA104, CPA106, CPA107 of one file (see the module docstring): a unit over the file's context,
+    calling the merge pass's family (``merge``) for a branch that re-bases the destination."""
+
+    merge: MergePart
+
+    def __init__(self, ctx: CppContext, merge: MergePart):
+        self.ctx = ctx
+        self.merge = merge
 
     # ---------------------------------------------------------- consumers
     def _op_tests(self, cond, fn) -> list[str]:
@@ -44,20 +60,20 @@ class ConsumerChecks:
             if n.type != "call_expression":
                 continue
             f = n.child_by_field_name("function")
-            if f is None or f.type != "field_expression" or self.text_of(f.child_by_field_name("field")) != self.cpp.same_as:
+            if f is None or f.type != "field_expression" or self.ctx.text_of(f.child_by_field_name("field")) != self.ctx.cpp.same_as:
                 continue
             a = named(n.child_by_field_name("arguments"))
-            opnode = self.op_node(a[0], fn) if len(a) == 1 else None
+            opnode = self.ctx.op_node(a[0], fn) if len(a) == 1 else None
             if opnode is None:
                 continue
             inner = f.child_by_field_name("argument")
-            if inner is not None and inner.type == "field_expression" and self.text_of(
+            if inner is not None and inner.type == "field_expression" and self.ctx.text_of(
                 inner.child_by_field_name("field")
-            ) == self.cpp.op_field:
-                objs.append(squash(self.text_of(inner.child_by_field_name("argument"))))
-                self._tested_ops.append(self.ir_op(opnode))
+            ) == self.ctx.cpp.op_field:
+                objs.append(squash(self.ctx.text_of(inner.child_by_field_name("argument"))))
+                self.ctx.tested_ops.append(self.ctx.ir_op(opnode))
                 if len(objs) == 1:
-                    self._tested_opnode = opnode
+                    self.ctx.tested_opnode = opnode
         return objs
 
     def _chain_conditions(self, s) -> list[str]:
@@ -80,80 +96,94 @@ class ConsumerChecks:
         """``node``'s text without spaces and enclosing parentheses (an if's condition clause is one)."""
         while node.type in ("parenthesized_expression", "condition_clause") and len(named(node)) == 1:
             node = named(node)[0]
-        return squash(self.text_of(node))
+        return squash(self.ctx.text_of(node))
 
     def _disjuncts(self, node) -> list[str]:
         while node.type in ("parenthesized_expression", "condition_clause") and len(named(node)) == 1:
             node = named(node)[0]
-        if node.type == "binary_expression" and self.text_of(node.child_by_field_name("operator")) == "||":
+        if node.type == "binary_expression" and self.ctx.text_of(node.child_by_field_name("operator")) == "||":
             return self._disjuncts(node.child_by_field_name("left")) + self._disjuncts(node.child_by_field_name("right"))
-        return [squash(self.text_of(node))]
+        return [squash(self.ctx.text_of(node))]
 
-    def _consumer(self, s) -> None:
+    def consumer(self, s) -> None:
         cond = s.child_by_field_name("condition")
         body = s.child_by_field_name("consequence")
-        if cond is None or body is None or self.in_dead(s):
+        if cond is None or body is None or self.ctx.in_dead(s):
             return
-        if self.cpp.same_as not in self.text_of(cond):
+        if self.ctx.cpp.same_as not in self.ctx.text_of(cond):
             return  # no `X->op.same_as(...)` test in the condition (cheap text check before the tree walk)
-        fn = self.func_of(s)
-        self._tested_ops = []
+        fn = self.ctx.func_of(s)
+        self.ctx.tested_ops = []
         objs = self._op_tests(cond, fn)
         if not objs:
             return
         # A branch testing both ops reads both; its op is the first one tested, and a rewrite
         # must suit every op it tests.
-        self._tag = (self._tested_ops[0], "reader")
+        self.ctx.tag = (self.ctx.tested_ops[0], "reader")
         if self._bare(cond) in self._chain_conditions(s):
             self._dead(s, cond, body)
             return
         obj = objs[0]
-        reads, sizes, loose = self._args_uses(obj, [cond, body])
-        legacy_idx = {i for _, i in reads if i >= max(self.target.cpp_arity)}
-        legacy_n = {v for _, v in sizes if v in self.legacy.cpp_arity}
-        new_n = {v for _, v in sizes if v in self.target.cpp_arity}
+        reads, sizes, loose = self.args_uses(obj, [cond, body])
+        legacy_idx = {i for _, i in reads if i >= max(self.ctx.target.cpp_arity)}
+        legacy_n = {v for _, v in sizes if v in self.ctx.legacy.cpp_arity}
+        new_n = {v for _, v in sizes if v in self.ctx.target.cpp_arity}
         named_offsets = self._offset_reads(obj, body)
         var_reads = self._data_as_var(reads)
         legacy = bool(legacy_idx or legacy_n or named_offsets or var_reads)
         head = s  # report the test line (an "else if" starts at "if")
         if legacy and new_n:
-            site = PendingSite(head, codes.CPP_DUAL_LAYOUT_BRANCH, info=True, message=(
-                f"`{self.cpp.op_name}` branch accepts both the legacy layout (args.size() "
-                f"{'/'.join(map(str, self.legacy.cpp_arity))}) and the access-pointer layout "
-                f"({'/'.join(map(str, self.target.cpp_arity))}); information only"
-            ))
-            self.sites.append(site)
+            self.ctx.sites.append(self._dual_layout_site(head))
             return
         if not legacy:
             return
         site = PendingSite(head, codes.CPP_CONSUMER_MANUAL)
-        if self.near_error(s):
-            site.message = f"`{self.cpp.op_name}` consumer reads the legacy layout"
-            site.park(f"it is inside or next to a parse error; {self._index_map()}")
-            self.sites.append(site)
+        if self.ctx.near_error(s):
+            site.message = f"`{self.ctx.cpp.op_name}` consumer reads the legacy layout"
+            site.park(f"it is inside or next to a parse error; {self.ctx.index_map()}")
+            self.ctx.sites.append(site)
             return
         why = self._codegen_rewrite(site, obj, cond, body, reads, sizes, loose)
-        merge_why = None
-        if why is not None and var_reads and self.target.form == "access_ptr":
-            merge_why, rebuilds = self._merge_rewrite(site, obj, s, cond, body, self._tested_opnode)
-            if merge_why is None:
-                site.message = (
-                    f"`{self.cpp.op_name}` merge-pass branch re-bases the legacy destination (data `args[0]`, offset "
-                    f"`args[1]` scaled by the call dtype's size) and rebuilds the "
-                    f"{'/'.join(map(str, self.legacy.cpp_arity))}-argument call"
-                )
-                site.fix_note = (
-                    f"open the destination access pointer (data at its args[1], offset at its args[2]), rebuild it "
-                    f"on the merged buffer with its offset in the access pointer's own type, keep the other "
-                    f"arguments, args.size() {'/'.join(map(str, self.target.cpp_arity))}"
-                )
-                self.sites.append(site)
-                return
-            if rebuilds:
-                why = f"a merge-style pass that re-bases the destination, in a shape the tool does not rewrite: {merge_why}"
-                site.message = f"`{self.cpp.op_name}` consumer reads the legacy layout ({why}); {self._merge_todo(obj)}; {self._index_map()}"
-                self.sites.append(site)
-                return
+        if why is not None and var_reads and self.ctx.target.form == "access_ptr" and self._merge_branch(
+                site, obj, s, cond, body):
+            self.ctx.sites.append(site)
+            return
+        self._printed_or_left(site, why)
+        self.ctx.sites.append(site)
+
+    def _dual_layout_site(self, head) -> PendingSite:
+        """CPA106: a branch that accepts both layouts (information only)."""
+        return PendingSite(head, codes.CPP_DUAL_LAYOUT_BRANCH, info=True, message=(
+            f"`{self.ctx.cpp.op_name}` branch accepts both the legacy layout (args.size() "
+            f"{'/'.join(map(str, self.ctx.legacy.cpp_arity))}) and the access-pointer layout "
+            f"({'/'.join(map(str, self.ctx.target.cpp_arity))}); information only"
+        ))
+
+    def _merge_branch(self, site, obj, s, cond, body) -> bool:
+        """Whether the branch is the merge pass's (merge.py): ``site`` then has its fix (CPA111) or says why
+        the re-basing shape is not rewritten; False when it is not that pass's shape at all."""
+        merge_why, rebuilds = self.merge.merge_rewrite(site, obj, s, cond, body, self.ctx.tested_opnode)
+        if merge_why is None:
+            site.message = (
+                f"`{self.ctx.cpp.op_name}` merge-pass branch re-bases the legacy destination (data `args[0]`, offset "
+                f"`args[1]` scaled by the call dtype's size) and rebuilds the "
+                f"{'/'.join(map(str, self.ctx.legacy.cpp_arity))}-argument call"
+            )
+            site.fix_note = (
+                f"open the destination access pointer (data at its args[1], offset at its args[2]), rebuild it "
+                f"on the merged buffer with its offset in the access pointer's own type, keep the other "
+                f"arguments, args.size() {'/'.join(map(str, self.ctx.target.cpp_arity))}"
+            )
+            return True
+        if rebuilds:
+            why = f"a merge-style pass that re-bases the destination, in a shape the tool does not rewrite: {merge_why}"
+            site.message = f"`{self.ctx.cpp.op_name}` consumer reads the legacy layout ({why}); {self.merge.merge_todo(obj)}; {self.ctx.index_map()}"
+            return True
+        return False
+
+    def _printed_or_left(self, site, why: Optional[str]) -> None:
+        """The message (and fix note) of a consumer: CPA104 when ``_codegen_rewrite`` rewrote it (``why`` None),
+        else CPA103 saying ``why``."""
         if why is None:
             site.code = codes.CPP_CONSUMER_REWRITABLE
             runtime = [h for h in site.needs_function.split(";") if h]
@@ -161,30 +191,29 @@ class ConsumerChecks:
                 f"each pointer and its offset as arguments of the runtime helper{'s' if len(runtime) > 1 else ''} "
                 + ", ".join(f"`{h}`" for h in runtime))
             site.message = (
-                f"`{self.cpp.op_name}` consumer prints the legacy layout ({shown}, args.size() "
-                f"{'/'.join(map(str, self.legacy.cpp_arity))})"
+                f"`{self.ctx.cpp.op_name}` consumer prints the legacy layout ({shown}, args.size() "
+                f"{'/'.join(map(str, self.ctx.legacy.cpp_arity))})"
             )
             site.fix_note = (
-                f"read {self._layout(self.target, self.target.cpp_arity[0])}"
-                f"[, {self._arg(self.target, self.target.cpp_arity[-1] - 1)}] and print each access pointer as it is"
+                f"read {self.ctx.arg_layout(self.ctx.target, self.ctx.target.cpp_arity[0])}"
+                f"[, {self.ctx.arg_name(self.ctx.target, self.ctx.target.cpp_arity[-1] - 1)}] and print each access pointer as it is"
                 + ("" if not runtime else ", one per side, with the runtime helpers' pointer-only form (CPA007) in "
                    "the same change set")
             )
         else:
-            site.message = f"`{self.cpp.op_name}` consumer reads the legacy layout ({why}); {self._index_map()}"
-        self.sites.append(site)
+            site.message = f"`{self.ctx.cpp.op_name}` consumer reads the legacy layout ({why}); {self.ctx.index_map()}"
 
-    def _args_uses(self, obj, regions):
+    def args_uses(self, obj, regions):
         """Reads ``args[K]`` (node, K), size literals (literal node, N), and other uses."""
         reads, sizes, loose = [], [], []
         for region in regions:
             for n in walk(region):
-                if not self._args_access(n, obj):
+                if not self.ctx.args_access(n, obj):
                     continue
                 p = n.parent
                 if p is not None and p.type == "subscript_expression" and p.child_by_field_name("argument") == n:
                     idx = named(p.child_by_field_name("indices"))
-                    v = int_value(self.text_of(idx[0])) if len(idx) == 1 and idx[0].type == "number_literal" else None
+                    v = int_value(self.ctx.text_of(idx[0])) if len(idx) == 1 and idx[0].type == "number_literal" else None
                     if v is None:
                         loose.append(p)
                     else:
@@ -193,7 +222,7 @@ class ConsumerChecks:
                 if (
                     p is not None
                     and p.type == "field_expression"
-                    and self.text_of(p.child_by_field_name("field")) == "size"
+                    and self.ctx.text_of(p.child_by_field_name("field")) == "size"
                     and p.parent is not None
                     and p.parent.type == "call_expression"
                 ):
@@ -214,26 +243,26 @@ class ConsumerChecks:
         p = cur.parent
         if p is None:
             return None
-        if p.type == "binary_expression" and self.text_of(p.child_by_field_name("operator")) in _COMPARISONS:
+        if p.type == "binary_expression" and self.ctx.text_of(p.child_by_field_name("operator")) in _COMPARISONS:
             other = p.child_by_field_name("right") if p.child_by_field_name("left") == cur else p.child_by_field_name("left")
-            if other is not None and other.type == "number_literal" and int_value(self.text_of(other)) is not None:
-                return other, int_value(self.text_of(other))
+            if other is not None and other.type == "number_literal" and int_value(self.ctx.text_of(other)) is not None:
+                return other, int_value(self.ctx.text_of(other))
             return None
         if p.type == "argument_list" and p.parent is not None and p.parent.type == "call_expression":
-            macro = self.text_of(p.parent.child_by_field_name("function"))
-            if macro in self.cpp.check_macros:
+            macro = self.ctx.text_of(p.parent.child_by_field_name("function"))
+            if macro in self.ctx.cpp.check_macros:
                 others = [a for a in named(p) if a != cur]
-                if len(others) == 1 and others[0].type == "number_literal" and int_value(self.text_of(others[0])) is not None:
-                    return others[0], int_value(self.text_of(others[0]))
+                if len(others) == 1 and others[0].type == "number_literal" and int_value(self.ctx.text_of(others[0])) is not None:
+                    return others[0], int_value(self.ctx.text_of(others[0]))
         return None
 
     def _data_as_var(self, reads) -> list:
         """Reads of a legacy data position taken as a ``Var`` (``Downcast<Var>(args[0])``,
         ``args[2].as<VarNode>()``): in the new layout those positions hold access-pointer
         calls, or the byte count."""
-        roles = [self.cpp.role(a) for a in self.legacy.cpp_args]
+        roles = [self.ctx.cpp.role(a) for a in self.ctx.legacy.cpp_args]
         data_idx = {k for k, r in enumerate(roles) if r in ("dst", "src")}
-        var_types = {squash(v) for v in self.cpp.emit["var_types"]}
+        var_types = {squash(v) for v in self.ctx.cpp.emit["var_types"]}
         out = []
         for lit, k in reads:
             if k not in data_idx:
@@ -241,14 +270,14 @@ class ConsumerChecks:
             sub = lit.parent.parent if lit.parent is not None else None  # subscript_expression
             p = sub.parent if sub is not None else None
             if p is not None and p.type == "argument_list" and p.parent is not None:
-                fn = squash(self.text_of(p.parent.child_by_field_name("function") or p.parent))
+                fn = squash(self.ctx.text_of(p.parent.child_by_field_name("function") or p.parent))
                 m = re.fullmatch(r"(?:\w+::)*Downcast<(.+)>", fn)
                 if m and m.group(1) in var_types:
                     out.append(lit)
                     continue
             if p is not None and p.type == "field_expression":
                 field = p.child_by_field_name("field")
-                if field is not None and re.fullmatch(r"as<(?:\w+::)*VarNode>", squash(self.text_of(field))):
+                if field is not None and re.fullmatch(r"as<(?:\w+::)*VarNode>", squash(self.ctx.text_of(field))):
                     out.append(lit)
         return out
 
@@ -258,14 +287,14 @@ class ConsumerChecks:
         for n in walk(body):
             if n.type != "init_declarator":
                 continue
-            name = self._leaf_name(n.child_by_field_name("declarator"))
-            if self.cpp.offset_name not in name.lower():
+            name = self.ctx.leaf_name(n.child_by_field_name("declarator"))
+            if self.ctx.cpp.offset_name not in name.lower():
                 continue
             val = n.child_by_field_name("value")
             if val is None:
                 continue
             for m in walk(val):
-                if m.type == "subscript_expression" and self._args_access(m.child_by_field_name("argument"), obj):
+                if m.type == "subscript_expression" and self.ctx.args_access(m.child_by_field_name("argument"), obj):
                     out.append(n)
                     break
         return out
@@ -286,12 +315,12 @@ class ConsumerChecks:
             if val is None or val.type != "call_expression":
                 continue
             a = named(val.child_by_field_name("arguments"))
-            if len(a) != 1 or a[0].type != "subscript_expression" or not self._args_access(
+            if len(a) != 1 or a[0].type != "subscript_expression" or not self.ctx.args_access(
                 a[0].child_by_field_name("argument"), obj
             ):
                 continue
             idx = named(a[0].child_by_field_name("indices"))
-            k = int_value(self.text_of(idx[0])) if len(idx) == 1 else None
+            k = int_value(self.ctx.text_of(idx[0])) if len(idx) == 1 else None
             ident = decls[0].child_by_field_name("declarator")
             if k is not None and ident is not None and ident.type == "identifier" and k not in out:
                 out[k] = (ident, st)
@@ -299,70 +328,95 @@ class ConsumerChecks:
 
     def _codegen_rewrite(self, site, obj, cond, body, reads, sizes, loose) -> Optional[str]:
         """Try the code-generator rewrite; None on success, else the reason it does not apply."""
-        tgt = self.target
-        counts = [op for op in dict.fromkeys(self._tested_ops) if tgt.size_meaning_for(op) != "bytes"]
+        try:
+            keys, top, remap = self._codegen_remap(obj, body, loose)
+            edits = self._codegen_index_edits(reads, sizes, keys, top, remap)
+            offsets, printed, runtime = self._codegen_offset_edits(body, keys, top)
+        except _NoRewrite as e:
+            return e.reason
+        self._codegen_fix(site, edits + offsets, printed, runtime)
+        return None
+
+    def _codegen_remap(self, obj, body, loose) -> tuple:
+        """Step 1: the legacy indices by role (dst, dst_offset, src, src_offset, size), the branch's top-level
+        locals read from them (``_top_reads``) and where each non-offset legacy index goes in the target."""
+        tgt = self.ctx.target
+        counts = [op for op in dict.fromkeys(self.ctx.tested_ops) if tgt.size_meaning_for(op) != "bytes"]
         if tgt.form != "access_ptr" or counts:
-            return (
-                f"under the target API {tgt.name} `{counts[0] if counts else self._tested_ops[0]}` counts the copy "
+            raise _NoRewrite(
+                f"under the target API {tgt.name} `{counts[0] if counts else self.ctx.tested_ops[0]}` counts the copy "
                 "in elements (num_elems); the printer must derive bytes from the access pointer's type"
             )
         if loose:
-            ln = self.src.linecol(self.src.char_offset(loose[0].start_byte))[0]
-            return f"the argument array is used at line {ln} in a way the tool does not follow"
-        legacy_args = self.legacy.cpp_args
-        roles = [self.cpp.role(a) for a in legacy_args]
+            ln = self.ctx.src.linecol(self.ctx.src.char_offset(loose[0].start_byte))[0]
+            raise _NoRewrite(f"the argument array is used at line {ln} in a way the tool does not follow")
+        legacy_args = self.ctx.legacy.cpp_args
+        roles = [self.ctx.cpp.role(a) for a in legacy_args]
         try:
-            k_dst, k_doff, k_src, k_soff, k_size = (roles.index(r) for r in ("dst", "dst_offset", "src", "src_offset", "size"))
+            keys = tuple(roles.index(r) for r in ("dst", "dst_offset", "src", "src_offset", "size"))
         except ValueError:
-            return "the rules do not name every legacy argument's role"
+            raise _NoRewrite("the rules do not name every legacy argument's role") from None
         top = self._top_reads(obj, body)
-        if not all(k in top for k in (k_dst, k_doff, k_src, k_soff, k_size)):
-            return "not the printer shape the tool rewrites: locals read from args[0..4] and printed as pointer + offset"
+        if not all(k in top for k in keys):
+            raise _NoRewrite(
+                "not the printer shape the tool rewrites: locals read from args[0..4] and printed as pointer + offset")
         # Where each legacy index goes.
         remap = {}
         for k, name in enumerate(legacy_args):
             role = roles[k]
             if role in ("dst_offset", "src_offset"):
                 continue
-            j = next((i for i, n in enumerate(tgt.cpp_args) if self.cpp.role(n) == role), None)
+            j = next((i for i, n in enumerate(tgt.cpp_args) if self.ctx.cpp.role(n) == role), None)
             if j is None:
-                return f"the target layout has no place for {name}"
+                raise _NoRewrite(f"the target layout has no place for {name}")
             remap[k] = j
+        return keys, top, remap
+
+    def _codegen_index_edits(self, reads, sizes, keys, top, remap) -> list:
+        """Step 2: the edits of the ``args[k]`` reads (renumbered) and of the ``args.size()`` literals."""
+        legacy_args = self.ctx.legacy.cpp_args
+        _, k_doff, _, k_soff, _ = keys
         edits = []
         off_decls = {k_doff: top[k_doff], k_soff: top[k_soff]}
         for lit, k in reads:
             if k in off_decls:
                 decl = off_decls[k][1]
                 if not (decl.start_byte <= lit.start_byte and lit.end_byte <= decl.end_byte):
-                    ln = self.src.linecol(self.src.char_offset(lit.start_byte))[0]
-                    return f"args[{k}] ({legacy_args[k]}) is read again at line {ln}"
+                    ln = self.ctx.src.linecol(self.ctx.src.char_offset(lit.start_byte))[0]
+                    raise _NoRewrite(f"args[{k}] ({legacy_args[k]}) is read again at line {ln}")
                 continue
             if k not in remap:
-                return f"args[{k}] is outside the legacy layout"
+                raise _NoRewrite(f"args[{k}] is outside the legacy layout")
             if remap[k] != k:
                 edits.append((lit.start_byte, lit.end_byte, str(remap[k])))
-        arity_map = dict(zip(self.legacy.cpp_arity, tgt.cpp_arity))
+        arity_map = dict(zip(self.ctx.legacy.cpp_arity, self.ctx.target.cpp_arity))
         if not sizes:
-            return "the branch does not tell the predicated form by args.size()"
+            raise _NoRewrite("the branch does not tell the predicated form by args.size()")
         for lit, v in sizes:
             if v not in arity_map:
-                return f"args.size() is compared with {v}, which is not a legacy argument count"
-            edits.append((lit.start_byte, lit.end_byte, str(arity_map[v]) + int_suffix(self.text_of(lit))))
-        # Every use of an offset local must be `<< ptr << "+" << offset` in a stream chain, or a separate
-        # argument right after its pointer in a printed call of a runtime helper of the set (CuTeDSL).
+                raise _NoRewrite(f"args.size() is compared with {v}, which is not a legacy argument count")
+            edits.append((lit.start_byte, lit.end_byte, str(arity_map[v]) + int_suffix(self.ctx.text_of(lit))))
+        return edits
+
+    def _codegen_offset_edits(self, body, keys, top) -> tuple[list, list, list[str]]:
+        """Step 3: every use of an offset local must be `<< ptr << "+" << offset` in a stream chain, or a
+        separate argument right after its pointer in a printed call of a runtime helper of the set (CuTeDSL):
+        (the edits cutting them out and deleting the locals, the uses, the runtime helpers printed)."""
+        k_dst, k_doff, k_src, k_soff, _ = keys
+        edits: list = []
         runtime: list[str] = []
         printed: list = []  # the offsets' uses, each cut out of the statement that prints it
         for k_off, k_ptr in ((k_doff, k_dst), (k_soff, k_src)):
             ident, decl = top[k_off]
-            ptr_name = self.text_of(top[k_ptr][0])
-            off_name = self.text_of(ident)
+            ptr_name = self.ctx.text_of(top[k_ptr][0])
+            off_name = self.ctx.text_of(ident)
             uses = [
                 n
                 for n in walk(body)
-                if n.type == "identifier" and self.text_of(n) == off_name and n.start_byte != ident.start_byte
+                if n.type == "identifier" and self.ctx.text_of(n) == off_name and n.start_byte != ident.start_byte
             ]
             if not uses:
-                return f"`{off_name}` is read but never printed"
+                raise _NoRewrite(f"`{off_name}` is read but never printed")
             for u in uses:
                 span = self._joined_offset(u, ptr_name) or self._helper_offset(u, ptr_name)
                 if span is None:
@@ -370,29 +424,38 @@ class ConsumerChecks:
                     if helper is not None and helper not in runtime:
                         runtime.append(helper)
                 if span is None:
-                    ln = self.src.linecol(self.src.char_offset(u.start_byte))[0]
-                    helpers = self._printed_helpers(body, off_name)
-                    if helpers:
-                        names = ", ".join(f"`{h}`" for h in helpers)
-                        runtime = ", ".join("`" + re.split(r"[.:]+", h)[-1] + "`" for h in helpers)
-                        return (
-                            f"it prints the offsets as separate arguments of the runtime helper"
-                            f"{'s' if len(helpers) > 1 else ''} {names} (`{off_name}` at line {ln}), so the runtime "
-                            f"helper must change with it: print only the access pointers "
-                            f"(`{helpers[0]}(size, {ptr_name}, src)`, the predicate last) and give the runtime's "
-                            f"{runtime} a pointer-only form "
-                            f"in the same change (CPA007 where the runtime is Python in the scanned tree)"
-                        )
-                    return f"`{off_name}` is used at line {ln} other than as `{ptr_name} << \"+\" << {off_name}`"
+                    raise _NoRewrite(self._unprinted_offset(body, u, off_name, ptr_name))
                 edits.append(span)
                 printed.append(u)
-            edits.append(self._delete_statement(decl))
+            edits.append(self.ctx.delete_statement(decl))
+        return edits, printed, runtime
+
+    def _unprinted_offset(self, body, u, off_name: str, ptr_name: str) -> str:
+        """Why the use ``u`` of the offset local ``off_name`` stops the rewrite."""
+        ln = self.ctx.src.linecol(self.ctx.src.char_offset(u.start_byte))[0]
+        helpers = self._printed_helpers(body, off_name)
+        if helpers:
+            names = ", ".join(f"`{h}`" for h in helpers)
+            runtime = ", ".join("`" + re.split(r"[.:]+", h)[-1] + "`" for h in helpers)
+            return (
+                f"it prints the offsets as separate arguments of the runtime helper"
+                f"{'s' if len(helpers) > 1 else ''} {names} (`{off_name}` at line {ln}), so the runtime "
+                f"helper must change with it: print only the access pointers "
+                f"(`{helpers[0]}(size, {ptr_name}, src)`, the predicate last) and give the runtime's "
+                f"{runtime} a pointer-only form "
+                f"in the same change (CPA007 where the runtime is Python in the scanned tree)"
+            )
+        return f"`{off_name}` is used at line {ln} other than as `{ptr_name} << \"+\" << {off_name}`"
+
+    def _codegen_fix(self, site, edits, printed, runtime) -> None:
+        """Step 4: ``site``'s fix (CPA104) and its assumptions."""
         site.edits = self._laid_out_streams(edits, printed)
         site.fixable = True
         site.applicability = Applicability.UNSAFE
         site.assumptions = [
             f"Every producer of this call in the program now builds the access-pointer layout "
-            f"({'/'.join(map(str, tgt.cpp_arity))} arguments), so the branch no longer needs to accept the legacy one.",
+            f"({'/'.join(map(str, self.ctx.target.cpp_arity))} arguments), so the branch no longer needs to accept the "
+            "legacy one.",
         ]
         site.set_established = True  # a complete change set migrated whole makes it a fact (sets.py)
         if runtime:
@@ -400,15 +463,14 @@ class ConsumerChecks:
                 f"The runtime helpers {', '.join(f'`{h}`' for h in runtime)} take one pointer per side (their "
                 f"CPA007 fixes in the same change set).")
             site.needs_function = ";".join(runtime)  # sets.py: the set must migrate these helpers with it
-        return None
 
     def _laid_out_streams(self, edits, uses) -> list:
         """``edits`` with the ones inside each expression statement that prints a use in ``uses`` folded
         into one edit that writes the statement again whole, laid out (``layout.py``: a stream chain
         ``os << ... ;`` is broken before ``<<`` as clang-format breaks it); a statement the layout does not
         model, one not directly in a ``{ }`` block or not starting its line, keeps its edits as they are."""
-        data = self.src.data
-        style = getattr(self.options, "cpp_style", None) or Style()
+        data = self.ctx.src.data
+        style = self.ctx.style
         stmts = {}
         for u in uses:
             st = u
@@ -417,7 +479,7 @@ class ConsumerChecks:
             if st is not None:
                 stmts[(st.start_byte, st.end_byte)] = st
         for (a, b), st in stmts.items():
-            if st.parent is None or st.parent.type != "compound_statement" or st.has_error or self.near_error(st):
+            if st.parent is None or st.parent.type != "compound_statement" or st.has_error or self.ctx.near_error(st):
                 continue
             indent = hoist.line_start_indent(data, a)
             if indent is None or "\t" in indent:
@@ -434,7 +496,7 @@ class ConsumerChecks:
                 laid = None
             if laid is None:
                 continue
-            edits = [e for e in edits if e not in inside] + [(a, b, laid.replace("\n", self.nl))]
+            edits = [e for e in edits if e not in inside] + [(a, b, laid.replace("\n", self.ctx.nl))]
         return edits
 
     def _runtime_offset(self, use, ptr_name):
@@ -442,7 +504,7 @@ class ConsumerChecks:
         ``[helpers] names`` (rules/python_api.toml): (the span from after ``ptr`` to after ``use``, the
         helper's name); (None, None) otherwise.  The offset is that helper's argument right after its
         pointer, the place the helper's own fix drops (CPA007), so the printed call loses it too."""
-        helpers = self.rules.python_api.get("helpers", {})
+        helpers = self.ctx.rules.python_api.get("helpers", {})
         joins = {j.strip() for j in helpers.get("printed_join", [])}
         names = set(helpers.get("names", []))
         span = self._joined_offset(use, ptr_name, joins) if joins else None
@@ -457,7 +519,7 @@ class ConsumerChecks:
         """Calls ``"name("`` printed by string literals of the ``<<`` chain ``n`` is in, before ``n``."""
         top = n
         while top.parent is not None and top.parent.type == "binary_expression" and \
-                self.text_of(top.parent.child_by_field_name("operator")) == "<<":
+                self.ctx.text_of(top.parent.child_by_field_name("operator")) == "<<":
             top = top.parent
         out: list[str] = []
         if top is n:
@@ -465,7 +527,7 @@ class ConsumerChecks:
         for lit in walk(top):
             if lit.type != "string_literal" or lit.start_byte > n.start_byte:
                 continue
-            content = "".join(self.text_of(c) for c in lit.named_children if c.type == "string_content")
+            content = "".join(self.ctx.text_of(c) for c in lit.named_children if c.type == "string_content")
             m = re.search(r"([A-Za-z_][\w.:]*)\(\s*$", content)
             if m and m.group(1) not in out:
                 out.append(m.group(1))
@@ -477,18 +539,18 @@ class ConsumerChecks:
         (CuTeDSL prints ``tl.cp_async_gs(size, dst, dst_offset, src, src_offset)``)."""
         out: list[str] = []
         for n in walk(body):
-            if n.type != "identifier" or self.text_of(n) != off_name:
+            if n.type != "identifier" or self.ctx.text_of(n) != off_name:
                 continue
             top = n
             while top.parent is not None and top.parent.type == "binary_expression" and \
-                    self.text_of(top.parent.child_by_field_name("operator")) == "<<":
+                    self.ctx.text_of(top.parent.child_by_field_name("operator")) == "<<":
                 top = top.parent
             if top is n:
                 continue
             for lit in walk(top):
                 if lit.type != "string_literal" or lit.start_byte > n.start_byte:
                     continue
-                content = "".join(self.text_of(c) for c in lit.named_children if c.type == "string_content")
+                content = "".join(self.ctx.text_of(c) for c in lit.named_children if c.type == "string_content")
                 m = re.search(r"([A-Za-z_][\w.:]*)\(\s*$", content)
                 if m and m.group(1) not in out:
                     out.append(m.group(1))
@@ -502,11 +564,11 @@ class ConsumerChecks:
         if args is None or args.type != "argument_list" or args.parent is None or args.parent.type != "call_expression":
             return None
         callee = args.parent.child_by_field_name("function")
-        if callee is None or squash(self.text_of(callee)).split("::")[-1] not in self.cpp.helper_names:
+        if callee is None or squash(self.ctx.text_of(callee)).split("::")[-1] not in self.ctx.cpp.helper_names:
             return None
         a = named(args)
         k = next((i for i, x in enumerate(a) if x == use), None)
-        if k not in (1, 3) or a[k - 1].type != "identifier" or self.text_of(a[k - 1]) != ptr_name:
+        if k not in (1, 3) or a[k - 1].type != "identifier" or self.ctx.text_of(a[k - 1]) != ptr_name:
             return None
         return (a[k - 1].end_byte, use.end_byte, "")
 
@@ -516,22 +578,22 @@ class ConsumerChecks:
         p = use.parent
         if p is None or p.type != "binary_expression" or p.child_by_field_name("right") != use:
             return None
-        if self.text_of(p.child_by_field_name("operator")) != "<<":
+        if self.ctx.text_of(p.child_by_field_name("operator")) != "<<":
             return None
         left = p.child_by_field_name("left")
-        if left is None or left.type != "binary_expression" or self.text_of(left.child_by_field_name("operator")) != "<<":
+        if left is None or left.type != "binary_expression" or self.ctx.text_of(left.child_by_field_name("operator")) != "<<":
             return None
         join = left.child_by_field_name("right")
         if join is None or join.type != "string_literal":
             return None
-        content = "".join(self.text_of(c) for c in join.named_children if c.type == "string_content")
-        if content.strip() not in (self.cpp.offset_join if joins is None else joins):
+        content = "".join(self.ctx.text_of(c) for c in join.named_children if c.type == "string_content")
+        if content.strip() not in (self.ctx.cpp.offset_join if joins is None else joins):
             return None
         ll = left.child_by_field_name("left")
-        if ll is None or ll.type != "binary_expression" or self.text_of(ll.child_by_field_name("operator")) != "<<":
+        if ll is None or ll.type != "binary_expression" or self.ctx.text_of(ll.child_by_field_name("operator")) != "<<":
             return None
         ptr = ll.child_by_field_name("right")
-        if ptr is None or ptr.type != "identifier" or self.text_of(ptr) != ptr_name:
+        if ptr is None or ptr.type != "identifier" or self.ctx.text_of(ptr) != ptr_name:
             return None
         return (ptr.end_byte, use.end_byte, "")
 
@@ -539,12 +601,12 @@ class ConsumerChecks:
     def _dead(self, s, cond, body) -> None:
         # no part in the op's change set: the branch never runs, so deleting it is right whatever the rest of
         # the program does, and a set that is held or incomplete does not hold it back
-        self._tag = (self._tag[0], None)
-        self._dead_ranges.append((s.start_byte, s.end_byte))
+        self.ctx.tag = (self.ctx.tag[0], None)
+        self.ctx.dead_ranges.append((s.start_byte, s.end_byte))
         site = PendingSite(s, codes.CPP_DEAD_DUPLICATE_BRANCH, (
-            f"unreachable branch: an earlier branch of this if/else chain already tests `{short(self.text_of(cond), 80)}`"
+            f"unreachable branch: an earlier branch of this if/else chain already tests `{short(self.ctx.text_of(cond), 80)}`"
         ))
-        if self._parked_near_error(site, s):
+        if self.ctx.parked_near_error(site, s):
             return
         clause = s.parent  # else_clause
         alt = s.child_by_field_name("alternative")
@@ -559,5 +621,5 @@ class ConsumerChecks:
         # the same test is made earlier in the chain, so this branch never runs: deleting it changes no behaviour
         site.applicability = Applicability.SAFE
         site.fix_note = "delete it"
-        self.sites.append(site)
+        self.ctx.sites.append(site)
 

@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ..clang_format import Style
 from ..findings import Applicability, FrontEndOptions
 from .. import codes
 from .cpprules import CppRules, load_cpp_rules
@@ -102,33 +103,55 @@ class PendingSite:
 class CppContext:
     """One C++ file and the questions every site family asks of it (see the module docstring).
 
-    The site-family mixins (constructions, consumers, declarations, the merge pass) add
-    :class:`PendingSite` objects to ``sites``; each family sets ``_tag`` to the IR op and the
-    role of the sites it is building.
+    Typed state: the file (``text``, ``src``, ``errors``, ``nl``), the rules (``cpp``, ``legacy``,
+    ``target``), the layout style rewritten code follows (``style``, clang_format.py's), and what the
+    walk fills in.  The site families (constructions, consumers, declarations, the merge pass) are
+    units holding it as ``ctx``: they add :class:`PendingSite` objects to ``sites`` and set ``tag``
+    to the IR op and the role of the sites they are building.
     """
+
+    text: str
+    path: str
+    options: FrontEndOptions
+    cpp: CppRules
+    src: Source
+    errors: list
+    style: Style
+    fns: list  # function definitions in document order (filled by the walk)
+    fn_starts: list[int]
+    dead_ranges: list[tuple[int, int]]  # dead branches (consumers.py): no site inside
+    array_helpers_seen: set  # functions returning an argument array, already judged (constructions.py)
+    hoisted: list  # (function, block start, block end) of each list whose access pointers were named
+    outside: Optional[str]  # the text outside every function body, once asked for (constructions.py)
+    tag: tuple  # (IR op, role) of the sites being built
+    tested_ops: list  # IR ops the consumer branch being read tests, in order (consumers.py, merge.py)
+    tested_opnode: object  # the op node of its first test
+    sites: list[PendingSite]
+    nl: str
 
     def __init__(self, text: str, path: str, options: FrontEndOptions, window: Optional[list] = None):
         self.text = text
         self.path = path
         self.options = options
         self.rules = options.rules
-        self.cpp: CppRules = load_cpp_rules(options.rules)
+        self.cpp = load_cpp_rules(options.rules)
         self.src = Source(text, window)  # window: byte ranges parsed alone (window.py), None: the whole file
         self.errors = error_nodes(self.src.root)
         self.legacy = self.rules.legacy
         self.target = options.target
+        self.style = getattr(options, "cpp_style", None) or Style()  # LLVM's 80 columns without a .clang-format
         self._op_vars: dict = {}
-        self._dead_ranges: list[tuple[int, int]] = []
-        self._fns: list = []  # function definitions in document order (filled by run)
-        self._array_helpers_seen: set = set()  # functions returning an argument array, already judged
-        self._hoisted: list = []  # (function, block start, block end) of each list whose access pointers were named
-        self._outside = None  # the text outside every function body, once asked for (constructions.py)
+        self.dead_ranges = []
+        self.fns = []
+        self.array_helpers_seen = set()
+        self.hoisted = []
+        self.outside = None
         self._usings: Optional[list] = None  # `using namespace X;` directives (filled on demand)
-        self._tag: tuple = (None, None)  # (IR op, role) of the sites being built
-        self._tested_ops: list = []  # IR ops the consumer branch being read tests, in order
-        self._tested_opnode = None  # the op node of its first test
-        self._fn_starts: list[int] = []
-        self.sites: list[PendingSite] = []
+        self.tag = (None, None)
+        self.tested_ops = []
+        self.tested_opnode = None
+        self.fn_starts = []
+        self.sites = []
         self.nl = "\r\n" if "\r\n" in text else "\n"
 
     # ------------------------------------------------------------------ util
@@ -137,7 +160,7 @@ class CppContext:
 
     def func_of(self, node):
         """The innermost function definition around ``node`` (not ``node`` itself)."""
-        fns, starts = self._fns, self._fn_starts
+        fns, starts = self.fns, self.fn_starts
         lo, hi = node.start_byte, node.end_byte
         # Enclosing definitions form a chain; the one that starts last is the innermost.
         for i in range(bisect.bisect_right(starts, lo) - 1, -1, -1):
@@ -148,7 +171,7 @@ class CppContext:
 
     def qualname(self, fn) -> Optional[str]:
         decl = self.fn_declarator(fn) if fn is not None else None
-        return self._declarator_name(decl) if decl is not None else None
+        return self.declarator_name(decl) if decl is not None else None
 
     @staticmethod
     def fn_declarator(fn):
@@ -158,7 +181,7 @@ class CppContext:
             decl = decl.child_by_field_name("declarator")
         return decl
 
-    def _declarator_name(self, fdecl) -> str:
+    def declarator_name(self, fdecl) -> str:
         inner = fdecl.child_by_field_name("declarator")
         name = squash(self.text_of(inner)) if inner is not None else "?"
         scopes = []
@@ -202,11 +225,11 @@ class CppContext:
                         continue
                     val = d.child_by_field_name("value")
                     if self.is_op_call(val) and ty is not None and self.cpp.is_op_type(quals + self.text_of(ty)):
-                        found[self._leaf_name(d.child_by_field_name("declarator"))] = val
+                        found[self.leaf_name(d.child_by_field_name("declarator"))] = val
             self._op_vars[key] = found
         return self._op_vars[key]
 
-    def _leaf_name(self, decl) -> str:
+    def leaf_name(self, decl) -> str:
         while decl is not None and decl.type not in ("identifier", "field_identifier"):
             inner = decl.child_by_field_name("declarator")
             if inner is None:
@@ -283,13 +306,13 @@ class CppContext:
         return any(e.start_byte <= hi and e.end_byte >= lo for e in self.errors)
 
     def in_dead(self, node) -> bool:
-        return any(s <= node.start_byte and node.end_byte <= e for s, e in self._dead_ranges)
+        return any(s <= node.start_byte and node.end_byte <= e for s, e in self.dead_ranges)
 
-    def _args_of(self, gen) -> tuple:
-        """``gen``'s C++ argument names for the op of the site being built (``self._tag``):
+    def args_of(self, gen) -> tuple:
+        """``gen``'s C++ argument names for the op of the site being built (``self.tag``):
         where that op's size keeps another meaning than the generation's (TVM's builtin keeps
         bytes under 0.1.9), the size is named by an earlier generation's name for that meaning."""
-        op = self._tag[0]
+        op = self.tag[0]
         meaning = gen.size_meaning_for(op)
         if meaning == gen.size_meaning:
             return gen.cpp_args
@@ -298,16 +321,16 @@ class CppContext:
         size_name = next((a for a in other.cpp_args if self.cpp.role(a) == "size"), None)
         return tuple(size_name if self.cpp.role(a) == "size" and size_name else a for a in gen.cpp_args)
 
-    def _layout(self, gen, n: int) -> str:
-        return "{" + ", ".join(self._args_of(gen)[:n]) + "}"
+    def arg_layout(self, gen, n: int) -> str:
+        return "{" + ", ".join(self.args_of(gen)[:n]) + "}"
 
-    def _arg(self, gen, i: int) -> str:
-        names = self._args_of(gen)
+    def arg_name(self, gen, i: int) -> str:
+        names = self.args_of(gen)
         return names[i] if i < len(names) else "?"
 
-    def _index_map(self) -> str:
+    def index_map(self) -> str:
         tgt = self.target
-        tgt_args = self._args_of(tgt)
+        tgt_args = self.args_of(tgt)
         parts = []
         for i, name in enumerate(self.legacy.cpp_args):
             role = self.cpp.role(name) or name
@@ -326,7 +349,7 @@ class CppContext:
         sizes = "/".join(map(str, self.legacy.cpp_arity)) + " -> " + "/".join(map(str, tgt.cpp_arity))
         return "map " + ", ".join(parts) + f", args.size() {sizes}"
 
-    def _args_access(self, node, obj) -> bool:
+    def args_access(self, node, obj) -> bool:
         """``node`` is ``<obj>->args`` (or ``<obj>.args``)."""
         return (
             node is not None
@@ -335,7 +358,7 @@ class CppContext:
             and squash(self.text_of(node.child_by_field_name("argument"))) == obj
         )
 
-    def _delete_statement(self, st):
+    def delete_statement(self, st):
         """Delete a statement; whole lines when it stands alone on them."""
         data = self.src.data
         lo = data.rfind(b"\n", 0, st.start_byte) + 1
@@ -345,7 +368,7 @@ class CppContext:
             return (lo, hi, "")
         return (st.start_byte, st.end_byte, "")
 
-    def _parked_near_error(self, site, node) -> bool:
+    def parked_near_error(self, site, node) -> bool:
         """A site inside or next to a parse error is reported as CPA108 and not edited (True then)."""
         if not self.near_error(node):
             return False

@@ -16,53 +16,56 @@ from typing import Optional
 
 from ..findings import Applicability
 from .. import codes
-from .context import PendingSite
+from .context import CppContext, PendingSite
 from .source import ancestors, named, nodes_of_types, squash, walk
 
 
 class DeclarationChecks:
-    """Mixin of :class:`~.analyzer.CppAnalyzer`: CPA105 and CPA109 (see the module docstring)."""
+    """CPA105 and CPA109 of one file (see the module docstring): a unit over the file's context."""
+
+    def __init__(self, ctx: CppContext):
+        self.ctx = ctx
 
     def _param_names(self, fdecl) -> Optional[list[str]]:
         """The parameter names of a function declarator; None when it has no parameter list."""
         node = fdecl.child_by_field_name("parameters")
         if node is None:
             return None
-        return [self._leaf_name(p.child_by_field_name("declarator")) for p in named(node)
+        return [self.ctx.leaf_name(p.child_by_field_name("declarator")) for p in named(node)
                 if p.type in ("parameter_declaration", "optional_parameter_declaration")]
 
     def _short_name(self, node) -> str:
         """A declarator's or callee's name without its qualifiers (``codegen::PrintCpAsyncAssembly``: the last part)."""
-        return squash(self.text_of(node)).split("::")[-1]
+        return squash(self.ctx.text_of(node)).split("::")[-1]
 
-    def _helper(self, fdecl) -> None:
+    def helper(self, fdecl) -> None:
         names = self._param_names(fdecl)
         inner = fdecl.child_by_field_name("declarator")
         if names is None or inner is None or len(names) < 4:
             return
-        off = self.cpp.offset_param
-        ptr = self.cpp.pointer_param
+        off = self.ctx.cpp.offset_param
+        ptr = self.ctx.cpp.pointer_param
         if not (off.search(names[1]) and off.search(names[3])):
             return
         fname = self._short_name(inner)
-        if fname not in self.cpp.helper_names and (
-            not (ptr.search(names[0]) and ptr.search(names[2])) or self.cpp.helper_exclude.search(fname)
+        if fname not in self.ctx.cpp.helper_names and (
+            not (ptr.search(names[0]) and ptr.search(names[2])) or self.ctx.cpp.helper_exclude.search(fname)
         ):
             return
         if any(a.type in ("call_expression", "argument_list") for a in ancestors(fdecl)):
             return
         if self._takes_empty_offsets(fdecl, fname, names[1], names[3]):
             return
-        self._tag = (self.cpp.helper_op, "reader")
+        self.ctx.tag = (self.ctx.cpp.helper_op, "reader")
         message = (
             f"helper `{fname}` takes the legacy shape ({', '.join(names[:5])}); with access pointers the offsets are "
             "already in each pointer: give it a (dst_ptr, src_ptr, bytes[, predicate]) form and update its callers, or "
             "let it take empty offsets (test each with `.empty()`) and call it with \"\" for both"
         )
-        site = PendingSite(fdecl, codes.CPP_LEGACY_HELPER_SIGNATURE, message, op=self.cpp.helper_op, role="reader",
-                           function=self._declarator_name(fdecl))
+        site = PendingSite(fdecl, codes.CPP_LEGACY_HELPER_SIGNATURE, message, op=self.ctx.cpp.helper_op, role="reader",
+                           function=self.ctx.declarator_name(fdecl))
         parent = fdecl.parent
-        if self.near_error(fdecl):
+        if self.ctx.near_error(fdecl):
             pass  # reported, not edited
         elif parent is not None and parent.type == "function_definition":
             why = self._empty_offsets_fix(site, parent.child_by_field_name("body"), names)
@@ -72,7 +75,7 @@ class DeclarationChecks:
             why = self._overload_fix(site, parent, fdecl, fname, names)
             if why:
                 site.leave(why)
-        self.sites.append(site)
+        self.ctx.sites.append(site)
 
     # ------------------------------------------------ CPA105 fixes (upstream PR #1590's shape)
     def _empty_offsets_fix(self, site, body, names) -> Optional[str]:
@@ -84,7 +87,7 @@ class DeclarationChecks:
         pairs = {names[1]: names[0], names[3]: names[2]}
         edits = []
         for off, ptr in pairs.items():
-            uses = [n for n in walk(body) if n.type == "identifier" and self.text_of(n) == off]
+            uses = [n for n in walk(body) if n.type == "identifier" and self.ctx.text_of(n) == off]
             if not uses:
                 return f"`{off}` is not used in the definition"
             for u in uses:
@@ -93,17 +96,17 @@ class DeclarationChecks:
                 e = u.parent
                 ok = False
                 if e is not None and e.type == "binary_expression" and e.child_by_field_name("right") == u \
-                        and self.text_of(e.child_by_field_name("operator")) == "+":
+                        and self.ctx.text_of(e.child_by_field_name("operator")) == "+":
                     left = e.child_by_field_name("left")
                     if left is not None and left.type == "binary_expression" \
-                            and self.text_of(left.child_by_field_name("operator")) == "+":
+                            and self.ctx.text_of(left.child_by_field_name("operator")) == "+":
                         p, join = left.child_by_field_name("left"), left.child_by_field_name("right")
-                        content = "".join(self.text_of(c) for c in join.named_children) \
+                        content = "".join(self.ctx.text_of(c) for c in join.named_children) \
                             if join is not None and join.type == "string_literal" else None
-                        ok = (p is not None and p.type == "identifier" and self.text_of(p) == ptr
-                              and content is not None and content.strip() in self.cpp.offset_join)
+                        ok = (p is not None and p.type == "identifier" and self.ctx.text_of(p) == ptr
+                              and content is not None and content.strip() in self.ctx.cpp.offset_join)
                 if not ok:
-                    ln = self.src.linecol(self.src.char_offset(u.start_byte))[0]
+                    ln = self.ctx.src.linecol(self.ctx.src.char_offset(u.start_byte))[0]
                     return (f"`{off}` is used at line {ln} other than as `{ptr} + \" + \" + {off}`, the shape "
                             "the tool makes take an empty offset")
                 edits.append(self._ternary(e, off, ptr))
@@ -121,26 +124,26 @@ class DeclarationChecks:
             return False
         callee = args.parent.child_by_field_name("function")
         name = self._short_name(callee) if callee is not None else ""
-        if name not in self.cpp.helper_names or not any(
-                (d := self.fn_declarator(f)) is not None and d.child_by_field_name("declarator") is not None
-                and self._short_name(d.child_by_field_name("declarator")) == name for f in self._fns):
+        if name not in self.ctx.cpp.helper_names or not any(
+                (d := self.ctx.fn_declarator(f)) is not None and d.child_by_field_name("declarator") is not None
+                and self._short_name(d.child_by_field_name("declarator")) == name for f in self.ctx.fns):
             return False
         a = named(args)
         k = next((i for i, x in enumerate(a) if x == u), None)
-        return k in (1, 3) and (ptr is None or (a[k - 1].type == "identifier" and self.text_of(a[k - 1]) == ptr))
+        return k in (1, 3) and (ptr is None or (a[k - 1].type == "identifier" and self.ctx.text_of(a[k - 1]) == ptr))
 
     def _forwards(self, body, off: str, ptr: Optional[str]) -> bool:
-        uses = [n for n in walk(body) if n.type == "identifier" and self.text_of(n) == off]
+        uses = [n for n in walk(body) if n.type == "identifier" and self.ctx.text_of(n) == off]
         return bool(uses) and all(self._forward_use(u, ptr) for u in uses)
 
     def _ternary(self, e, off: str, ptr: str):
         """The edit turning ``e`` (``ptr + " + " + off``) into ``off.empty() ? ptr : e``, on one line where
         it fits in 80 columns, else broken before ``?`` and ``:`` (clang-format's LLVM layout)."""
-        old = self.text_of(e)
-        start = self.src.char_offset(e.start_byte)
-        col = len(self.src.column_pad(start))
-        line, _ = self.src.linecol(start)
-        rest = self.src.line_text(line)[col + len(old):] if "\n" not in old else ""
+        old = self.ctx.text_of(e)
+        start = self.ctx.src.char_offset(e.start_byte)
+        col = len(self.ctx.src.column_pad(start))
+        line, _ = self.ctx.src.linecol(start)
+        rest = self.ctx.src.line_text(line)[col + len(old):] if "\n" not in old else ""
         one = f"{off}.empty() ? {ptr} : {old}"
         wrap = e.parent is not None and e.parent.type not in ("argument_list", "init_declarator",
                                                                "return_statement", "assignment_expression")
@@ -149,7 +152,7 @@ class DeclarationChecks:
         if col + len(one) + len(rest) <= 80 or "\n" in old:
             return (e.start_byte, e.end_byte, one)
         ind = " " * (col + 4)
-        text = f"{off}.empty(){self.nl}{ind}? {ptr}{self.nl}{ind}: {old}"
+        text = f"{off}.empty(){self.ctx.nl}{ind}? {ptr}{self.ctx.nl}{ind}: {old}"
         return (e.start_byte, e.end_byte, f"({text})" if wrap else text)
 
     def _overload_fix(self, site, decl, fdecl, fname: str, names) -> Optional[str]:
@@ -162,12 +165,12 @@ class DeclarationChecks:
         if any(p.type != "parameter_declaration" for p in params):
             return "a parameter has a default value or is variadic, so a pointer-only overload could be ambiguous"
         keep = [p for k, p in enumerate(params) if k not in (1, 3)]
-        for fn in self._fns:  # an overload of that arity already: a person decides how they relate
-            d = self.fn_declarator(fn)
+        for fn in self.ctx.fns:  # an overload of that arity already: a person decides how they relate
+            d = self.ctx.fn_declarator(fn)
             inner = d.child_by_field_name("declarator") if d is not None else None
             if inner is not None and self._short_name(inner) == fname and len(self._param_names(d) or []) == len(keep):
                 return f"the file already defines a {len(keep)}-parameter `{fname}`"
-        for d in nodes_of_types(self.src.root, ("function_declarator",)):
+        for d in nodes_of_types(self.ctx.src.root, ("function_declarator",)):
             inner = d.child_by_field_name("declarator")
             if d is not fdecl and inner is not None and self._short_name(inner) == fname \
                     and len(self._param_names(d) or []) == len(keep):
@@ -176,24 +179,24 @@ class DeclarationChecks:
         if ty is None or any(c.type in ("storage_class_specifier", "template_declaration") for c in decl.children):
             return "its declaration is not a plain function declaration"
         # the return type's text and any pointer/reference declarators between it and the name
-        head = " ".join(self.src.data[decl.start_byte:fdecl.start_byte].decode("utf-8", "surrogatepass").split())
-        fname_text = squash(self.text_of(fdecl.child_by_field_name("declarator")))
-        indent = self.src.indent_of_line(self.src.char_offset(decl.start_byte))
+        head = " ".join(self.ctx.src.data[decl.start_byte:fdecl.start_byte].decode("utf-8", "surrogatepass").split())
+        fname_text = squash(self.ctx.text_of(fdecl.child_by_field_name("declarator")))
+        indent = self.ctx.src.indent_of_line(self.ctx.src.char_offset(decl.start_byte))
         unit = "  "
-        ptext = [" ".join(self.text_of(p).split()) for p in keep]
+        ptext = [" ".join(self.ctx.text_of(p).split()) for p in keep]
         pnames = [names[k] for k in range(len(names)) if k not in (1, 3)]
         call_args = [names[0], '""', names[2], '""'] + names[4:]
         sig = self._packed(f"{indent}inline {head}{'' if head.endswith(('&', '*')) else ' '}{fname_text}(",
                            ptext, ") {", indent + "    ")
         ret = self._packed(f"{indent}{unit}return {fname_text}(", call_args, ");", indent + unit + "    ")
-        nl = self.nl
+        nl = self.ctx.nl
         text = f"{nl}{nl}{sig}{nl}{ret}{nl}{indent}}}".replace("\n", nl) if nl != "\n" else \
             f"{nl}{nl}{sig}{nl}{ret}{nl}{indent}}}"
         site.edits = [(decl.end_byte, decl.end_byte, text)]
         site.fixable = True
         site.applicability = Applicability.UNSAFE
         site.set_established = True
-        site.needs_function = self._declarator_name(fdecl)
+        site.needs_function = self.ctx.declarator_name(fdecl)
         site.assumptions = [
             f"The definition of `{fname}` takes empty offsets (it prints the pointer alone for an empty offset): "
             "its definition is migrated in the same change.",
@@ -237,15 +240,15 @@ class DeclarationChecks:
         body = parent.child_by_field_name("body") if parent is not None and parent.type == "function_definition" \
             else None
         if body is not None:
-            text = self.text_of(body)
+            text = self.ctx.text_of(body)
             fwd = [self._forwards(body, o, p) for o, p in ((off1, None), (off2, None))]
             if all(f is True for f in fwd):
                 return True  # it only hands both offsets on to a helper of this file, which is judged itself
             return all(re.search(rf'\b{re.escape(o)}\s*\.\s*empty\s*\(\s*\)|\b{re.escape(o)}\s*[!=]=\s*""'
                                  rf'|""\s*[!=]=\s*{re.escape(o)}\b', text) for o in (off1, off2))
-        off = self.cpp.offset_param
-        for fn in self._fns:
-            decl = self.fn_declarator(fn)
+        off = self.ctx.cpp.offset_param
+        for fn in self.ctx.fns:
+            decl = self.ctx.fn_declarator(fn)
             if decl is None or decl is fdecl:
                 continue
             inner = decl.child_by_field_name("declarator")
@@ -260,35 +263,35 @@ class DeclarationChecks:
                 if callee is None or args is None or self._short_name(callee) != fname:
                     continue
                 a = named(args)
-                if len(a) >= 5 and self.text_of(a[1]) == '""' and self.text_of(a[3]) == '""':
+                if len(a) >= 5 and self.ctx.text_of(a[1]) == '""' and self.ctx.text_of(a[3]) == '""':
                     return True
         return False
 
-    def _macro(self, m) -> None:
+    def macro(self, m) -> None:
         val = m.child_by_field_name("value")
         if val is None:
             return
-        if not re.search(rf"\b{re.escape(self.cpp.op_name)}\s*\(\s*\)", self.text_of(val)):
+        if not re.search(rf"\b{re.escape(self.ctx.cpp.op_name)}\s*\(\s*\)", self.ctx.text_of(val)):
             return
-        name = self.text_of(m.child_by_field_name("name"))
-        body = self.text_of(val)
-        self._tag = (self._macro_op(body), self._macro_role(body))
-        site = PendingSite(m, codes.CPP_SITE_IN_MACRO, op=self._tag[0], role=self._tag[1], message=(
-            f"macro `{name}` names `{self.cpp.op_name}`; its body is not parsed, so a person must check which layout it "
-            f"builds or reads ({self._index_map()})"
+        name = self.ctx.text_of(m.child_by_field_name("name"))
+        body = self.ctx.text_of(val)
+        self.ctx.tag = (self._macro_op(body), self._macro_role(body))
+        site = PendingSite(m, codes.CPP_SITE_IN_MACRO, op=self.ctx.tag[0], role=self.ctx.tag[1], message=(
+            f"macro `{name}` names `{self.ctx.cpp.op_name}`; its body is not parsed, so a person must check which layout it "
+            f"builds or reads ({self.ctx.index_map()})"
         ))
-        self.sites.append(site)
+        self.ctx.sites.append(site)
 
     def _macro_op(self, body: str) -> Optional[str]:
         """The op a macro body names: by the qualifier it spells, else the rules' default context."""
-        m = re.search(rf"((?:::)?(?:\w+\s*::\s*)*){re.escape(self.cpp.op_name)}\s*\(\s*\)", body)
-        op = self.cpp.op_of_scope(squash(m.group(1))) if m else None
-        return op if op is not None else self.cpp.context_default
+        m = re.search(rf"((?:::)?(?:\w+\s*::\s*)*){re.escape(self.ctx.cpp.op_name)}\s*\(\s*\)", body)
+        op = self.ctx.cpp.op_of_scope(squash(m.group(1))) if m else None
+        return op if op is not None else self.ctx.cpp.context_default
 
     def _macro_role(self, body: str) -> str:
         """"builder" when a call constructor takes the op (``Call(t, <op>, ...)``), else "reader"."""
-        ctors = "|".join(re.escape(c) for c in self.cpp.call_constructors)
-        name = re.escape(self.cpp.op_name)
+        ctors = "|".join(re.escape(c) for c in self.ctx.cpp.call_constructors)
+        name = re.escape(self.ctx.cpp.op_name)
         if re.search(rf"(?<![\w:])(?:{ctors})\s*\([^;]*?{name}\s*\(\s*\)", body):
             return "builder"
         return "reader"

@@ -127,101 +127,104 @@ class _Tokens:
         self.add(_norm(self.text(n)))
 
     def expr(self, n) -> None:
+        """The tokens of the expression ``n``, by its kind (one method each); ``_Decline`` for a kind the layout
+        does not model."""
         t = n.type
         if t in _DECLINED_INSIDE:
             raise _Decline()
         if t in _ATOMIC or (t in _PLAIN and not _has(n, {"call_expression", "initializer_list", "binary_expression",
                                                        "parenthesized_expression"})):
             if t in ("unary_expression", "pointer_expression"):
-                op = n.child_by_field_name("operator")
-                arg = n.child_by_field_name("argument")
-                if op is None or arg is None:
-                    raise _Decline()
-                self.add(self.text(op), "unary")
-                start = len(self.toks)
-                self.expr(arg)
-                self.toks[start].space = 0
+                self._unary(n)
                 return
             self.atom(n)
             return
-        if t == "call_expression":
-            fn, args = n.child_by_field_name("function"), n.child_by_field_name("arguments")
-            if fn is None or args is None or args.type != "argument_list":
-                raise _Decline()
-            start = len(self.toks)
-            self.expr(fn)
-            self.group(args, "(", ")", space=0)
-            if fn.type == "field_expression" and _has(fn.child_by_field_name("argument"), {"call_expression"}):
-                self.chains.append((start, len(self.toks)))
-            return
-        if t == "field_expression":
-            arg, op, field = n.child_by_field_name("argument"), n.child_by_field_name("operator"), \
-                n.child_by_field_name("field")
-            if arg is None or op is None or field is None:
-                raise _Decline()
-            start = len(self.toks)
-            self.expr(arg)
-            self.add(self.text(op), "member", space=0)
-            self.add(_norm(self.text(field)), space=0)
-            if _has(arg, {"call_expression"}):
-                self.chains.append((start, len(self.toks)))
-            return
-        if t == "subscript_expression":
-            arg = n.child_by_field_name("argument")
-            idx = n.child_by_field_name("indices") or n.child_by_field_name("index")
-            if arg is None or idx is None or _has(idx, {"call_expression", "initializer_list"}):
-                raise _Decline()
-            self.expr(arg)
-            self.add(_norm(self.text(idx)), space=0)
-            return
-        if t == "initializer_list":
-            self.group(n, "{", "}", space=1, braced=True)
-            return
-        if t == "parenthesized_expression":
-            inner = [c for c in n.named_children]
-            if len(inner) != 1:
-                raise _Decline()
-            o = self.add("(", "open")
-            first = len(self.toks)
-            self.expr(inner[0])
-            self.toks[first].space = 0
-            c = self.add(")", "close", space=0)
-            self.toks[o].match, self.toks[c].match = c, o
-            return
-        if t == "binary_expression":
-            left, op, right = n.child_by_field_name("left"), n.child_by_field_name("operator"), \
-                n.child_by_field_name("right")
-            o = self.text(op)
-            if left is None or op is None or right is None or o not in _PRECEDENCE:
-                raise _Decline()
-            if o in ("<", ">", ">>") and not (self.data[op.start_byte - 1:op.start_byte].isspace()
-                                             and self.data[op.end_byte:op.end_byte + 1].isspace()):
-                raise _Decline()  # a template argument list the parser read as a comparison
-            same = lambda x: x is not None and x.type == "binary_expression" and \
-                _PRECEDENCE.get(self.text(x.child_by_field_name("operator"))) == _PRECEDENCE[o]
-            start = len(self.toks)
-            self.expr(left)
-            j = self.add(o, "binop")
-            self.toks[j].two = not (same(left) or same(right) or same(n.parent))
-            self.expr(right)
-            simple = not (_has(left, {"binary_expression"}) or _has(right, {"binary_expression"})) \
-                and n.parent is not None and n.parent.type not in ("init_declarator", "assignment_expression",
-                                                                    "binary_expression")
-            if not simple:
-                self.complex.append((start, len(self.toks)))
-            self.toks[start].fake_open += 1
-            self.toks[-1].fake_close += 1
-            return
-        if t in ("unary_expression", "pointer_expression"):
-            op, arg = n.child_by_field_name("operator"), n.child_by_field_name("argument")
-            if op is None or arg is None:
-                raise _Decline()
-            self.add(self.text(op), "unary")
-            start = len(self.toks)
-            self.expr(arg)
-            self.toks[start].space = 0
-            return
-        raise _Decline()
+        step = {
+            "call_expression": self._call, "field_expression": self._field,
+            "subscript_expression": self._subscript, "initializer_list": self._braced,
+            "parenthesized_expression": self._parenthesized, "binary_expression": self._binary,
+            "unary_expression": self._unary, "pointer_expression": self._unary,
+        }.get(t)
+        if step is None:
+            raise _Decline()
+        step(n)
+
+    def _unary(self, n) -> None:
+        op, arg = n.child_by_field_name("operator"), n.child_by_field_name("argument")
+        if op is None or arg is None:
+            raise _Decline()
+        self.add(self.text(op), "unary")
+        start = len(self.toks)
+        self.expr(arg)
+        self.toks[start].space = 0
+
+    def _call(self, n) -> None:
+        fn, args = n.child_by_field_name("function"), n.child_by_field_name("arguments")
+        if fn is None or args is None or args.type != "argument_list":
+            raise _Decline()
+        start = len(self.toks)
+        self.expr(fn)
+        self.group(args, "(", ")", space=0)
+        if fn.type == "field_expression" and _has(fn.child_by_field_name("argument"), {"call_expression"}):
+            self.chains.append((start, len(self.toks)))
+
+    def _field(self, n) -> None:
+        arg, op, field = n.child_by_field_name("argument"), n.child_by_field_name("operator"), \
+            n.child_by_field_name("field")
+        if arg is None or op is None or field is None:
+            raise _Decline()
+        start = len(self.toks)
+        self.expr(arg)
+        self.add(self.text(op), "member", space=0)
+        self.add(_norm(self.text(field)), space=0)
+        if _has(arg, {"call_expression"}):
+            self.chains.append((start, len(self.toks)))
+
+    def _subscript(self, n) -> None:
+        arg = n.child_by_field_name("argument")
+        idx = n.child_by_field_name("indices") or n.child_by_field_name("index")
+        if arg is None or idx is None or _has(idx, {"call_expression", "initializer_list"}):
+            raise _Decline()
+        self.expr(arg)
+        self.add(_norm(self.text(idx)), space=0)
+
+    def _braced(self, n) -> None:
+        self.group(n, "{", "}", space=1, braced=True)
+
+    def _parenthesized(self, n) -> None:
+        inner = [c for c in n.named_children]
+        if len(inner) != 1:
+            raise _Decline()
+        o = self.add("(", "open")
+        first = len(self.toks)
+        self.expr(inner[0])
+        self.toks[first].space = 0
+        c = self.add(")", "close", space=0)
+        self.toks[o].match, self.toks[c].match = c, o
+
+    def _binary(self, n) -> None:
+        left, op, right = n.child_by_field_name("left"), n.child_by_field_name("operator"), \
+            n.child_by_field_name("right")
+        o = self.text(op)
+        if left is None or op is None or right is None or o not in _PRECEDENCE:
+            raise _Decline()
+        if o in ("<", ">", ">>") and not (self.data[op.start_byte - 1:op.start_byte].isspace()
+                                         and self.data[op.end_byte:op.end_byte + 1].isspace()):
+            raise _Decline()  # a template argument list the parser read as a comparison
+        same = lambda x: x is not None and x.type == "binary_expression" and \
+            _PRECEDENCE.get(self.text(x.child_by_field_name("operator"))) == _PRECEDENCE[o]
+        start = len(self.toks)
+        self.expr(left)
+        j = self.add(o, "binop")
+        self.toks[j].two = not (same(left) or same(right) or same(n.parent))
+        self.expr(right)
+        simple = not (_has(left, {"binary_expression"}) or _has(right, {"binary_expression"})) \
+            and n.parent is not None and n.parent.type not in ("init_declarator", "assignment_expression",
+                                                                "binary_expression")
+        if not simple:
+            self.complex.append((start, len(self.toks)))
+        self.toks[start].fake_open += 1
+        self.toks[-1].fake_close += 1
 
     def group(self, n, open_text, close_text, space, braced=False) -> None:
         kids = list(n.children)
