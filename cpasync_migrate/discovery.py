@@ -455,10 +455,15 @@ def _git_list(folder: str) -> Optional[list[str]]:
     repository's configuration never starts a program."""
     if not _maybe_in_git(folder):
         return None
-    from .gitrev import git
+    from .gitrev import GitTimeout, git
 
     try:
         r = git(["ls-files", "-z", "-t", "-s", "-c", "-o", "--exclude-standard", "--", "."], folder)
+    except GitTimeout as e:  # git waits on something the repository names (a FIFO): walk without it, and say so
+        import sys
+
+        print(f"cpasync-migrate: warning: {folder}: {e}; the folder is walked without git", file=sys.stderr)
+        return None
     except (OSError, ValueError):
         return None
     if r.returncode != 0:
