@@ -132,3 +132,54 @@ def test_the_dotted_key_bound(text, ok):
         with pytest.raises(small_files.Refused, match="more than 32 parts"):
             small_files.loads_toml("p.toml", text.encode())
     assert time.monotonic() - t < 10
+
+
+def test_the_trees_own_definition_of_the_intrinsic_is_read_within_bounds(tmp_path):
+    """The target is taken from a TileLang tree's own ``tilelang/language/tir/op.py``.  (Before: that file was
+    read whole and parsed as it was: 100,000 prefix operators there were a MemoryError traceback.)  Now it is
+    read as a kernel is bounded (size, nesting); one that breaks the bounds defines nothing, and as a file of
+    the tree it is reported for what it is."""
+    tree = tmp_path / "tree"
+    put(tree / "k.py", LEGACY)
+    put(tree / "tilelang" / "language" / "tir" / "op.py", "x = " + "-" * 100_000 + "1\n")
+    r = cli("--check", "--no-cache", ".", cwd=tree)
+    assert "Traceback" not in r.stderr and r.returncode == 1, r.stdout + r.stderr
+    assert sites(r.stdout) == ["k.py"], r.stdout
+
+
+def test_a_sparse_file_of_a_terabyte_is_searched_in_bounded_time(tmp_path):
+    """The byte search for the intrinsic's name reads only the parts of a file that hold data: holes are
+    zeros.  (Before: a sparse file made by truncate was searched byte by byte, 4.5 s per GB, so a terabyte
+    took over an hour.)  The name written at 500 GB is found: the file is over the size limit (CPA900)."""
+    tree = tmp_path / "tree"
+    put(tree / "k.py", LEGACY)
+    with open(tree / "big.py", "wb") as fh:
+        fh.seek(500 << 30)
+        fh.write(b"T.ptx_cp_async(1)\n")
+        fh.truncate(1 << 40)
+    _sparse(tree / "empty_big.py", 1 << 40)
+    t = time.monotonic()
+    r = cli("--check", "--no-cache", ".", cwd=tree)
+    assert time.monotonic() - t < 60
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert sites(r.stdout) == ["big.py", "k.py"], r.stdout
+    assert "big.py:1:1: CPA900 1099511627776 bytes, over the size limit" in r.stdout
+
+
+def test_data_ranges_cover_every_byte_that_is_not_a_hole(tmp_path):
+    from cpasync_migrate import files
+
+    p = tmp_path / "f"
+    with open(p, "wb") as fh:
+        fh.write(b"head")
+        fh.seek(64 << 20)
+        fh.write(b"ptx_cp_async")
+        fh.truncate(256 << 20)
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        ranges = files.data_ranges(fd)
+        assert ranges[0][0] == 0 and any(a <= (64 << 20) and (64 << 20) + 12 <= b for a, b in ranges), ranges
+        assert files._needle_in(fd)
+        assert files.data_ranges(fd, 256 << 20) == []
+    finally:
+        os.close(fd)
