@@ -183,3 +183,32 @@ def test_data_ranges_cover_every_byte_that_is_not_a_hole(tmp_path):
         assert files.data_ranges(fd, 256 << 20) == []
     finally:
         os.close(fd)
+
+
+@pytest.mark.parametrize("change", [
+    ("        T.ptx_cp_async(", "        for j in T.serial(1000000000000):\n            T.ptx_cp_async("),
+    ("T.Kernel(1, threads=32)", "T.Kernel(1000000000000, threads=32)"),
+])
+def test_a_kernel_asking_the_verifier_for_1e12_steps_is_inconclusive_at_once(tmp_path, change):
+    """The CPU interpreter runs each loop iteration (and each batch of blocks) of both forms.  (Before: a
+    loop of 10**12 iterations ran for days.)  Now a run is charged its iterations before it starts them, and
+    one past interp.MAX_STEPS stops: the kernel is inconclusive, never a mismatch, and write mode under
+    --require-proof leaves the file alone."""
+    old, new = change
+    assert old in LEGACY
+    text = LEGACY.replace(old, new)
+    if "serial(1000000000000)" in text:  # the loop's body: the three lines after it, one level deeper
+        lines = text.splitlines(keepends=True)
+        i = next(k for k, ln in enumerate(lines) if "serial(1000000000000)" in ln)
+        for k in (i + 2, i + 3):
+            lines[k] = "    " + lines[k]
+        text = "".join(lines)
+    k = put(tmp_path / "k.py", text)
+    t = time.monotonic()
+    r = cli("--diff", "--verify", "--device", "cpu", "--no-cache", "k.py", cwd=tmp_path)
+    assert time.monotonic() - t < 60, r.stderr
+    assert "inconclusive" in r.stdout + r.stderr and "more than 1000000 loop iterations" in r.stdout + r.stderr, \
+        r.stdout + r.stderr
+    assert "mismatch" not in r.stdout + r.stderr and "Traceback" not in r.stderr
+    r = cli("--verify", "--require-proof", "--device", "cpu", "--no-cache", "k.py", cwd=tmp_path)
+    assert k.read_text() == text and "Traceback" not in r.stderr, r.stdout + r.stderr
