@@ -80,10 +80,12 @@ def style_of(path: str) -> Style:
         st = os.stat(found)
         k = (found, st.st_mtime_ns, st.st_size)
         if k not in _READ:
-            with open(found, encoding="utf-8", errors="replace") as f:
-                _READ[k] = parse(f.read(64 * 1024))
+            from . import small_files
+
+            # (the tree's file: a FIFO put in its place is refused, not waited on)
+            _READ[k] = parse(small_files.read(found, 64 * 1024, prefix=True).decode("utf-8", "replace"))
         return _READ[k]
-    except OSError:
+    except (OSError, ValueError):  # ValueError: small_files.Refused
         return Style()
 
 

@@ -171,9 +171,15 @@ def tree_definition(paths, rules) -> Optional[tuple]:
                     continue
             except (OSError, ValueError):  # a name too long, a loop: no definition there
                 continue
-            try:
-                tree = ast.parse(f.read_bytes())
-            except (OSError, SyntaxError, ValueError):
+            from .files import nesting
+            from .small_files import read
+
+            try:  # the tree's file: bounded in size and nesting (as a kernel is) before it is parsed
+                raw = read(str(f), 4 << 20)
+                if nesting(raw.decode("utf-8", "replace"), True) is not None:
+                    continue
+                tree = ast.parse(raw)
+            except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: Refused
                 continue
             for node in tree.body:
                 if isinstance(node, ast.FunctionDef) and node.name == rules.intrinsic:

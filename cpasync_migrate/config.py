@@ -12,6 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Optional
 
+from . import small_files
 from .errors import ConfigError
 from .options import config_checks
 
@@ -74,12 +75,14 @@ def has_table(path: Path) -> bool:
     key, or a ``tool`` that is not a table: a malformed one is then an error of this file).  A file
     that is not UTF-8 TOML counts only where it names the tool (its error is then shown)."""
     try:
-        raw = path.read_bytes()
+        raw = small_files.read(str(path), small_files.TOML_LIMIT)
+    except small_files.Refused:
+        return True  # too large (or no longer a regular file): load() says so
     except OSError:
         return False
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = small_files.loads_toml(path, raw)
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, small_files.Refused):
         return b"cpasync-migrate" in raw
     tool = data.get("tool")
     return tool is not None and (not isinstance(tool, dict) or "cpasync-migrate" in tool)
@@ -87,7 +90,9 @@ def has_table(path: Path) -> bool:
 
 def load(path: Path, required: bool = False) -> dict:
     try:
-        raw = path.read_bytes()
+        raw = small_files.read(str(path), small_files.TOML_LIMIT)
+    except small_files.Refused as e:
+        raise ConfigError(str(e)) from None
     except OSError as e:
         raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from None
     try:
@@ -96,7 +101,9 @@ def load(path: Path, required: bool = False) -> dict:
         line = raw[: e.start].count(b"\n") + 1
         raise ConfigError(f"{path}: not UTF-8 (byte {e.start}, line {line}); TOML files must be UTF-8") from None
     try:
-        data = tomllib.loads(text)
+        data = small_files.loads_toml(path, raw)
+    except small_files.Refused as e:
+        raise ConfigError(str(e)) from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML: {' '.join(str(e).split())}") from None
     tool = data.get("tool")

@@ -237,10 +237,24 @@ def _wildmatch(segments: list, parts: list) -> bool:
     return p == m
 
 
-def _read_gitignore(directory: str, base: str, lead: str = "") -> list[_Pattern]:
+# The most bytes of one .gitignore the walker reads (git itself stops at 100 MiB; the walker's matching
+# cost grows with the patterns, so a tree's file may not be that large).
+GITIGNORE_LIMIT = 1 << 20
+
+
+def _read_gitignore(directory: str, base: str, lead: str = "", skipped: Optional[list] = None) -> list[_Pattern]:
+    """The patterns of ``directory``'s .gitignore.  The tree's file: one that is not a regular file (a FIFO
+    would stall the walk, a link to /dev/zero never end) or is over :data:`GITIGNORE_LIMIT` is not read
+    (``skipped`` says so), as is one that cannot be opened."""
+    from .small_files import Refused, read
+
+    path = os.path.join(directory, ".gitignore")
     try:
-        with open(os.path.join(directory, ".gitignore"), encoding="utf-8", errors="replace") as fh:
-            lines = fh.read().splitlines()
+        lines = read(path, GITIGNORE_LIMIT).decode("utf-8", "replace").splitlines()
+    except Refused as e:
+        if skipped is not None:
+            skipped.append((path, str(e).partition(": ")[2] + "; its patterns are not applied"))
+        return []
     except OSError:
         return []
     pats = []
@@ -460,10 +474,15 @@ def _git_list(folder: str) -> Optional[list[str]]:
     repository's configuration never starts a program."""
     if not _maybe_in_git(folder):
         return None
-    from .gitrev import git
+    from .gitrev import GitTimeout, git
 
     try:
         r = git(["ls-files", "-z", "-t", "-s", "-c", "-o", "--exclude-standard", "--", "."], folder)
+    except GitTimeout as e:  # git waits on something the repository names (a FIFO): walk without it, and say so
+        import sys
+
+        print(f"cpasync-migrate: warning: {folder}: {e}; the folder is walked without git", file=sys.stderr)
+        return None
     except (OSError, ValueError):
         return None
     if r.returncode != 0:
@@ -657,7 +676,7 @@ def _walk(top: str, outer: list[_Pattern], suffixes, excludes, respect_gitignore
                 reasons.append((full_dir, VENV_REASON))
             continue  # a virtual environment, whatever its folder is called
         if respect_gitignore and ".gitignore" in names:
-            own = _read_gitignore(full_dir, rel_dir)
+            own = _read_gitignore(full_dir, rel_dir, skipped=skipped)
             if own:
                 pats = pats + own
         filt = None

@@ -142,12 +142,37 @@ class TooLarge(FileError):
         self.size, self.limit, self.has_needle = size, limit, has_needle
 
 
+def data_ranges(fd: int, start: int = 0) -> list:
+    """(start, end) of each part of the regular file ``fd`` from ``start`` on that holds data: a sparse
+    file's holes read as zeros, and no needle holds a zero byte, so a search may pass them over (a 10 GB
+    file made by ``truncate`` is then searched in no time).  The whole rest where the system cannot say."""
+    size = os.fstat(fd).st_size
+    whole = [(start, size)] if start < size else []
+    if not hasattr(os, "SEEK_DATA"):
+        return whole
+    out, off = [], start
+    try:
+        while off < size:
+            d = os.lseek(fd, off, os.SEEK_DATA)
+            h = os.lseek(fd, d, os.SEEK_HOLE)
+            out.append((d, min(h, size)))
+            off = h
+    except OSError as e:
+        if e.errno != errno.ENXIO:  # ENXIO: no data after off
+            return whole
+    return out
+
+
 def _needle_in(fd: int) -> bool:
     import mmap
 
     try:
+        needles = globals().get("NEEDLES") or _needles()
+        ranges = data_ranges(fd)
+        if not ranges:
+            return False
         with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as m:
-            return any(m.find(n) != -1 for n in (globals().get("NEEDLES") or _needles()))
+            return any(m.find(n, a, b) != -1 for a, b in ranges for n in needles)
     except (OSError, ValueError):
         return True  # cannot tell: treat it as a candidate (reported as too large)
 

@@ -17,6 +17,22 @@ from typing import Iterable
 
 from .errors import UsageError
 
+# Seconds one git process may take ($CPASYNC_MIGRATE_GIT_TIMEOUT: the environment is the user's).  git lists
+# 400,000 files in a few seconds; what takes longer waits on something the tree planted.
+TIMEOUT = 120.0
+
+
+class GitTimeout(OSError):
+    """A git process ran past :data:`TIMEOUT` (and was killed): git is taken as unable to answer."""
+
+
+def timeout() -> float:
+    try:
+        t = float(os.environ.get("CPASYNC_MIGRATE_GIT_TIMEOUT") or TIMEOUT)
+    except ValueError:
+        return TIMEOUT
+    return t if t > 0 else TIMEOUT
+
 # Options before the subcommand of every git process: none of these can start a program.
 SAFE_OPTIONS = ("--no-pager", "--no-optional-locks", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
 
@@ -26,7 +42,10 @@ def git_env(extra: Iterable[tuple[str, str]] = ()) -> dict:
     locks and prompts off, and with the ``(key, value)`` settings of ``extra`` added as command-line
     configuration (``GIT_CONFIG_COUNT``; any key, whatever characters its subsection holds)."""
     env = dict(os.environ)
-    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0")
+    # GIT_ALLOW_PROTOCOL: the transports allowed, whatever protocol.*.allow the repository sets; none.
+    # GIT_NO_LAZY_FETCH (git 2.44 and later): a missing object is not fetched at all.
+    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", GIT_ALLOW_PROTOCOL="",
+               GIT_NO_LAZY_FETCH="1")
     extra = list(extra)
     if extra:
         try:
@@ -40,11 +59,13 @@ def git_env(extra: Iterable[tuple[str, str]] = ()) -> dict:
     return env
 
 
-def git(args: list, cwd: str, filters_off: bool = False, stdout=None):
+def git(args: list, cwd: str, filters_off: bool = False, stdout=None, limit: float | None = None):
     """Run ``git -C cwd <SAFE_OPTIONS> args`` (stdin closed, output captured); OSError when git cannot
-    start.  ``filters_off``: every ``filter.<driver>`` the configuration defines gets empty
-    ``clean``, ``smudge`` and ``process`` commands and ``required = false`` (git then reads the
-    file's bytes as they are)."""
+    start, :class:`GitTimeout` (an OSError) when it runs past ``limit`` seconds (default
+    :func:`timeout`; git and whatever it started are killed).  ``filters_off``: every
+    ``filter.<driver>`` the configuration defines gets empty ``clean``, ``smudge`` and ``process``
+    commands and ``required = false`` (git then reads the file's bytes as they are)."""
+    import signal
     import subprocess
 
     extra = []
@@ -52,14 +73,30 @@ def git(args: list, cwd: str, filters_off: bool = False, stdout=None):
         for driver in filter_drivers(cwd):
             extra += [(f"filter.{driver}.{k}", "") for k in ("clean", "smudge", "process")]
             extra.append((f"filter.{driver}.required", "false"))
-    return subprocess.run(["git", "-C", cwd, *SAFE_OPTIONS, *args], stdin=subprocess.DEVNULL,
-                          stdout=subprocess.PIPE if stdout is None else stdout, stderr=subprocess.PIPE,
-                          env=git_env(extra))
+    limit = timeout() if limit is None else limit
+    cmd = ["git", "-C", cwd, *SAFE_OPTIONS, *args]
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE if stdout is None else stdout,
+                            stderr=subprocess.PIPE, env=git_env(extra), start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=limit)
+    except BaseException as e:  # past the limit, or interrupted: git (in a group of its own) is not left running
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # its own group (start_new_session): git and its children
+        except OSError:
+            proc.kill()
+        try:
+            proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:  # a process that left the group holds the pipes: leave them
+            proc.wait()
+        if isinstance(e, subprocess.TimeoutExpired):
+            raise GitTimeout(f"git {args[0]} in {cwd} did not finish in {limit:g} s (killed)") from None
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def filter_drivers(cwd: str) -> list[str]:
     """The names of the filter drivers git's configuration defines for the repository at ``cwd``."""
-    r = git(["config", "-z", "--name-only", "--get-regexp", r"^filter\."], cwd)
+    r = git(["config", "-z", "--name-only", "--get-regexp", r"^filter\."], cwd)  # an OSError: no diff runs
     names = set()
     for key in os.fsdecode(r.stdout).split("\0") if r.returncode == 0 else ():
         if key.count(".") >= 2:
@@ -89,7 +126,10 @@ def commit_of(rev: str, root: str) -> str:
 def merge_base(rev: str, root: str) -> str:
     """The commit where ``HEAD`` left ``rev``'s history (``git merge-base REV HEAD``)."""
     commit = commit_of(rev, root)
-    r = git(["merge-base", commit, "HEAD"], root)
+    try:
+        r = git(["merge-base", commit, "HEAD"], root)
+    except OSError as e:
+        raise UsageError(f"--since {rev}: cannot run git: {e.strerror or e}") from None
     out = r.stdout.decode("ascii", "replace").strip()
     if r.returncode != 0 or not out:
         raise UsageError(f"--since {rev}: no merge base with HEAD in {root} ({_err(r)})")
@@ -105,6 +145,8 @@ def changed_since(rev: str, paths: Iterable[str]) -> set[str]:
         d = p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p))
         try:
             r = git(["rev-parse", "--show-toplevel"], d)
+        except GitTimeout as e:
+            raise UsageError(f"--since: {e}") from None
         except OSError:
             r = None
         if r is None or r.returncode != 0:
@@ -112,10 +154,15 @@ def changed_since(rev: str, paths: Iterable[str]) -> set[str]:
         roots.add(os.fsdecode(r.stdout).rstrip("\n"))
     for root in sorted(roots):
         base = merge_base(rev, root)
-        for cmd, off in ((["diff", "--name-only", "-z", "--diff-filter=ACMR", "--no-ext-diff", "--no-textconv",
-                           "--ignore-submodules=all", base, "--"], True),
+        # --no-renames: a renamed file is listed as added under its new name, and no configuration
+        # (diff.renameLimit = 0 over many files) makes git compare contents pairwise.
+        for cmd, off in ((["diff", "--name-only", "-z", "--diff-filter=ACMR", "--no-renames", "--no-ext-diff",
+                           "--no-textconv", "--ignore-submodules=all", base, "--"], True),
                          (["ls-files", "-z", "--others", "--exclude-standard"], False)):
-            r = git(cmd, root, filters_off=off)
+            try:
+                r = git(cmd, root, filters_off=off)
+            except OSError as e:
+                raise UsageError(f"--since {rev}: cannot run git: {e.strerror or e}") from None
             if r.returncode != 0:
                 raise UsageError(f"--since {rev}: {_err(r)}")
             for name in os.fsdecode(r.stdout).split("\0"):

@@ -34,10 +34,11 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Optional
 
+from .gitrev import git  # every git process through one guard: the repository's configuration starts no program
+
 _MAX_BYTES = 4 << 20  # a larger candidate is counted as an importer unread
 _ROOTS: dict = {}  # folder -> (root, kind) or None, for one run
 _ANSWERS: dict = {}  # (root, module path, name) -> Answer, for one run
-_GIT_ENV = {"GIT_PAGER": "cat", "PAGER": "cat", "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
 
 
 @dataclass
@@ -61,8 +62,7 @@ def repository_of(path: str) -> Optional[tuple[str, str]]:
         return _ROOTS[folder]
     found = None
     try:
-        r = subprocess.run(["git", "--no-pager", "-c", "core.fsmonitor=false", "rev-parse", "--show-toplevel"],
-                           cwd=folder, capture_output=True, timeout=30, env={**os.environ, **_GIT_ENV})
+        r = git(["rev-parse", "--show-toplevel"], folder, limit=30)
         if r.returncode == 0 and r.stdout.strip():
             found = (os.path.realpath(r.stdout.decode("utf-8", "surrogateescape").strip()), "git work tree")
     except (OSError, subprocess.SubprocessError):
@@ -104,9 +104,7 @@ def importers_of(path: str, name: str, exported: bool) -> Optional[Answer]:
 def _candidates(root: str, kind: str, name: str) -> list[str]:
     """Python files under ``root`` whose bytes hold ``name``."""
     if kind == "git work tree":
-        r = subprocess.run(["git", "--no-pager", "-c", "core.fsmonitor=false", "grep", "--untracked", "-l", "-z",
-                            "-F", "-e", name, "--", "*.py", "*.pyi"],
-                           cwd=root, capture_output=True, timeout=120, env={**os.environ, **_GIT_ENV})
+        r = git(["grep", "--untracked", "-l", "-z", "-F", "-e", name, "--", "*.py", "*.pyi"], root, limit=120)
         if r.returncode not in (0, 1):
             raise OSError(r.stderr.decode("utf-8", "replace").strip() or "git grep failed")
         return [os.path.join(root, n) for n in r.stdout.decode("utf-8", "surrogateescape").split("\0") if n]

@@ -61,10 +61,11 @@ def _load(path: str) -> Optional[dict]:
         return None
     k = (path, st.st_mtime_ns, st.st_size)
     if k not in _TOML:
-        try:
-            with open(path, "rb") as f:
-                doc = tomllib.load(f)
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        from . import small_files
+
+        try:  # the tree's file: not a FIFO, not unbounded (small_files)
+            doc = small_files.loads_toml(path, small_files.read(path, small_files.TOML_LIMIT))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, small_files.Refused):
             doc = None
         _TOML[k] = doc
     return _TOML[k]

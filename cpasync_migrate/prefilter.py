@@ -89,9 +89,12 @@ def _rest_has(fd: int, buf: bytearray, block: int) -> bool:
     if _MMAP:
         import mmap
 
-        try:
+        try:  # only the parts that hold data: a sparse file's holes are zeros (files.data_ranges)
+            ranges = files.data_ranges(fd, max(0, block - keep))
+            if not ranges:
+                return False
             with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as m:
-                return any(m.find(n, max(0, block - keep)) != -1 for n in needles)
+                return any(m.find(n, a, b) != -1 for a, b in ranges for n in needles)
         except (OSError, ValueError):
             pass  # not mappable (a pipe, a special file): read on
     os.lseek(fd, block, os.SEEK_SET)

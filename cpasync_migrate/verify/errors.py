@@ -18,3 +18,9 @@ class IndexOverflow(KernelError):
     """Integer index arithmetic that leaves its type where the lowered value is not known from the text.
     A :class:`KernelError` to callers that only need to know the run stopped (the bundle writer's
     cross-check); :func:`.dynamic.run_pair` tells it apart (inconclusive, never a mismatch)."""
+
+
+class OverBudget(IndexOverflow):
+    """A run that would take more loop iterations than :data:`.interp.MAX_STEPS` (a kernel's text may
+    ask for 10**12): stopped before it starts them, and told apart as :class:`IndexOverflow` is
+    (inconclusive, never a mismatch)."""

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import KernelError
+from .errors import KernelError, OverBudget
 from .index import Ranges, check as check_index
 from .ir import (
     Assign, Barrier, Bin, Buffer, Cast, Cmp, Commit, Const, CopyRegion, CpAsync, Evaluate, Fill, For, If, Kernel,
@@ -38,6 +38,9 @@ from .ir import (
 )
 
 MAX_LANES = 1 << 15
+# The most loop iterations (and batches of blocks) one run may take: each costs microseconds to tens of
+# microseconds, and a kernel's text may ask for any number (for j in T.serial(10**12)).
+MAX_STEPS = 1_000_000
 
 NP_DTYPES = {
     "bool": np.bool_, "int8": np.int8, "uint8": np.uint8, "int16": np.int16, "uint16": np.uint16,
@@ -142,6 +145,8 @@ class Interpreter:
         nt = k.nthreads
         if nt <= 0 or k.nblocks <= 0:
             raise KernelError("empty launch")
+        self.steps = 0
+        self.charge(-(-k.nblocks // max(1, MAX_LANES // nt)), 0)  # the batches of blocks
         self.reverse = reverse
         self.gmem = {b: np.array(globals_in[b.name], dtype=np.uint8, copy=True) for b in k.params}
         per_batch = max(1, MAX_LANES // nt)
@@ -336,11 +341,18 @@ class Interpreter:
         else:
             raise KernelError(f"cannot run {t.__name__}")
 
+    def charge(self, n: int, line: int) -> None:
+        """Count ``n`` more iterations against :data:`MAX_STEPS`, before they run."""
+        self.steps += max(0, int(n))
+        if self.steps > MAX_STEPS:
+            raise OverBudget(f"the kernel runs more than {MAX_STEPS} loop iterations; not interpreted", line)
+
     def exec_for(self, st: For, env, mask):
         lo = self.ev(st.start, env, mask, st.line)
         ext = self.ev(st.extent, env, mask, st.line)
         if not isinstance(lo, np.ndarray) and not isinstance(ext, np.ndarray):
             lo, ext = int(lo), int(ext)
+            self.charge(ext, st.line)
             for i in range(lo, lo + ext):
                 env[st.var] = i
                 self.exec_block(st.body, env, mask)
@@ -350,6 +362,7 @@ class Interpreter:
         hi_a = lo_a + self.lanes_of(ext, sel).astype(np.int64)
         if sel.size == 0:
             return
+        self.charge(int(hi_a.max()) - int(lo_a.min()), st.line)
         lo_full = np.broadcast_to(np.asarray(lo, dtype=np.int64), (self.L,))
         hi_full = lo_full + np.broadcast_to(np.asarray(ext, dtype=np.int64), (self.L,))
         for i in range(int(lo_a.min()), int(hi_a.max())):
@@ -366,6 +379,7 @@ class Interpreter:
         for e in st.extents:
             total *= e
         nt = self.nt
+        self.charge((total + nt - 1) // nt, st.line)
         for chunk in range((total + nt - 1) // nt):
             f = chunk * nt + self.lane_thread
             m = f < total
