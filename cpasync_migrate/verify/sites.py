@@ -365,6 +365,16 @@ def const_value(e2: Expr):
 
 
 # ---------------------------------------------------------------- the checks
+def _num_elems_checks(n, target, size, add) -> None:
+    """What a target that counts elements asks of the new call: a literal count, both sides of one width."""
+    if target.size_literal:
+        add("size literal", n.size_literal, "num_elems is an integer literal" if n.size_literal
+            else "num_elems must be an integer literal under this target")
+    if target.same_width:
+        sd, ss = size(n.dst.elem_type), size(n.src.elem_type)
+        add("same width", sd == ss, f"sizeof({n.dst.elem_type}) = {sd}, sizeof({n.src.elem_type}) = {ss}")
+
+
 def check_pair(k_old: Kernel, co: SiteCtx, o, n, no, nn, rules, target, old_meaning: str, guard=None) -> dict:
     """Check one pair of sites.  ``no``/``nn`` turn an old/new expression into the old kernel's names with
     the side's own lets substituted (:class:`.structure.Side`); the domain is the old site's.  ``guard``:
@@ -425,12 +435,7 @@ def check_pair(k_old: Kernel, co: SiteCtx, o, n, no, nn, rules, target, old_mean
         else:
             add("width", w in target.widths, f"{w} bytes (allowed {', '.join(map(str, target.widths))})")
     if n.form == "access_ptr" and n.size_meaning == "num_elems":
-        if target.size_literal:
-            add("size literal", n.size_literal, "num_elems is an integer literal" if n.size_literal
-                else "num_elems must be an integer literal under this target")
-        if target.same_width:
-            sd, ss = size(n.dst.elem_type), size(n.src.elem_type)
-            add("same width", sd == ss, f"sizeof({n.dst.elem_type}) = {sd}, sizeof({n.src.elem_type}) = {ss}")
+        _num_elems_checks(n, target, size, add)
     if n.form == "access_ptr":
         _pointer_checks(n, target, nn, nb_new, size, k_old, co, add)
         _thread_sync_check(n, target, nn, k_old, co, add)
