@@ -84,6 +84,7 @@ def _peak(fn) -> int:
         tracemalloc.stop()
 
 
+@pytest.mark.slow  # an equality run over a large corpus (the default run keeps the fixtures and the small files)
 def test_windowed_memory_bounded_by_windows(tmp_path, monkeypatch):
     """Twice the file, about the same peak: the windows' size bounds it (the whole-file pass grows)."""
     monkeypatch.setattr(window, "ENABLED", True)
@@ -133,6 +134,7 @@ def _corpus_modules():
             continue  # (hostile fixtures: no tree to compare)
 
 
+@pytest.mark.slow  # an equality run over a large corpus (the default run keeps the fixtures and the small files)
 def test_rendering_gives_libcsts_positions_parents_and_nodes():
     n = 0
     for p, module in _corpus_modules():
@@ -176,6 +178,7 @@ def _switched(monkeypatch, on: bool):
     monkeypatch.setattr(window, "FREEZE", on)
 
 
+@pytest.mark.slow  # an equality run of the speed-ups over every fixture
 @pytest.mark.parametrize("case", PY_CASES, ids=str)
 def test_fixture_same_with_speedups_off(case, monkeypatch):
     opts = _fixture_options(case.meta)
@@ -192,6 +195,7 @@ def test_fixture_same_with_speedups_off(case, monkeypatch):
     assert got[True] == got[False]
 
 
+@pytest.mark.slow  # an equality run over a large corpus (the default run keeps the fixtures and the small files)
 @pytest.mark.parametrize("mode", ["check", "write"])
 @pytest.mark.parametrize("mixed", [False, True])
 def test_big_file_same_with_speedups_off(tmp_path, mode, mixed, monkeypatch):
@@ -242,6 +246,7 @@ def _scope_canon(module, scope_map) -> list:
     return out
 
 
+@pytest.mark.slow  # an equality run over a large corpus (the default run keeps the fixtures and the small files)
 def test_direct_scopes_equal_the_wrappers(monkeypatch):
     from libcst.metadata import ScopeProvider
 

@@ -100,7 +100,9 @@ TEXTS = [c.input.read_text(encoding="utf-8-sig") for c in cases("python")] + \
     [p.read_text(encoding="utf-8") for p in KERNELS] + SHAPES
 
 
-@pytest.mark.parametrize("opts", list(OPTS), ids=list(OPTS))
+# the default run compares under the default target; the other option sets run in the slow suite
+@pytest.mark.parametrize("opts", [pytest.param(o, marks=() if i == 0 else pytest.mark.slow)
+                                  for i, o in enumerate(OPTS)], ids=list(OPTS))
 @pytest.mark.parametrize("text", TEXTS)
 def test_ast_fixes_equal_libcst_fixes(text, opts, monkeypatch):
     """Switch on: where the ast side decides the file, every finding and fix (edits included) is libcst's.  Where it
@@ -141,6 +143,7 @@ def test_fixture_legacy_files_are_decided():
     assert n >= 21
 
 
+@pytest.mark.slow  # a generated large file, analysed both ways
 def test_windowed_large_file_uses_the_whole_files_style():
     """A large file is analysed by windows (window.py); each window's fix is laid out by the whole file's habits."""
     part = ("\n\n@T.prim_func\ndef k{i}(A: T.Tensor((64,), 'float16'), B: T.Tensor((64,), 'float16')):\n"

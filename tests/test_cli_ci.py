@@ -128,6 +128,7 @@ def test_pre_commit_hooks_file():
 # ------------------------------------------------------------------ --verify through the CLI
 
 
+@pytest.mark.slow  # runs the CLI once per format / kills a worker
 def test_verify_reports_verdicts_in_every_format(tmp_path):
     import jsonschema
 
@@ -248,6 +249,7 @@ def _summary(outcomes):
             for o in outcomes]
 
 
+@pytest.mark.slow  # an equality run of the three schedulers
 def test_serial_forked_and_executor_runs_agree(tmp_path, monkeypatch):
     from cpasync_migrate import runner
     from cpasync_migrate.engine import RunSettings
@@ -263,6 +265,7 @@ def test_serial_forked_and_executor_runs_agree(tmp_path, monkeypatch):
     assert _summary(serial) == _summary(forked) == _summary(pooled)
 
 
+@pytest.mark.slow  # runs the CLI once per format / kills a worker
 def test_a_worker_that_dies_loses_no_other_file(tmp_path, monkeypatch):
     from cpasync_migrate import runner
     from cpasync_migrate.engine import RunSettings, process_file

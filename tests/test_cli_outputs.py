@@ -7,6 +7,8 @@ import json
 import shutil
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from conftest import ROOT, run_cli
 from test_cli import SARIF_SCHEMA
 
@@ -33,6 +35,7 @@ def _alone(tmp_path, fmt, *mode):
     return r.stdout.replace(d.resolve().as_uri(), (tmp_path / "t").resolve().as_uri())
 
 
+@pytest.mark.slow  # one run against a run per report, every format
 def test_one_check_run_writes_every_report_as_runs_of_their_own_would(tmp_path):
     d = _tree(tmp_path)
     extra = [a for f in FORMATS for a in ("--report", f"{f}:{tmp_path / ('r.' + f)}")]
@@ -44,6 +47,7 @@ def test_one_check_run_writes_every_report_as_runs_of_their_own_would(tmp_path):
         assert (tmp_path / f"r.{f}").read_text() == _alone(tmp_path, f, "--check"), f
 
 
+@pytest.mark.slow  # one run against a run per report, every format
 def test_in_write_mode_the_json_ledger_and_the_other_reports_each_read_their_own_positions(tmp_path):
     d = _tree(tmp_path)
     r = run_cli("--report", f"json:{tmp_path / 'r.json'}", "--report", f"sarif:{tmp_path / 'r.sarif'}",

@@ -3,6 +3,8 @@ and the proof verdict of each site under --verify."""
 import json
 import shutil
 
+import pytest
+
 from conftest import ROOT, run_cli, run_inproc
 from test_cli import SARIF_SCHEMA, write
 from test_cli_ci import LEGACY
@@ -102,6 +104,7 @@ def test_identical_sites_of_one_file_differ_by_their_index(tmp_path):
     assert [x["partialFingerprints"]["cpasyncSite/v1"] for x in one["results"] if x["ruleId"] == "CPA001"] == fps[:1]
 
 
+@pytest.mark.slow  # runs the verifier on every site through the CLI
 def test_verify_attaches_each_sites_verdict(tmp_path):
     run = _sarif("--verify", "--device", "cpu", "--check", "--unsafe-fixes", "examples", cwd=_examples(tmp_path))
     assert run["results"]

@@ -294,6 +294,7 @@ def upstream_legacy(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow  # a whole fork tree
 def test_upstream_legacy_revision_migrates_whole_with_its_cutedsl_backend(upstream_legacy, tmp_path):
     # the CuTeDSL printer and its Python runtime change together (PR #1746's shape): one default run
     # migrates them with the rest, and the runtime comes out as upstream's 28ada604f wrote it
@@ -312,6 +313,7 @@ def test_upstream_legacy_revision_migrates_whole_with_its_cutedsl_backend(upstre
     assert after.returncode == 0 and json.loads(after.stdout)["findings"] == []
 
 
+@pytest.mark.slow  # a whole fork tree
 def test_upstream_legacy_revision_without_cutedsl_migrates_in_one_default_run(upstream_legacy, tmp_path):
     tree = tmp_path / "t"
     shutil.copytree(upstream_legacy, tree)

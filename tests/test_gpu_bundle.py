@@ -260,6 +260,7 @@ def test_sweep_pairs_are_equivalent_in_the_cpu_interpreter(name):
     assert [v.verdict for v in vs] == ["equivalent"], [v.reason for v in vs]
 
 
+@pytest.mark.slow  # builds and interprets a whole bundle on the CPU
 def test_a_kernel_that_keeps_a_legacy_call_is_refuted_in_the_bundle_as_on_the_cpu():
     """0.1.8 loads only the access-pointer form: a new text that still reaches a six-argument call (a site left
     for a person) is a mismatch on the GPU path too, never run and proven there."""

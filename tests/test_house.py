@@ -1,10 +1,12 @@
 """The house: the front door's links and commands, one home per fact, one copy per page."""
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 import tomllib
 import unicodedata
+from pathlib import Path
 
 import pytest
 
@@ -147,10 +149,20 @@ def _rules_intrinsic() -> str:
 def _string_spellings(name: str) -> list[str]:
     """Every string or bytes literal of the package (docstrings aside) that holds ``name`` and no white
     space: a spelling code matches against (a message to a person has spaces)."""
+    out = []
+    for rel, lineno, v in _code_strings(ROOT / "cpasync_migrate"):
+        if name in v and not re.search(r"\s", v):
+            out.append(f"{rel}:{lineno}: {v!r}")
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _code_strings(package: Path) -> tuple:
+    """(file, line, text) of every string or bytes literal of the package that is not a docstring."""
     import ast
 
     out = []
-    for f in sorted((ROOT / "cpasync_migrate").rglob("*.py")):
+    for f in sorted(package.rglob("*.py")):
         tree = ast.parse(f.read_text(encoding="utf-8"))
         docs = {id(n.body[0].value) for n in ast.walk(tree)
                 if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
@@ -158,9 +170,8 @@ def _string_spellings(name: str) -> list[str]:
         for n in ast.walk(tree):
             if isinstance(n, ast.Constant) and isinstance(n.value, (str, bytes)) and id(n) not in docs:
                 v = n.value.decode("latin-1") if isinstance(n.value, bytes) else n.value
-                if name in v and not re.search(r"\s", v):
-                    out.append(f"{f.relative_to(ROOT)}:{n.lineno}: {v!r}")
-    return out
+                out.append((str(f.relative_to(ROOT)), n.lineno, v))
+    return tuple(out)
 
 
 # Spellings of the intrinsic's name that stay in code, each with its reason (none today).

@@ -50,6 +50,7 @@ def test_same_module_twice_is_one_reading():
     assert r.codes() == ["CPA001"]
 
 
+@pytest.mark.slow  # four runs of the CLI under four hash seeds
 def test_verdict_does_not_depend_on_the_hash_seed(tmp_path):
     for name in ("tvm_last", "tilelang_last"):
         (tmp_path / f"{name}.py").write_text(REBOUND[name] + _BODY)

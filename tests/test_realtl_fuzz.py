@@ -327,6 +327,7 @@ def test_found_pairs_are_written_in_the_adversarial_format():
         fuzz_verify.toml_string("x = '''y'''")
 
 
+@pytest.mark.slow  # generates the wide families twice
 def test_wide_generation_is_deterministic_and_covers_the_families():
     cases = fuzz_gen.generate(11, 300, 5, wide=True)
     assert [(c.legacy, c.candidates) for c in cases] == [(c.legacy, c.candidates)

@@ -3,11 +3,14 @@ the rules of docs/design.md is equivalent, and the same call with a pointer type
 another width is refuted."""
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cpasync_migrate.rules import load_rules
 from cpasync_migrate.verify import verify_source
+
+pytestmark = pytest.mark.slow  # property tests
 
 RULES = load_rules()
 SIZES = {"int8": 1, "uint8": 1, "float16": 2, "bfloat16": 2, "int16": 2, "float32": 4, "int32": 4, "float64": 8,

@@ -65,6 +65,7 @@ def _git(t):
         subprocess.run(["git", *cmd], cwd=t, check=True, env=env, capture_output=True)
 
 
+@pytest.mark.slow  # an equality run of a speed-up switch through the CLI
 @pytest.mark.parametrize("in_git", [False, True], ids=["walker", "git"])
 def test_folder_configuration_gives_the_same_report(configured, monkeypatch, in_git, tmp_path):
     if in_git:
@@ -166,6 +167,7 @@ def kernels(tmp_path):
     return t
 
 
+@pytest.mark.slow  # an equality run of a speed-up switch through the CLI
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_asking_the_cache_first_gives_the_same_report(kernels, tmp_path, monkeypatch, jobs):
     def report(first, cache):

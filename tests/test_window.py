@@ -81,6 +81,7 @@ def test_fixtures_do_window():
     assert n >= 40 and m >= 40, (n, m)
 
 
+@pytest.mark.slow  # an equality run over a corpus (the fixtures stay in the default run)
 @pytest.mark.parametrize("path", REALTL, ids=lambda p: p.name)
 def test_realtl_windowed_equals_whole(path, monkeypatch):
     monkeypatch.setattr(window, "WINDOW_CHARS", 1)
@@ -223,6 +224,7 @@ def test_small_files_whole():
     assert window.plan(text, _options()) is None  # under MIN_CHARS
 
 
+@pytest.mark.slow  # an equality run over a corpus (the fixtures stay in the default run)
 @pytest.mark.parametrize("case", [c for c in PY_CASES if c.output != c.input][:60], ids=str)
 def test_lazy_layout_positions_equal(case, monkeypatch):
     """layout.LAZY_POSITIONS (CPASYNC_MIGRATE_LAZY_LAYOUT) changes no finding."""
