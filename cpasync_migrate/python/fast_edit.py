@@ -21,7 +21,7 @@ from typing import Optional
 from ..findings import Edit, apply_edits, line_starts
 from . import file_style
 from .decide.legacy import merge_point_edits
-from .layout_render import _Arg, _Atom, _Call, _render, _Style, requote, str_width
+from .layout_render import _Arg, _Atom, _Call, _render, _Style, line_context, requote, str_width
 
 DEFAULT_LINE_LENGTH = 88  # (layout.DEFAULT_LINE_LENGTH)
 
@@ -296,15 +296,7 @@ def lay_out(src: Source, call: ast.Call, rs: int, re_: int, edits: list[Edit], l
         raise Unsupported("an edit outside the call")
     new = apply_edits(text[rs:re_], [Edit(e.start - rs, e.end - rs, e.replacement) for e in edits])
     tree = read_back(new)
-    ls = text.rfind("\n", 0, rs) + 1
-    prefix = text[ls:rs]
-    le = len(text)
-    for nl in ("\r\n", "\n", "\r"):
-        i = text.find(nl, re_)
-        if i != -1:
-            le = min(le, i)
-    suffix = text[re_:le]
-    line_indent = prefix[: len(prefix) - len(prefix.lstrip(" \t"))]
+    prefix, suffix, line_indent = line_context(text, rs, re_)
     lstyle = _style(src, call, line_indent, line_length, habits, style)
     lines = _render(tree, str_width(prefix), line_indent, str_width(suffix), lstyle, top=True)
     out = ("\r\n" if "\r\n" in text else "\n").join(lines)

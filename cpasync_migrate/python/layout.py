@@ -59,7 +59,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..findings import Edit, apply_edits
 from . import file_style
-from .layout_render import _Arg, _Atom, _Call, _render, _Style, requote, str_width
+from .layout_render import _Arg, _Atom, _Call, _render, _Style, line_context, requote, str_width
 
 DEFAULT_LINE_LENGTH = 88
 # The positions of the read-back call's nodes are computed only when an argument over several lines asks for
@@ -107,15 +107,7 @@ def _lay_out(ctx, node: cst.Call, edits: list[Edit]) -> list[Edit]:
     to_original = _back_mapper(rs, inside)
 
     tree = _read(new, to_original, text)
-    ls = text.rfind("\n", 0, rs) + 1
-    prefix = text[ls:rs]
-    le = len(text)
-    for nl in ("\r\n", "\n", "\r"):
-        i = text.find(nl, re_)
-        if i != -1:
-            le = min(le, i)
-    suffix = text[re_:le]
-    line_indent = prefix[: len(prefix) - len(prefix.lstrip(" \t"))]
+    prefix, suffix, line_indent = line_context(text, rs, re_)
     style = _style(ctx, node, line_indent, one_line)
     lines = _render(tree, str_width(prefix), line_indent, str_width(suffix), style, top=True)
     out = ctx.newline.join(lines)

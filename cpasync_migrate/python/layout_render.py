@@ -63,6 +63,19 @@ class _Style:
     visual: bool  # arguments aligned after "("
 
 
+def line_context(text: str, rs: int, re_: int) -> tuple[str, str, str]:
+    """(prefix, suffix, indent) of the call spanning ``text[rs:re_]``: its line's text before the call, the text
+    after it up to the end of its last line, and the prefix's leading blanks."""
+    ls = text.rfind("\n", 0, rs) + 1
+    prefix = text[ls:rs]
+    le = len(text)
+    for nl in ("\r\n", "\n", "\r"):
+        i = text.find(nl, re_)
+        if i != -1:
+            le = min(le, i)
+    return prefix, text[re_:le], prefix[: len(prefix) - len(prefix.lstrip(" \t"))]
+
+
 def str_width(s: str) -> int:
     if s.isascii() and "\t" not in s:
         return len(s)

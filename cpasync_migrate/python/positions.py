@@ -39,6 +39,21 @@ WALK = os.environ.get("CPASYNC_MIGRATE_RENDER_WALK", "1") != "0"
 _NEWLINE_RE = re.compile(r"\r\n?|\n")  # libcst's position provider's line breaks
 
 
+def note(lists, node) -> None:
+    """File ``node`` where the checks start from: ``lists.calls`` (every call, in document order),
+    ``.attributes`` (those named like the intrinsic), ``.subscripts``, ``.import_froms``."""
+    t = type(node)
+    if t is cst.Call:
+        lists.calls.append(node)
+    elif t is cst.Attribute:
+        if node.attr.value == INTRINSIC:
+            lists.attributes.append(node)
+    elif t is cst.Subscript:
+        lists.subscripts.append(node)
+    elif t is cst.ImportFrom:
+        lists.import_froms.append(node)
+
+
 class _Syntactic:
     """``record_syntactic_position``'s context: the range of the code rendered inside it."""
 
@@ -118,16 +133,7 @@ class _WalkState(_State):
         if self._nodes:
             self.parents[node] = self._nodes[-1]
         self._nodes.append(node)
-        t = type(node)
-        if t is cst.Call:
-            self.calls.append(node)
-        elif t is cst.Attribute:
-            if node.attr.value == INTRINSIC:
-                self.attributes.append(node)
-        elif t is cst.Subscript:
-            self.subscripts.append(node)
-        elif t is cst.ImportFrom:
-            self.import_froms.append(node)
+        note(self, node)
 
     def after_codegen(self, node) -> None:
         self._nodes.pop()

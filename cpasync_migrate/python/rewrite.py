@@ -48,16 +48,7 @@ class _Collector(cst.CSTVisitor):
         if self._stack:
             self.parents[node] = self._stack[-1]
         self._stack.append(node)
-        t = type(node)
-        if t is cst.Call:
-            self.calls.append(node)
-        elif t is cst.Attribute:
-            if node.attr.value == INTRINSIC:
-                self.attributes.append(node)
-        elif t is cst.Subscript:
-            self.subscripts.append(node)
-        elif t is cst.ImportFrom:
-            self.import_froms.append(node)
+        positions.note(self, node)
         return True
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
