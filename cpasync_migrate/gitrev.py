@@ -13,7 +13,7 @@ configuration names blanked (``filters_off``).  A revision given by the user is 
 from __future__ import annotations
 
 import os
-from typing import Iterable
+from typing import Iterable, Optional
 
 from .errors import UsageError
 
@@ -24,6 +24,17 @@ TIMEOUT = 120.0
 
 class GitTimeout(OSError):
     """A git process ran past :data:`TIMEOUT` (and was killed): git is taken as unable to answer."""
+
+
+# The first git process of this run that ran past its limit (what it was): git is not asked again in the run,
+# so a tree of many repositories that each make git wait costs one limit, not one per repository.
+_stalled: Optional[str] = None
+
+
+def reset() -> None:
+    """A new run asks git again (``run.Run.build``; a process may hold several runs, as the tests do)."""
+    global _stalled
+    _stalled = None
 
 
 def timeout() -> float:
@@ -73,6 +84,9 @@ def git(args: list, cwd: str, filters_off: bool = False, stdout=None, limit: flo
         for driver in filter_drivers(cwd):
             extra += [(f"filter.{driver}.{k}", "") for k in ("clean", "smudge", "process")]
             extra.append((f"filter.{driver}.required", "false"))
+    global _stalled
+    if _stalled is not None:
+        raise GitTimeout(f"git is not asked again in this run: {_stalled}")
     limit = timeout() if limit is None else limit
     cmd = ["git", "-C", cwd, *SAFE_OPTIONS, *args]
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE if stdout is None else stdout,
@@ -89,7 +103,8 @@ def git(args: list, cwd: str, filters_off: bool = False, stdout=None, limit: flo
         except subprocess.TimeoutExpired:  # a process that left the group holds the pipes: leave them
             proc.wait()
         if isinstance(e, subprocess.TimeoutExpired):
-            raise GitTimeout(f"git {args[0]} in {cwd} did not finish in {limit:g} s (killed)") from None
+            _stalled = f"git {args[0]} in {cwd} did not finish in {limit:g} s (killed)"
+            raise GitTimeout(_stalled) from None
         raise
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 

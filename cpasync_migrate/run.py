@@ -196,6 +196,9 @@ class Run:
 
     @classmethod
     def build(cls, args) -> "Run":
+        from . import gitrev
+
+        gitrev.reset()  # a git that stalled in an earlier run of this process is asked again
         r = cls(args)
         r._check_arguments()
         r._configure()

@@ -169,6 +169,21 @@ def test_git_waiting_on_a_fifo_the_repository_names_is_cut_off(tmp_path, where):
     assert time.monotonic() - t < 60
 
 
+def test_after_one_stalled_git_the_run_asks_git_no_more(tmp_path):
+    """Two repositories that each make git wait on a FIFO cost one limit, not one each: after the first git
+    process is killed, the run asks git nothing more (each folder is still walked, its .gitignore honoured)."""
+    for name in ("one", "two"):
+        repo = tmp_path / name
+        _two_commits(repo)
+        put(repo / ".gitignore", "ignored.py\n")
+        put(repo / "ignored.py", LEGACY)
+        _fifo_config(repo, "include.path")
+    r = cli("--check", "--no-cache", "one", "two", cwd=tmp_path, env={"CPASYNC_MIGRATE_GIT_TIMEOUT": "2"})
+    assert r.returncode == 1 and sites(r.stdout) == ["one/k.py", "two/k.py"], r.stdout + r.stderr
+    assert r.stderr.count("did not finish in 2 s") == 2, r.stderr  # once as it happened, once quoted
+    assert "git is not asked again in this run" in r.stderr and "walked without git" in r.stderr, r.stderr
+
+
 def test_a_git_process_past_its_time_is_killed_with_what_it_started(tmp_path, monkeypatch):
     """The limit kills git's whole process group, so nothing it started is left running."""
     from cpasync_migrate import gitrev
@@ -178,7 +193,10 @@ def test_a_git_process_past_its_time_is_killed_with_what_it_started(tmp_path, mo
     put(bindir / "git", f"#!/bin/sh\n(sleep 3; touch {marker}) &\nsleep 30\n").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     t = time.monotonic()
+    monkeypatch.setattr(gitrev, "_stalled", None)  # (restored after the test: this process asks git again)
     with pytest.raises(gitrev.GitTimeout, match="did not finish in 1 s"):
+        gitrev.git(["ls-files"], str(tmp_path), limit=1)
+    with pytest.raises(gitrev.GitTimeout, match="not asked again in this run"):
         gitrev.git(["ls-files"], str(tmp_path), limit=1)
     assert time.monotonic() - t < 10
     time.sleep(3)
