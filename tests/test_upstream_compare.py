@@ -47,11 +47,15 @@ MEMBERS = [
                    "auto src_access_ptr = load->buffer.access_ptr(1, DataType::Handle(), 1, src_offset, "
                    "PrimExpr(src_elem_count));",
                    "cp_async_args = {dst_access_ptr, src_access_ptr, PrimExpr(bytes), predicate_value};"],
-         tool=["Array<PrimExpr> args = { Call(DataType::Handle(), tvm::tir::builtin::tvm_access_ptr(), "
-               "{TypeAnnotation(GetPointerType(store->buffer->data->type_annotation).value()), store->buffer->data, "
-               "mul(dst_offset, PrimExpr(index_factor)),",
-               "load->buffer->data, src_offset, floordiv(PrimExpr(bytes), "
-               "GetPointerType(load->buffer->data->type_annotation).value().bytes()), 1}), PrimExpr(bytes)};",
+         tool=["DataType dst_dtype = GetPointerType(store->buffer->data->type_annotation).value();",
+               "PrimExpr dst_access_ptr = Call(DataType::Handle(), tvm::tir::builtin::tvm_access_ptr(), "
+               "{TypeAnnotation(dst_dtype), store->buffer->data, mul(dst_offset, PrimExpr(index_factor)), "
+               "floordiv(PrimExpr(bytes), dst_dtype.bytes()), 2});",
+               "DataType src_dtype = GetPointerType(load->buffer->data->type_annotation).value();",
+               "PrimExpr src_access_ptr = Call(DataType::Handle(), tvm::tir::builtin::tvm_access_ptr(), "
+               "{TypeAnnotation(src_dtype), load->buffer->data, src_offset, "
+               "floordiv(PrimExpr(bytes), src_dtype.bytes()), 1});",
+               "Array<PrimExpr> args = {dst_access_ptr, src_access_ptr, PrimExpr(bytes)};",
                "if (predicated) { args.push_back(predicate_value); }"],
          layout=f"builds {NEW}, rw masks 2 and 1", same=False,
          why="Buffer::access_ptr takes the buffer's dtype as the pointer type and adds its elem_offset, and "
@@ -63,12 +67,16 @@ MEMBERS = [
     dict(file="src/transform/inject_ptx_async_copy.cc", member="InjectPTX, vectorized copy (CPA101, line 138)",
          rev=PR1590,
          upstream=["ffi::Array<PrimExpr> cp_async_args{dst_access_ptr, src_access_ptr, PrimExpr(bytes)};"],
-         tool=["mul(dst_offset, PrimExpr(index_factor)), floordiv(PrimExpr(bytes), "
-               "GetPointerType(store->buffer->data->type_annotation).value().bytes()), 2}), "
-               "Call(DataType::Handle(), tvm::tir::builtin::tvm_access_ptr(), "
-               "{TypeAnnotation(GetPointerType(load->buffer->data->type_annotation).value()), load->buffer->data, "
-               "src_offset, floordiv(PrimExpr(bytes), "
-               "GetPointerType(load->buffer->data->type_annotation).value().bytes()), 1}), PrimExpr(bytes)}));"],
+         tool=["DataType dst_dtype = GetPointerType(store->buffer->data->type_annotation).value();",
+               "PrimExpr dst_access_ptr = Call(DataType::Handle(), tvm::tir::builtin::tvm_access_ptr(), "
+               "{TypeAnnotation(dst_dtype), store->buffer->data, mul(dst_offset, PrimExpr(index_factor)), "
+               "floordiv(PrimExpr(bytes), dst_dtype.bytes()), 2});",
+               "DataType src_dtype = GetPointerType(load->buffer->data->type_annotation).value();",
+               "PrimExpr src_access_ptr = Call(DataType::Handle(), tvm::tir::builtin::tvm_access_ptr(), "
+               "{TypeAnnotation(src_dtype), load->buffer->data, src_offset, "
+               "floordiv(PrimExpr(bytes), src_dtype.bytes()), 1});",
+               "return Evaluate(Call(store->buffer->dtype, tvm::tir::builtin::ptx_cp_async(), "
+               "{dst_access_ptr, src_access_ptr, PrimExpr(bytes)}));"],
          layout=f"builds {NEW} without the predicate", same=False,
          why="as for the scalar copy: same layout, the pointer type and offset of the legacy data pointer."),
     dict(file="src/transform/inject_ptx_async_copy.cc", member="InjectPTX, predicated vectorized copy (CPA101, "
@@ -76,8 +84,8 @@ MEMBERS = [
          upstream=["ffi::Array<PrimExpr> cp_async_args{dst_access_ptr, src_access_ptr, PrimExpr(bytes), "
                    "predicate_value};",
                    "LOG(WARNING) << \"Cannot extract offsets from vectorized indices for \""],
-         tool=["GetPointerType(load->buffer->data->type_annotation).value().bytes()), 1}), PrimExpr(bytes), "
-               "predicate_value}));"],
+         tool=["return Evaluate(Call(store->buffer->dtype, tvm::tir::builtin::ptx_cp_async(), "
+               "{dst_access_ptr, src_access_ptr, PrimExpr(bytes), predicate_value}));"],
          layout=f"builds {NEW} with the predicate", same=False,
          why="as for the scalar copy; upstream's LOG(WARNING) fallback is a behaviour added beside the migration "
              "(the tool keeps the legacy fall-through)."),
