@@ -25,11 +25,9 @@ def _marker_needle() -> bytes:
     """The suppression comment's marker (rules/namespaces.toml's [suppress] comment, up to its first ":"):
     a file with a suppression comment is read even if it names nothing else, so a comment that suppresses
     nothing there is reported (suppress.py)."""
-    from .rules import suppress_comment
+    from .suppress import spelling
 
-    comment = suppress_comment()
-    head, colon, _ = comment.partition(":")
-    return (head + colon if colon else comment.split()[0]).encode("utf-8")
+    return (spelling().marker + ":").encode("utf-8")
 
 
 def _common_part(needles) -> bytes:

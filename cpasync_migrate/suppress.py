@@ -32,7 +32,6 @@ from typing import Callable, Optional
 from .codes import FILE_ERROR, UNUSED_SUPPRESSION as CODE_UNUSED
 from .findings import Analysis, Finding, Status
 
-DEFAULT_COMMENT = "cpasync-migrate: ignore"  # used only where no rules are given (the shipped rules' value)
 _MASK_CHARS = ";,.="
 
 
@@ -64,7 +63,12 @@ class Spelling:
 
 
 @lru_cache(maxsize=8)
-def spelling(comment: str = DEFAULT_COMMENT) -> Spelling:
+def spelling(comment: Optional[str] = None) -> Spelling:
+    """The spelling of ``comment`` (None: the rules' ``[suppress] comment``)."""
+    if comment is None:
+        from .rules import suppress_comment
+
+        comment = suppress_comment()
     marker, _, word = comment.partition(":")
     marker, word = marker.strip(), word.strip()
     rx = re.compile(rf"(?:#|//|/\*)\s*{re.escape(marker)}:\s*(?:({re.escape(word)})(-file)?|(off|on))\b"
@@ -111,7 +115,7 @@ def _comments_cpp(text: str):
     return out
 
 
-def directives(text: str, language: str, comment: str = DEFAULT_COMMENT) -> list[Directive]:
+def directives(text: str, language: str, comment: Optional[str] = None) -> list[Directive]:
     sp = spelling(comment)
     if sp.marker not in text:
         return []
@@ -158,7 +162,7 @@ def resolve(text: str, path: str, language: str, analysis: Analysis,
     comment's spelling (``[suppress] comment``)."""
     if analysis.error:
         return analysis
-    comment = getattr(rules, "suppress_comment", None) or DEFAULT_COMMENT
+    comment = getattr(rules, "suppress_comment", None)  # (None: the rules of this process)
     sp = spelling(comment)
     if sp.marker + ":" not in text:
         return analysis

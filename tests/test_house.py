@@ -192,6 +192,8 @@ def test_suppression_marker_is_spelled_only_in_the_rules():
     marker = data["suppress"]["comment"].partition(":")[0]
     assert _string_spellings(marker + ":") == []
     assert _string_spellings(marker.replace("-", "\\-")) == []  # a pattern escaping it
+    comment = data["suppress"]["comment"]
+    assert [f"{rel}:{line}" for rel, line, v in _code_strings(ROOT / "cpasync_migrate") if v == comment] == []
 
 
 def test_spelling_scan_sees_a_spelling(tmp_path, monkeypatch):

@@ -5,12 +5,14 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from ..rules import intrinsic_name, suppress_comment
+from ..rules import intrinsic_name
+from ..suppress import spelling
 
 SUFFIXES = (".py", ".pyi")
 INTRINSIC = intrinsic_name()  # rules/namespaces.toml, [intrinsic] name
-# rules/namespaces.toml, [suppress] comment, after a "#"; any run of blanks in it matches any run (or none)
-SUPPRESS_RE = re.compile(r"#\s*" + r"\s*".join(re.escape(w) for w in suppress_comment().split()) + r"\b")
+# rules/namespaces.toml, [suppress] comment (suppress.spelling), after a "#": `# MARKER: WORD`, blanks optional
+_SP = spelling()
+SUPPRESS_RE = re.compile(rf"#\s*{re.escape(_SP.marker)}:\s*{re.escape(_SP.word)}\b")
 
 def call_shape(rules, has_star: bool, total: int, keywords: list[str]) -> Optional[str]:
     """'legacy', 'new', None (not this API), or what is wrong (shared by both passes).
