@@ -66,17 +66,16 @@ class Resolver:
     # ------------------------------------------------------------------ the callee
 
     def callee(self, func: cst.BaseExpression, depth: int = 0) -> Reach:
-        rebound = self._rebound(func)
-        if rebound is not None:
-            return Reach(None, rebound)
-        api = self._by_name(func)
-        if api == "tilelang":
-            for q in sorted(self.ctx.qnames(func)):
-                absent = self._unimported(q.rpartition(".")[0])
-                if absent:
-                    return Reach(None, f"reached through `{self.ctx.node_text(func)}`: {absent}")
-        if api is not None:
-            return Reach(api)
+        names = sorted(self.ctx.qnames(func))
+        readings = {self._reading(q) for q in names}
+        if len(readings) > 1:  # bound more than once, to names that disagree
+            return Reach(None, self._rebound(func, names))
+        if readings - {None}:
+            for q in names:
+                r = self._through_module(func, q.rpartition(".")[0])
+                if r.api is None:
+                    return r
+            return r
         if depth >= _DEPTH:
             return Reach(None)
         if isinstance(func, cst.Name):
@@ -86,10 +85,7 @@ class Resolver:
         if isinstance(func, cst.Attribute) and func.attr.value == self.intrinsic:
             path = self.module_path(func.value, depth)
             if path is not None:
-                absent = self._unimported(path) if path in self.ctx.tl_modules else None
-                if absent:
-                    return Reach(None, f"reached through `{self.ctx.node_text(func)}`: {absent}")
-                return Reach("tilelang" if path in self.ctx.tl_modules else "tvm")
+                return self._through_module(func, path)
             if self.module_of(func.value, depth, params=True) is not None:
                 return Reach(None, f"reached through `{self.ctx.node_text(func)}`, whose module is a parameter's "
                                    f"default; spell the call `T.{self.intrinsic}(...)` so that it can be migrated")
@@ -107,43 +103,43 @@ class Resolver:
                                f"`T.{self.intrinsic}(...)` so that it can be migrated")
         return Reach(None)
 
-    def _readings(self, func) -> set:
-        """The API each qualified name of ``func`` reaches: ``"tilelang"``, ``"tvm"``, or None (another
-        module's name, or not the intrinsic).  A name bound more than once has one reading per binding."""
-        out = set()
-        for q in self.ctx.qnames(func):
-            mod, _, name = q.rpartition(".")
-            if name != self.intrinsic:
-                out.add(None)
-            elif mod in self.ctx.tl_modules:
-                out.add("tilelang")
-            elif mod in self.ctx.tvm_modules:
-                out.add("tvm")
-            else:
-                out.add(None)
-        return out
+    def _reading(self, q: str) -> Optional[str]:
+        """The API the qualified name ``q`` reaches: ``"tilelang"``, ``"tvm"``, or None (another module's
+        name, or not the intrinsic).  A name bound more than once has one qualified name per binding."""
+        mod, _, name = q.rpartition(".")
+        if name != self.intrinsic:
+            return None
+        if mod in self.ctx.tl_modules:
+            return "tilelang"
+        return "tvm" if mod in self.ctx.tvm_modules else None
 
     def _by_name(self, func) -> Optional[str]:
         """The API ``func`` reaches by its name; where its bindings disagree, TileLang's before TVM's (a
-        value read is a finding either way; a callee whose bindings disagree is ``_rebound``'s)."""
-        readings = self._readings(func)
+        value read is a finding either way; a callee whose bindings disagree is left for a person: ``callee``)."""
+        readings = {self._reading(q) for q in self.ctx.qnames(func)}
         return "tilelang" if "tilelang" in readings else "tvm" if "tvm" in readings else None
 
-    def _rebound(self, func) -> Optional[str]:
-        """Why a callee whose root is bound more than once, with readings that disagree (``import
-        tilelang.language as T`` and ``from tvm.script import tir as T``, one under a ``try``), cannot be
-        decided from the text: which binding a call sees depends on the order the code runs."""
-        readings = self._readings(func)
-        if len(readings) < 2 or readings == {None}:
-            return None
+    def _through_module(self, func, module: str) -> Reach:
+        """The call ``func`` reaches the intrinsic through ``module`` (one of the rules' modules): its API, or
+        why it is left for a person where no release of the target imports that module (``decide/presence.py``)."""
+        if module not in self.ctx.tl_modules:
+            return Reach("tvm")
+        absent = presence.unimported(module, self.ctx.opts.target, self.ctx.rules)
+        if absent:
+            return Reach(None, f"reached through `{self.ctx.node_text(func)}`: {absent}")
+        return Reach("tilelang")
+
+    def _rebound(self, func, names: list) -> str:
+        """Why a callee whose root is bound more than once to the qualified ``names``, with readings that
+        disagree (``import tilelang.language as T`` and ``from tvm.script import tir as T``, one under a
+        ``try``), cannot be decided from the text: which binding a call sees depends on the order the code runs."""
         root = func
         while isinstance(root, cst.Attribute):
             root = root.value
         name = root.value if isinstance(root, cst.Name) else self.ctx.node_text(func)
-        seen = ", ".join(sorted(self.ctx.qnames(func)))
         return (f"reached through `{self.ctx.node_text(func)}`, whose `{name}` is bound more than once, to names "
-                f"that disagree ({seen}): which one a call sees depends on the order the code runs; bind "
-                f"`{name}` once so that the call can be migrated")
+                f"that disagree ({', '.join(names)}): which one a call sees depends on the order the code runs; "
+                f"bind `{name}` once so that the call can be migrated")
 
     def _through_name(self, name: cst.Name, depth: int) -> Reach:
         asgs = self.ctx.assignments(name, name.value)
@@ -195,10 +191,6 @@ class Resolver:
         if isinstance(par, cst.NamedExpr) and par.target is n:
             return par.value
         return None
-
-    def _unimported(self, module: str) -> Optional[str]:
-        """Why no release of the target imports ``module`` (``decide/presence.py``)."""
-        return presence.unimported(module, self.ctx.opts.target, self.ctx.rules)
 
     def module_of(self, expr: cst.BaseExpression, depth: int = 0, params: bool = False) -> Optional[str]:
         """'tilelang' / 'tvm' when ``expr`` is the module that holds the intrinsic (``module_path``)."""
