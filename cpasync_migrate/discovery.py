@@ -542,53 +542,102 @@ def _git_ignored(top: str, prefix: str, reasons: list) -> None:
                             "ignored by git (.gitignore, .git/info/exclude or core.excludesFile)"))
 
 
-def _git_files(top: str, prefix: str, entries: list, suffixes, filt, skipped, reasons=None,
-               linked: Optional[set] = None) -> Iterator[str]:
-    candidates: dict = {}  # rel -> True (a dict: a conflicted file is listed once per stage)
-    nested, venvs, links, unsuffixed = [], set(), [], []
+class _GitEntries:
+    """git's entries of one repository (``_git_list``) sorted by what the walk does with them; paths are
+    relative to the top folder scanned, as ``rel``."""
+
+    __slots__ = ("candidates", "nested", "venvs", "links", "unsuffixed")
+
+    def __init__(self):
+        self.candidates: dict = {}  # rel -> True: source-named (a dict: a conflicted file is listed once per stage)
+        self.nested: list = []  # nested repositories and submodules, their folders
+        self.venvs: set = set()  # folders holding a pyvenv.cfg
+        self.links: list = []  # untracked files and links, not source-named (only with skipped)
+        self.unsuffixed: list = []  # every entry not source-named (only with reasons)
+
+
+def _git_entries(prefix: str, entries: list, suffixes, skipped, reasons) -> _GitEntries:
+    """Sort git's ``-t -s`` entries (see ``_git_list``) of the repository at ``prefix``."""
+    out = _GitEntries()
     for ent in entries:
         tag = ent[:1]
         if tag == "?":
             rel = prefix + ent[2:]
             if rel.endswith("/"):  # a nested repository
-                nested.append(rel[:-1])
+                out.nested.append(rel[:-1])
                 continue
             look = True
         elif tag:
             head, _, rel = ent.partition("\t")
             rel = prefix + rel
             if head[2:8] == "160000":  # a submodule
-                nested.append(rel)
+                out.nested.append(rel)
                 continue
             look = head[2:8] == "120000" or tag not in "HM"  # a link (to a folder?); skip-worktree (S) and others
         else:
             continue
         if rel.endswith(suffixes):
-            candidates[rel] = True
+            out.candidates[rel] = True
         elif rel.endswith("pyvenv.cfg") and (rel == prefix + "pyvenv.cfg" or rel.endswith("/pyvenv.cfg")):
-            venvs.add(rel[: -len("/pyvenv.cfg")] if "/" in rel else "")
+            out.venvs.add(rel[: -len("/pyvenv.cfg")] if "/" in rel else "")
         elif look and skipped is not None:
-            links.append(rel)  # untracked or a link: one to a folder is reported as skipped, as the walker does
+            out.links.append(rel)  # untracked or a link: one to a folder is reported as skipped, as the walker does
         if reasons is not None and not rel.endswith(suffixes):
-            unsuffixed.append(rel)
-    ok: dict = {"": True}
-    if prefix:
-        ok[prefix[:-1]] = True  # a nested repository's folder was checked as an entry of the one above
-    venvs.discard(prefix[:-1] if prefix else "")  # the folder scanned is scanned, whatever it holds
+            out.unsuffixed.append(rel)
+    return out
 
-    base = top if top.endswith(os.sep) else top + os.sep  # as os.path.join(top, rel) writes it
 
-    def folder_ok(d: str) -> bool:
+class _GitFolders:
+    """Whether a folder (relative, as ``rel``) is in scope: every folder above it is, and it is no skipped
+    folder (``SKIP_DIRS``, ``*.egg-info``, a virtual environment, an ``--exclude`` glob); each answer kept.
+    A folder left out under one in scope is reported to ``reasons`` (-v)."""
+
+    def __init__(self, base: str, prefix: str, venvs: set, filt, reasons):
+        self.base, self.venvs, self.filt, self.reasons = base, venvs, filt, reasons
+        self.ok: dict = {"": True}
+        if prefix:
+            self.ok[prefix[:-1]] = True  # a nested repository's folder was checked as an entry of the one above
+        venvs.discard(prefix[:-1] if prefix else "")  # the folder scanned is scanned, whatever it holds
+
+    def check(self, d: str) -> bool:
+        ok = self.ok
         v = ok.get(d)
         if v is None:
             up, _, name = d.rpartition("/")
-            v = ok[d] = (folder_ok(up) and name not in SKIP_DIRS and not name.endswith(".egg-info")
+            filt, venvs = self.filt, self.venvs
+            v = ok[d] = (self.check(up) and name not in SKIP_DIRS and not name.endswith(".egg-info")
                          and d not in venvs and not (filt is not None and filt.skip(d, name, True)))
-            if not v and reasons is not None and ok.get(up):
-                reasons.append((base + d, _skip_dir_reason(name) if name in SKIP_DIRS or name.endswith(".egg-info")
-                                else VENV_REASON if d in venvs else filt.why(d, name, True)))
+            if not v and self.reasons is not None and ok.get(up):
+                self.reasons.append((self.base + d, _skip_dir_reason(name) if name in SKIP_DIRS or
+                                     name.endswith(".egg-info") else VENV_REASON if d in venvs
+                                     else filt.why(d, name, True)))
         return v
 
+
+def _git_files(top: str, prefix: str, entries: list, suffixes, filt, skipped, reasons=None,
+               linked: Optional[set] = None) -> Iterator[str]:
+    """The files in scope among git's ``entries`` of the repository at ``prefix`` under ``top`` (see
+    ``_git_walk``), then those of its nested repositories; what is left out goes to ``skipped`` and (-v)
+    ``reasons``."""
+    ents = _git_entries(prefix, entries, suffixes, skipped, reasons)
+    base = top if top.endswith(os.sep) else top + os.sep  # as os.path.join(top, rel) writes it
+    folder_ok = _GitFolders(base, prefix, ents.venvs, filt, reasons).check
+    yield from _git_candidates(base, ents.candidates, folder_ok, filt, skipped, reasons, linked)
+    for rel in ents.links:
+        d = rel.rpartition("/")[0]
+        if folder_ok(d) and os.path.islink(base + rel) and os.path.isdir(base + rel):
+            skipped.append((base + rel, "a symbolic link to a folder; links to folders are not followed"))
+    for rel in ents.unsuffixed:
+        if folder_ok(rel.rpartition("/")[0]) and not (os.path.islink(base + rel) and os.path.isdir(base + rel)):
+            reasons.append((base + rel, suffix_reason(suffixes)))
+    for rel in ents.nested:
+        if folder_ok(rel):
+            yield from _git_nested(top, base, rel, suffixes, filt, skipped, reasons, linked)
+
+
+def _git_candidates(base: str, candidates: dict, folder_ok, filt, skipped, reasons,
+                    linked) -> Iterator[str]:
+    """The source-named entries in scope that are regular files or links to one (one ``lstat`` each)."""
     for rel in candidates:
         d, _, name = rel.rpartition("/")
         if not folder_ok(d):
@@ -617,26 +666,21 @@ def _git_files(top: str, prefix: str, entries: list, suffixes, filt, skipped, re
             yield path
         elif skipped is not None:
             skipped.append((path, describe_special(path) + "; only regular files are read"))
-    for rel in links:
-        d = rel.rpartition("/")[0]
-        if folder_ok(d) and os.path.islink(base + rel) and os.path.isdir(base + rel):
-            skipped.append((base + rel, "a symbolic link to a folder; links to folders are not followed"))
-    for rel in unsuffixed:
-        if folder_ok(rel.rpartition("/")[0]) and not (os.path.islink(base + rel) and os.path.isdir(base + rel)):
-            reasons.append((base + rel, suffix_reason(suffixes)))
-    for rel in nested:
-        if not folder_ok(rel):
-            continue
-        folder = base + rel
-        if not os.path.lexists(os.path.join(folder, ".git")):
-            continue  # a submodule that is not checked out
-        sub = _git_list(folder)
-        if sub is None:  # a repository git cannot read: the walker reads its .gitignore files
-            yield from _walk(folder, [], suffixes, _sub_globs(filt, rel), True, None, skipped, reasons, linked)
-            continue
-        if reasons is not None:
-            _git_ignored(top, rel + "/", reasons)
-        yield from _git_files(top, rel + "/", sub, suffixes, filt, skipped, reasons, linked)
+
+
+def _git_nested(top: str, base: str, rel: str, suffixes, filt, skipped, reasons, linked) -> Iterator[str]:
+    """The files in scope of the nested repository or submodule at ``rel`` (in scope itself): git's list of it,
+    or the walker where git cannot read it; nothing for a submodule that is not checked out."""
+    folder = base + rel
+    if not os.path.lexists(os.path.join(folder, ".git")):
+        return  # a submodule that is not checked out
+    sub = _git_list(folder)
+    if sub is None:  # a repository git cannot read: the walker reads its .gitignore files
+        yield from _walk(folder, [], suffixes, _sub_globs(filt, rel), True, None, skipped, reasons, linked)
+        return
+    if reasons is not None:
+        _git_ignored(top, rel + "/", reasons)
+    yield from _git_files(top, rel + "/", sub, suffixes, filt, skipped, reasons, linked)
 
 
 def _sub_globs(filt, rel: str) -> tuple:

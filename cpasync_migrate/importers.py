@@ -298,83 +298,141 @@ def call_sites(path: str, name: str, exported: bool, rules, depth: int = 0, seen
     seen = set(seen or ()) | {k}
     out = Sites()
     for rel in ans.files:
-        _read_importer(os.path.join(ans.root, rel), rel, me, ans.root, name, exported, rules, out, depth, seen)
+        _read_importer(_Importer(os.path.join(ans.root, rel), rel, me, ans.root, name, exported), rules, out,
+                       depth, seen)
     _SITES[k] = out
     return out
 
 
-def _read_importer(cand, rel, module, root, name, exported, rules, out: Sites, depth, seen) -> None:
-    from .python.fast_scan import Undecided
+@dataclass(frozen=True)
+class _Importer:
+    """One file that imports the macro, and what it is asked about: the macro ``name`` of ``module``."""
 
-    def unread(why):
-        out.unread.append(f"`{rel}` {why}")
+    path: str  # the importing file
+    rel: str  # the same, relative to ``root``
+    module: str  # the real path of the module defining the macro
+    root: str  # the repository's root
+    name: str  # the macro's name in the module
+    exported: bool  # a star import of the module binds the name
 
+
+@dataclass
+class _Bound:
+    """The importer's module-level names for the macro: bound to it, or to the module it is read off."""
+
+    macro: dict = field(default_factory=dict)  # local name -> the import's line (a name bound to the macro itself)
+    module: dict = field(default_factory=dict)  # local name -> the attribute path from it to the module
+
+
+class _Unread(Exception):
+    """A step of reading an importer stops: ``why`` the file's calls cannot all be read."""
+
+    def __init__(self, why: str):
+        super().__init__(why)
+        self.why = why
+
+
+def _read_importer(imp: _Importer, rules, out: Sites, depth: int, seen: set) -> None:
+    """Add the importer's calls of the macro to ``out`` (and those of files importing it from there), or why
+    they cannot all be read: read the file, find the names it binds to the macro, find their calls, follow
+    the names a third file may import."""
     try:
-        with open(cand, "rb") as fh:
+        tree, text = _parse_importer(imp.path)
+        bound = _bound_names(tree, imp)
+        reader = _Reader(tree, text, rules)
+        _macro_calls(reader, bound, imp, out)
+        _rebound_calls(tree, bound, imp, rules, out, depth, seen)
+    except _Unread as e:
+        out.unread.append(f"`{imp.rel}` {e.why}")
+
+
+def _parse_importer(path: str) -> tuple[ast.Module, str]:
+    """The importer's syntax tree and text."""
+    try:
+        with open(path, "rb") as fh:
             raw = fh.read(_MAX_BYTES + 1)
         if len(raw) > _MAX_BYTES:
-            return unread(f"is over the size limit ({_MAX_BYTES >> 20} MiB), not read")
+            raise _Unread(f"is over the size limit ({_MAX_BYTES >> 20} MiB), not read")
         text = raw.decode("utf-8")
-        tree = ast.parse(text)
+        return ast.parse(text), text
     except (OSError, SyntaxError, ValueError, MemoryError, RecursionError) as e:
-        return unread(f"cannot be read ({type(e).__name__})")
-    target = _module_parts(module, root)
-    here = os.path.relpath(os.path.dirname(os.path.realpath(cand)), root).split(os.sep)
+        raise _Unread(f"cannot be read ({type(e).__name__})") from None
+
+
+def _bound_names(tree: ast.Module, imp: _Importer) -> _Bound:
+    """The module-level names the importer binds to the macro or its module; stops at an import by name at run
+    time, an import of it inside a block and a name bound more than once."""
+    target = _module_parts(imp.module, imp.root)
+    here = os.path.relpath(os.path.dirname(os.path.realpath(imp.path)), imp.root).split(os.sep)
     here = [] if here == ["."] else here
-    macro_names: dict = {}  # local name -> the import's line (a name bound to the macro itself)
-    module_names: dict = {}  # local name -> the attribute path from it to the module
+    bound = _Bound()
     top = {id(s) for s in tree.body}
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             f = node.func
             called = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
             if called in _RUNTIME_IMPORTS:
-                return unread(f"imports a module by name at run time (line {node.lineno})")
+                raise _Unread(f"imports a module by name at run time (line {node.lineno})")
         if not isinstance(node, (ast.Import, ast.ImportFrom)):
             continue
-        found = []  # (local name, None: the macro | path to the module)
-        if isinstance(node, ast.ImportFrom):
-            mod = node.module.split(".") if node.module else []
-            if node.level:
-                if node.level - 1 > len(here):
-                    continue
-                parts, relative = here[: len(here) - (node.level - 1)] + mod, True
-            else:
-                parts, relative = mod, False
-
-            def names_it(p):
-                return bool(p) and (p == target if relative else target[-len(p):] == p)
-            for a in node.names:
-                if a.name == "*":
-                    if exported and names_it(parts):
-                        found.append((name, None))
-                elif a.name == name and names_it(parts):
-                    found.append((a.asname or a.name, None))
-                elif names_it(parts + [a.name]):
-                    found.append((a.asname or a.name, []))
-        else:
-            for a in node.names:
-                p = a.name.split(".")
-                if target[-len(p):] == p:
-                    found.append((a.asname, []) if a.asname else (p[0], p[1:]))
+        found = _import_binds(node, target, here, imp)
+        if found is None:
+            continue
         for local, path in found:
             if id(node) not in top:
-                return unread(f"imports it inside a block (line {node.lineno}), which this reading does not follow")
+                raise _Unread(f"imports it inside a block (line {node.lineno}), which this reading does not follow")
             if len(ast_bindings(tree, local)) > 1:
-                return unread(f"binds `{local}` more than once")
+                raise _Unread(f"binds `{local}` more than once")
             if path is None:
-                macro_names[local] = node.lineno
+                bound.macro[local] = node.lineno
             else:
-                module_names[local] = path
-    reader = _Reader(tree, text, rules)
-    for node in ast.walk(tree):
+                bound.module[local] = path
+    return bound
+
+
+def _import_binds(node, target: list, here: list, imp: _Importer) -> Optional[list]:
+    """(local name, None: the macro | the attribute path to the module) of each name the import statement binds
+    to the macro or its module (``target``: the module's dotted parts; ``here``: the importer's folder's); None
+    for a relative import from above the root."""
+    found = []
+    if isinstance(node, ast.ImportFrom):
+        mod = node.module.split(".") if node.module else []
+        if node.level:
+            if node.level - 1 > len(here):
+                return None
+            parts, relative = here[: len(here) - (node.level - 1)] + mod, True
+        else:
+            parts, relative = mod, False
+
+        def names_it(p):
+            return bool(p) and (p == target if relative else target[-len(p):] == p)
+        for a in node.names:
+            if a.name == "*":
+                if imp.exported and names_it(parts):
+                    found.append((imp.name, None))
+            elif a.name == imp.name and names_it(parts):
+                found.append((a.asname or a.name, None))
+            elif names_it(parts + [a.name]):
+                found.append((a.asname or a.name, []))
+    else:
+        for a in node.names:
+            p = a.name.split(".")
+            if target[-len(p):] == p:
+                found.append((a.asname, []) if a.asname else (p[0], p[1:]))
+    return found
+
+
+def _macro_calls(reader: _Reader, bound: _Bound, imp: _Importer, out: Sites) -> None:
+    """Each call of the macro through the bound names, to ``out.sites`` as found; stops at a use that is not
+    a call."""
+    for node in ast.walk(reader.tree):
         if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
             continue
-        if node.id in macro_names:
+        if node.id in bound.macro:
             ref = node
-        elif node.id in module_names:
+        elif node.id in bound.module:
             ref = node
-            for part in module_names[node.id] + [name]:
+            for part in bound.module[node.id] + [imp.name]:
                 par = reader.parents.get(ref)
                 if not (isinstance(par, ast.Attribute) and par.value is ref and par.attr == part):
                     ref = None
@@ -386,22 +444,32 @@ def _read_importer(cand, rel, module, root, name, exported, rules, out: Sites, d
             continue
         par = reader.parents.get(ref)
         if not (isinstance(par, ast.Call) and par.func is ref):
-            return unread(f"uses the macro other than by a call at line {ref.lineno} (bound to another name or "
+            raise _Unread(f"uses the macro other than by a call at line {ref.lineno} (bound to another name or "
                           "passed on)")
         kernel, why = reader.kernel_of(par)
-        out.sites.append(Site(rel, par.lineno, par, kernel, why and f"the call at `{rel}:{par.lineno}` {why}", reader))
-    for local, line in macro_names.items():
+        out.sites.append(Site(imp.rel, par.lineno, par, kernel, why and f"the call at `{imp.rel}:{par.lineno}` {why}",
+                              reader))
+
+
+def _rebound_calls(tree: ast.Module, bound: _Bound, imp: _Importer, rules, out: Sites, depth: int,
+                   seen: set) -> None:
+    """The calls made by files importing the macro from the importer, which binds it at module level too (to
+    ``out`` as found, ``_REEXPORT_DEPTH`` links deep)."""
+    from .python.fast_scan import Undecided
+
+    for local, line in bound.macro.items():
         # a name of the macro this file binds at module level: a third file may import it from here
-        k = (os.path.realpath(cand), local, _star_binds(tree, local))
+        k = (os.path.realpath(imp.path), local, _star_binds(tree, local))
         if k in seen:
             continue
         if depth >= _REEXPORT_DEPTH:
-            return unread(f"binds the macro as `{local}` (line {line}), and files import it from there too deeply "
+            raise _Unread(f"binds the macro as `{local}` (line {line}), and files import it from there too deeply "
                           "to follow")
         try:
-            more = call_sites(cand, local, k[2], rules, depth + 1, seen)
+            more = call_sites(imp.path, local, k[2], rules, depth + 1, seen)
         except (OSError, subprocess.SubprocessError, Undecided) as e:
-            return unread(f"binds the macro as `{local}`, and the files importing it from there cannot be searched: {e}")
+            raise _Unread(f"binds the macro as `{local}`, and the files importing it from there cannot be searched: "
+                          f"{e}") from None
         if more is not None:
             out.sites.extend(more.sites)
             out.unread.extend(more.unread)
@@ -585,83 +653,120 @@ def settle(path: str, findings: list, rules_dir: Optional[str] = None) -> None:
     """Answer the importer question of every fix that rests on it (``Fix.importers``: assumption ->
     (macro, exported, reading)), in place: drop the assumptions the repository refutes and say on what
     ground; where an importing call gives another reading, take the fix away and name both readings."""
-    rules = None
+    rules = _LazyRules(rules_dir)
     for f in findings:
         fx = f.fix
         if fx is None or not fx.importers:
             continue
-        grounds = []
-        kept = []
-        disagree = []
-        agreed: dict = {}  # (kind, root, macro, importers) -> [agreeing calls, readings they share]
+        st = _Settled()
         for a in fx.assumptions:
             q = fx.importers.get(a)
             if q is None:
-                kept.append(a)
-                continue
-            macro, exported = q[0], q[1]
-            reading = q[2] if len(q) > 2 else None
-            try:
-                ans = importers_of(path, macro, exported)
-                if ans is not None and ans.files and reading is not None:
-                    if rules is None:
-                        from .rules import load_rules
-
-                        rules = load_rules(rules_dir)
-                    sites = call_sites(path, macro, exported, rules)
-                else:
-                    sites = None
-            except (OSError, subprocess.SubprocessError) as e:
-                kept.append(f"{a} [the repository could not be searched: {e}]")
-                continue
-            if ans is None:
-                kept.append(a)  # outside any repository: nothing answers it
-            elif not ans.files:
-                g = f"no other file in the {ans.kind} {ans.root} imports the macro `{macro}`"
-                if g not in grounds:
-                    grounds.append(g)
-            elif sites is None:
-                kept.append(f"{a}: {', '.join(f'`{x}`' for x in ans.files)} in the {ans.kind} {ans.root} "
-                            f"import{'s' if len(ans.files) == 1 else ''} it, and {'its' if len(ans.files) == 1 else 'their'} "
-                            "calls are not read")
+                st.kept.append(a)
             else:
-                agree, unread, bad = _judge(sites, reading, macro)
-                names = ", ".join(f"`{x}`" for x in ans.files)
-                if bad:
-                    disagree.extend(b for b in bad if b not in disagree)
-                elif unread:
-                    kept.append(f"{a}: {names} in the {ans.kind} {ans.root} import{'s' if len(ans.files) == 1 else ''} "
-                                f"it, and not every call is read: {'; '.join(unread)}")
-                else:
-                    what = (f"{reading['dtype']} for `{reading['param']}`" if reading.get("kind") == "dtype"
-                            else f"kernels that {'merge' if reading['merged'] else 'do not merge'} "
-                                 f"{reading['scope']} memory")
-                    g = agreed.setdefault((ans.kind, ans.root, macro, names), [[], []])
-                    g[0].extend(x for x in agree if x not in g[0])
-                    g[1].append(what)
-        for (kind, root, macro, names), (calls, whats) in agreed.items():
-            grounds.append(f"the other files of the {kind} {root} that import the macro `{macro}` ({names}) "
-                           + (f"call it at {', '.join(calls)} with this file's readings ({'; '.join(whats)})"
-                              if calls else "never call it"))
-        if disagree:
-            from . import codes
+                _settle_assumption(path, a, q, rules, st)
+        st.grounds.extend(st.agreed_grounds())
+        if st.disagree:
+            _take_fix_away(f, st.disagree)
+        elif st.grounds or st.kept != fx.assumptions:
+            _restate(f, st)
 
-            f.fix = None
-            f.code = codes.LEGACY_CALL_MANUAL
-            f.message = ("legacy ptx_cp_async cannot be migrated automatically: the files importing the macro call "
-                         "it with another reading than this file's: " + "; ".join(disagree)
-                         + "; one rewrite cannot serve them all")
-            continue
-        if not grounds and kept == fx.assumptions:
-            continue
-        from .findings import Applicability
 
-        fx.assumptions = kept
-        fx.importers = {}
-        note = f" (unsafe fix: rests on {len(kept)} assumption(s))" if kept else ""
-        m = _NOTE.sub(lambda _: note, f.message, count=1)
-        if not kept:
-            fx.applicability = Applicability.SAFE
-        if grounds:
-            m += ("; " if kept else "; safe: ") + "; ".join(grounds)
-        f.message = m
+class _LazyRules:
+    """The rules, loaded the first time an importing call is to be read (once per ``settle``)."""
+
+    def __init__(self, rules_dir: Optional[str]):
+        self.rules_dir, self.value = rules_dir, None
+
+    def get(self):
+        if self.value is None:
+            from .rules import load_rules
+
+            self.value = load_rules(self.rules_dir)
+        return self.value
+
+
+@dataclass
+class _Settled:
+    """What the repository says of one fix's importer assumptions, gathered over them in order."""
+
+    kept: list = field(default_factory=list)  # the assumptions that stay, an answered one with why
+    grounds: list = field(default_factory=list)  # why the dropped ones are dropped
+    disagree: list = field(default_factory=list)  # importing calls that give another reading
+    agreed: dict = field(default_factory=dict)  # (kind, root, macro, importers) -> [agreeing calls, readings]
+
+    def agreed_grounds(self) -> list:
+        """One ground per repository and macro whose importing calls all agree (or that never call it)."""
+        return [f"the other files of the {kind} {root} that import the macro `{macro}` ({names}) "
+                + (f"call it at {', '.join(calls)} with this file's readings ({'; '.join(whats)})"
+                   if calls else "never call it")
+                for (kind, root, macro, names), (calls, whats) in self.agreed.items()]
+
+
+def _settle_assumption(path: str, a: str, q: tuple, rules: _LazyRules, st: _Settled) -> None:
+    """Ask the repository one assumption's question (``q``: macro, exported, the reading) and add the answer to
+    ``st``: kept (outside any repository, not searchable, calls not all read), a ground, or disagreements."""
+    macro, exported = q[0], q[1]
+    reading = q[2] if len(q) > 2 else None
+    try:
+        ans = importers_of(path, macro, exported)
+        if ans is not None and ans.files and reading is not None:
+            sites = call_sites(path, macro, exported, rules.get())
+        else:
+            sites = None
+    except (OSError, subprocess.SubprocessError) as e:
+        st.kept.append(f"{a} [the repository could not be searched: {e}]")
+        return
+    if ans is None:
+        st.kept.append(a)  # outside any repository: nothing answers it
+        return
+    one = len(ans.files) == 1
+    if not ans.files:
+        g = f"no other file in the {ans.kind} {ans.root} imports the macro `{macro}`"
+        if g not in st.grounds:
+            st.grounds.append(g)
+    elif sites is None:
+        st.kept.append(f"{a}: {', '.join(f'`{x}`' for x in ans.files)} in the {ans.kind} {ans.root} "
+                       f"import{'s' if one else ''} it, and {'its' if one else 'their'} calls are not read")
+    else:
+        agree, unread, bad = _judge(sites, reading, macro)
+        names = ", ".join(f"`{x}`" for x in ans.files)
+        if bad:
+            st.disagree.extend(b for b in bad if b not in st.disagree)
+        elif unread:
+            st.kept.append(f"{a}: {names} in the {ans.kind} {ans.root} import{'s' if one else ''} it, and not every "
+                           f"call is read: {'; '.join(unread)}")
+        else:
+            what = (f"{reading['dtype']} for `{reading['param']}`" if reading.get("kind") == "dtype"
+                    else f"kernels that {'merge' if reading['merged'] else 'do not merge'} {reading['scope']} memory")
+            g = st.agreed.setdefault((ans.kind, ans.root, macro, names), [[], []])
+            g[0].extend(x for x in agree if x not in g[0])
+            g[1].append(what)
+
+
+def _take_fix_away(f, disagree: list) -> None:
+    """An importing call reads the macro otherwise: the finding is left for a person and names each call."""
+    from . import codes
+
+    f.fix = None
+    f.code = codes.LEGACY_CALL_MANUAL
+    f.message = ("legacy ptx_cp_async cannot be migrated automatically: the files importing the macro call "
+                 "it with another reading than this file's: " + "; ".join(disagree)
+                 + "; one rewrite cannot serve them all")
+
+
+def _restate(f, st: _Settled) -> None:
+    """The fix keeps only the assumptions left; its message counts them and names the grounds (safe when none
+    is left)."""
+    from .findings import Applicability
+
+    fx = f.fix
+    fx.assumptions = st.kept
+    fx.importers = {}
+    note = f" (unsafe fix: rests on {len(st.kept)} assumption(s))" if st.kept else ""
+    m = _NOTE.sub(lambda _: note, f.message, count=1)
+    if not st.kept:
+        fx.applicability = Applicability.SAFE
+    if st.grounds:
+        m += ("; " if st.kept else "; safe: ") + "; ".join(st.grounds)
+    f.message = m
