@@ -1,132 +1,127 @@
-"""Trace one Python and one C++ call of the CLI: the package's files entered, in order, with function entries.
+"""Trace one Python and one C++ call of the tool: the package files each enters, in first-entry order, with counts.
 
-    python scripts/trace_call.py [--rev REV ...] [--out DIR]
+    python scripts/trace_call.py [--tree DIR] [--json FILE]
 
-For the working tree and each ``--rev`` (a git revision: its ``cpasync_migrate/`` and ``rules/``, unpacked
-with ``git archive`` into a temporary folder put first on ``PYTHONPATH``), runs in a fresh interpreter
-(``-P``: the working folder is not on the path), under ``sys.settrace``:
+Each call runs the command line's ``main`` in process, under ``sys.setprofile``, in a fresh interpreter of
+its own (this script again, with ``--child``), so that both calls start from nothing imported:
 
-* Python: ``cpasync-migrate --diff --verify --no-cache -j 1 tests/fixtures/python/alias_tl.in.py``
-  (the front end, the fix, and the CPU verifier on the result);
-* C++: ``cpasync-migrate --diff --no-cache -j 1 --target 0.1.8 --unsafe-fixes --accept-partial-sets
-  tests/fixtures/cpp/async_inject.in.cc``.
+* Python: ``--diff --no-cache -j 1 --target 0.1.8 one_call.py`` (one legacy call in one kernel);
+* C++: ``--diff --no-cache -j 1 --target 0.1.8 --unsafe-fixes --accept-partial-sets one_builder.cc`` (one
+  legacy argument list built for the intrinsic).
 
-For each call it records every file of the package entered (in the order first entered), the distinct
-functions entered there and the number of function entries, and the package modules imported.  Writes
-``trace.json`` and ``trace.md`` (one table per revision and call) under ``--out``
-(default ``results/trace``).  Only the repository's own fixtures are run; nothing scanned is imported.
+The two inputs are ``scripts/trace_inputs/``'s, copied into an empty temporary folder first (no configuration,
+no git, no cache around them).  The package traced is the one the interpreter imports: ``--tree DIR`` puts DIR
+first on ``PYTHONPATH`` (a tree of another revision: ``git archive REV | tar -x -C DIR``, its ``rules/``
+beside its package); the package's folder is printed and checked.  A file is "entered" when a Python frame of
+it starts (a module body at import, a function call, a generator resumed); the count is those starts.  The
+``CPASYNC_MIGRATE_*`` variables are cleared for the calls.  Only the tool runs: nothing of the inputs is
+imported or executed, and the tool reads them as text.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib.util
+import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+INPUTS = Path(__file__).resolve().parent / "trace_inputs"
 CALLS = {
-    "python": ["--diff", "--verify", "--no-cache", "-j", "1", "tests/fixtures/python/alias_tl.in.py"],
-    "cpp": ["--diff", "--no-cache", "-j", "1", "--target", "0.1.8", "--unsafe-fixes", "--accept-partial-sets",
-            "tests/fixtures/cpp/async_inject.in.cc"],
+    "python": ("one_call.py", ["--diff", "--no-cache", "-j", "1", "--target", "0.1.8"]),
+    "cpp": ("one_builder.cc", ["--diff", "--no-cache", "-j", "1", "--target", "0.1.8", "--unsafe-fixes",
+                               "--accept-partial-sets"]),
 }
 
-# run in the traced interpreter: argv[1] the result file, argv[2:] the CLI's arguments
-TRACER = r"""
-import json, os, sys, threading
-out, args = sys.argv[1], sys.argv[2:]
-import cpasync_migrate
-pkg = os.path.dirname(os.path.abspath(cpasync_migrate.__file__))
-order, funcs, calls = [], {}, {}
-def tracer(frame, event, arg):
-    if event == "call":
-        f = frame.f_code.co_filename
-        if f.startswith(pkg):
-            rel = os.path.relpath(f, pkg)
-            if rel not in funcs:
-                order.append(rel)
-                funcs[rel] = set()
-                calls[rel] = 0
-            funcs[rel].add(frame.f_code.co_qualname)
-            calls[rel] += 1
-    return None
-from cpasync_migrate.cli import main
-sys.argv = ["cpasync-migrate", *args]
-threading.settrace(tracer)
-sys.settrace(tracer)
-try:
-    rc = main()
-except SystemExit as e:
-    rc = e.code
-sys.settrace(None)
-mods = sorted(m for m in sys.modules if m == "cpasync_migrate" or m.startswith("cpasync_migrate."))
-json.dump({"package": pkg, "exit": rc, "files": [{"file": f, "functions": len(funcs[f]), "entries": calls[f]}
-           for f in order], "modules_imported": mods}, open(out, "w"))
-"""
+
+def _package_dir() -> str:
+    """The folder of the package this interpreter would import, found without importing it."""
+    spec = importlib.util.find_spec("cpasync_migrate")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("trace_call: no cpasync_migrate package on the path")
+    return os.path.realpath(list(spec.submodule_search_locations)[0])
 
 
-def trace(tree: Path) -> dict:
-    """Each call's trace with the package at ``tree`` first on the path."""
-    env = dict(os.environ, PYTHONPATH=str(tree))  # with -P: the working folder is not on the path
-    res = {}
+def trace_here(call: str) -> dict:
+    """Run one call in this process under ``sys.setprofile``: the package's files entered and their counts."""
+    name, args = CALLS[call]
+    pkg = _package_dir() + os.sep
+    order, counts = [], {}
+
+    def profile(frame, event, arg):
+        if event == "call":
+            f = frame.f_code.co_filename
+            if f.startswith(pkg):
+                if f in counts:
+                    counts[f] += 1
+                else:
+                    order.append(f)
+                    counts[f] = 1
+
     with tempfile.TemporaryDirectory() as tmp:
-        for name, args in CALLS.items():
-            out = os.path.join(tmp, f"{name}.json")
-            r = subprocess.run([sys.executable, "-P", "-c", TRACER, out, *args], cwd=ROOT, env=env, capture_output=True,
-                               text=True)
-            if not os.path.exists(out):
-                raise SystemExit(f"{name} call failed under {tree}:\n{r.stderr[-3000:]}")
-            res[name] = json.loads(Path(out).read_text())
-            if not res[name]["package"].startswith(str(tree)):
-                raise SystemExit(f"the package was imported from {res[name]['package']}, not {tree}")
-    return res
+        shutil.copy(INPUTS / name, tmp)
+        here = os.getcwd()
+        os.chdir(tmp)
+        out = io.StringIO()
+        try:
+            sys.setprofile(profile)
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                from cpasync_migrate.cli import main
+                try:
+                    rc = main([*args, name])
+                except SystemExit as e:
+                    rc = e.code
+        finally:
+            sys.setprofile(None)
+            os.chdir(here)
+    imported = os.path.realpath(sys.modules["cpasync_migrate"].__file__)
+    if not imported.startswith(pkg):
+        raise SystemExit(f"trace_call: the package was imported from {imported}, not {pkg}")
+    return {"call": call, "argv": [*args, name], "exit": rc, "package": pkg.rstrip(os.sep),
+            "files": [[os.path.relpath(f, pkg), counts[f]] for f in order], "output": out.getvalue()}
 
 
-def table(label: str, name: str, t: dict) -> str:
+def trace(call: str, tree) -> dict:
+    """One call's trace, in a fresh interpreter, with ``tree`` (if any) first on the path."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CPASYNC_MIGRATE_")}
+    if tree is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(Path(tree).resolve())] + ([env["PYTHONPATH"]]
+                                                                            if env.get("PYTHONPATH") else []))
+    r = subprocess.run([sys.executable, __file__, "--child", call], env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"trace_call: the {call} call failed:\n{r.stderr[-3000:]}")
+    return json.loads(r.stdout)
+
+
+def render(t: dict) -> str:
     files = t["files"]
-    rows = [f"### {label}: {name} call (exit {t['exit']})", "",
-            f"{len(files)} files entered, {sum(f['functions'] for f in files)} distinct functions, "
-            f"{sum(f['entries'] for f in files)} function entries; {len(t['modules_imported'])} package modules "
-            "imported", "", "| # | file entered | functions | entries |", "|---|---|---|---|"]
-    rows += [f"| {i} | `{f['file']}` | {f['functions']} | {f['entries']} |" for i, f in enumerate(files, 1)]
+    width = max(len(f) for f, _ in files)
+    rows = [f"{t['call']} call: cpasync-migrate {' '.join(t['argv'])} (exit {t['exit']})",
+            f"package: {t['package']}",
+            f"{len(files)} files entered, {sum(n for _, n in files)} entries", "",
+            f"{'#':>3}  {'file':<{width}}  entries"]
+    rows += [f"{i:>3}  {f:<{width}}  {n}" for i, (f, n) in enumerate(files, 1)]
     return "\n".join(rows) + "\n"
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rev", action="append", default=[])
-    ap.add_argument("--out", default="results/trace")
+    ap.add_argument("--tree", help="a folder holding cpasync_migrate/ and rules/ to trace instead")
+    ap.add_argument("--json", help="also write both traces to this file")
+    ap.add_argument("--child", choices=sorted(CALLS), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
-    runs = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for rev in a.rev:
-            d = Path(tmp) / rev.replace("/", "_")
-            d.mkdir()
-            archive = subprocess.run(["git", "archive", rev, "cpasync_migrate", "rules"], cwd=ROOT, check=True,
-                                     capture_output=True).stdout
-            subprocess.run(["tar", "-x", "-C", str(d)], input=archive, check=True)
-            sha = subprocess.run(["git", "rev-parse", "--short", rev], cwd=ROOT, check=True, capture_output=True,
-                                 text=True).stdout.strip()
-            runs[f"{rev} ({sha})"] = trace(d)
-        runs["working tree"] = trace(ROOT)
-    out = ROOT / a.out
-    out.mkdir(parents=True, exist_ok=True)
-    for r in runs.values():
-        for t in r.values():
-            t.pop("package")
-    (out / "trace.json").write_text(json.dumps(runs, indent=1) + "\n")
-    md = ["# One Python and one C++ call, traced (`scripts/trace_call.py`)", ""]
-    for label, r in runs.items():
-        for name, t in r.items():
-            md.append(table(label, name, t))
-    (out / "trace.md").write_text("\n".join(md))
-    for label, r in runs.items():
-        for name, t in r.items():
-            fs = t["files"]
-            print(f"{label:28} {name:6} exit {t['exit']}: {len(fs)} files, {sum(f['functions'] for f in fs)} "
-                  f"functions, {sum(f['entries'] for f in fs)} entries, {len(t['modules_imported'])} modules")
+    if a.child:
+        json.dump(trace_here(a.child), sys.stdout)
+        return 0
+    traces = [trace(call, a.tree) for call in CALLS]
+    print("\n".join(render(t) for t in traces), end="")
+    if a.json:
+        Path(a.json).write_text(json.dumps(traces, indent=1) + "\n")
     return 0
 
 

@@ -568,3 +568,33 @@ def test_contributing_harness_example_runs():
     assert len(tests) == 2
     for t in tests:
         t()
+
+
+# ------------------------------------------------------------------ the trace of one call (scripts/trace_call.py)
+
+def test_trace_call_traces_the_tree_it_is_given(tmp_path):
+    """The script traces the package of the tree named (a copy here), one Python and one C++ call of one legacy
+    site each, and lists the package files entered with their entries."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    tree = tmp_path / "tree"
+    for d in ("cpasync_migrate", "rules"):
+        shutil.copytree(ROOT / d, tree / d, ignore=shutil.ignore_patterns("__pycache__"))
+    out = tmp_path / "t.json"
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "trace_call.py"), "--tree", str(tree), "--json",
+                        str(out)], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    py, cpp = json.loads(out.read_text())
+    for t, src in ((py, "one_call.py"), (cpp, "one_builder.cc")):
+        assert t["package"] == str((tree / "cpasync_migrate").resolve())
+        assert t["exit"] == 1 and f"+++ b/{src}" in t["output"]  # --diff: one site, a diff, exit 1
+        assert t["files"][0] == ["__init__.py", 1] and all(n > 0 for _, n in t["files"])
+        assert f"package: {t['package']}" in r.stdout and f"{len(t['files'])} files entered" in r.stdout
+        text = (ROOT / "scripts" / "trace_inputs" / src).read_text()
+        assert text.count(_rules_intrinsic() + "(") == 1
+    py_files, cpp_files = ([f for f, _ in t["files"]] for t in (py, cpp))
+    assert "python/rewrite.py" in py_files and not [f for f in py_files if f.startswith("cpp/")]
+    assert "cpp/analyzer.py" in cpp_files and "python/rewrite.py" not in cpp_files
