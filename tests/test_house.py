@@ -139,6 +139,57 @@ def test_cpp_chapter_has_one_copy():
     assert (probe in readme) + (probe in cpp) == 1
 
 
+# ------------------------------------------------------------------ no page repeats another
+
+# Pages the README still repeats (a table or a sentence), left to the README's restructuring: may only shrink.
+README_COPIES = {"docs/ci.md": "the exit codes", "docs/usage.md": "the suppression comments",
+                 "docs/targets.md": "the generations table"}
+_ROW_WORDS, _SENTENCE_WORDS = 8, 10
+
+
+def _units(text: str) -> set:
+    """The table rows of ``_ROW_WORDS`` words or more and the sentences of ``_SENTENCE_WORDS`` or more (headings,
+    fenced blocks aside) of a page, white space folded."""
+    text = _FENCE.sub("", text)
+    out = {" ".join(line.split()) for line in text.splitlines()
+           if line.startswith("|") and len(line.split()) >= _ROW_WORDS and not re.fullmatch(r"[\s|:-]+", line)}
+    prose = " ".join(re.sub(r"^\s*[|#].*$", "", text, flags=re.M).split())
+    out |= {s.strip(" -*") for s in re.split(r"(?<=[.;:!?])\s+(?=[A-Z`(*])", prose)
+            if len(s.split()) >= _SENTENCE_WORDS}
+    return out
+
+
+def _copies(pages: dict) -> dict:
+    """{(page, other page): the units both hold} over ``pages`` (name -> text); two code pages may share a unit
+    (each code's page stands alone)."""
+    units = {name: _units(text) for name, text in pages.items()}
+    names = sorted(units)
+    out = {}
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            both = units[a] & units[b]
+            if both and not (a.startswith("docs/codes/") and b.startswith("docs/codes/")):
+                out[(a, b)] = sorted(both)
+    return out
+
+
+def test_no_page_repeats_another():
+    pages = {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8")
+             for p in [*DOC_PAGES, *sorted((ROOT / "docs" / "codes").glob("*.md"))]}
+    found = _copies(pages)
+    assert {k: v for k, v in found.items() if "README.md" not in k} == {}
+    assert {b for a, b in found if a == "README.md"} <= set(README_COPIES)
+
+
+def test_the_copy_check_sees_a_copied_row_and_sentence():
+    row = "| 2 | a file error: a file that cannot be read or parsed |"
+    said = "A broken file never stops the others from being processed in one run."
+    pages = {"docs/a.md": f"# A\n\n{row}\n\n{said} More.\n", "docs/b.md": f"{said}\n\n```\n{row}\n```\n",
+             "docs/codes/CPA1.md": f"{row}\n", "docs/codes/CPA2.md": f"{row}\n"}
+    assert _copies(pages) == {("docs/a.md", "docs/b.md"): [said], ("docs/a.md", "docs/codes/CPA1.md"): [row],
+                              ("docs/a.md", "docs/codes/CPA2.md"): [row]}
+
+
 # ------------------------------------------------------------------ one home per fact: the intrinsic's name
 
 def _rules_intrinsic() -> str:
