@@ -427,6 +427,90 @@ def test_one_registry_of_codes():
     assert aliases == []
 
 
+# Second names for a code imported from the registry (`from .codes import X as Y`): may only shrink.
+CODE_IMPORT_ALIASES = {"engine.py: FILE_ERROR as CODE_FILE_ERROR", "suppress.py: UNUSED_SUPPRESSION as CODE_UNUSED"}
+
+
+def _code_import_aliases(package: Path) -> set:
+    import ast
+
+    out = set()
+    for path in sorted(package.rglob("*.py")):
+        for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[-1] == "codes":
+                out |= {f"{path.relative_to(package)}: {a.name} as {a.asname}" for a in n.names
+                        if a.asname and a.asname != a.name}
+    return out
+
+
+def test_no_new_second_name_for_a_code():
+    assert _code_import_aliases(ROOT / "cpasync_migrate") <= CODE_IMPORT_ALIASES
+
+
+def test_the_alias_scan_sees_an_import_alias(tmp_path):
+    (tmp_path / "m.py").write_text("from .codes import FILE_ERROR as FE, CODES\nfrom ..codes import LEGACY_CALL\n")
+    assert _code_import_aliases(tmp_path) == {"m.py: FILE_ERROR as FE"}
+
+
+# ------------------------------------------------------------------ rule values read with a fallback in code
+
+# Rule keys read with a literal fallback (`facts.get("min_allocations", 2)`): a second home of the value, used
+# when the rules folder lacks the file (load_rules requires only dtypes.toml and namespaces.toml). The ones left,
+# by file and key; may only shrink.
+RULE_FALLBACKS = {
+    "importers.py: min_allocations", "importers.py: static_scope",
+    "python/smem.py: merged_scope", "python/smem.py: min_allocations", "python/smem.py: static_scope",
+    "python/smem.py: position",
+    "python/definition_rules.py: offset_param", "python/fast.py: offset_param",
+    "python/runtime_helpers.py: offset_param",
+}
+_GENERIC_KEYS = {"schema", "rules_version", "name", "title", "default", "params", "exclude"}
+
+
+def _rule_keys() -> set:
+    from cpasync_migrate import rules as R
+
+    keys = set()
+
+    def walk(t):
+        if isinstance(t, R._Table):
+            for k, v in t.keys.items():
+                if isinstance(v, R._Key):
+                    keys.add(k)
+                else:
+                    walk(v)
+        elif isinstance(t, R._Data) and t.values is not None:
+            walk(t.values)
+    for layout in R._LAYOUTS.values():
+        walk(layout)
+    return keys - _GENERIC_KEYS
+
+
+def _rule_fallbacks(package: Path, keys: set) -> set:
+    import ast
+
+    out = set()
+    for path in sorted(package.rglob("*.py")):
+        for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get" \
+                    and len(n.args) == 2 and all(isinstance(a, ast.Constant) for a in n.args) \
+                    and n.args[0].value in keys and n.args[1].value not in ("", None):
+                out.add(f"{path.relative_to(package)}: {n.args[0].value}")
+    return out
+
+
+def test_no_new_fallback_for_a_rule_value():
+    keys = _rule_keys()
+    assert {"min_allocations", "static_scope", "offset_param", "position"} <= keys
+    assert _rule_fallbacks(ROOT / "cpasync_migrate", keys) <= RULE_FALLBACKS
+
+
+def test_the_fallback_scan_sees_a_fallback(tmp_path):
+    (tmp_path / "m.py").write_text("a = facts.get('min_allocations', 2)\nb = facts.get('static_scope', '')\n"
+                                   "c = facts.get('min_allocations')\nd = cfg.get('colour', 'red')\n")
+    assert _rule_fallbacks(tmp_path, {"min_allocations", "static_scope"}) == {"m.py: min_allocations"}
+
+
 # ------------------------------------------------------------------ no dead definitions
 
 def _unreferenced(package, elsewhere) -> list[str]:
