@@ -190,6 +190,37 @@ def test_the_copy_check_sees_a_copied_row_and_sentence():
                               ("docs/a.md", "docs/codes/CPA2.md"): [row]}
 
 
+def _generation_rows(text: str) -> list:
+    """(generation, releases, size) of each row of a page's generations table."""
+    head = "| generation | TileLang releases | call | size argument |"
+    if head not in text:
+        return []
+    rows = []
+    for line in text.split(head, 1)[1].splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows.append((cells[0].strip("`"), cells[1], cells[3]))
+    return rows
+
+
+@pytest.mark.parametrize("page", [ROOT / "docs" / "targets.md", README], ids=lambda p: p.name)
+def test_a_generations_table_says_what_the_rules_say(page):
+    """Releases and size meanings are version facts of rules/*.toml; a page's table of them follows the rules."""
+    from cpasync_migrate.rules import load_rules
+
+    rows = _generation_rows(page.read_text(encoding="utf-8"))
+    if page.name == "targets.md":
+        assert rows, "docs/targets.md has no generations table"
+    gens = load_rules(str(ROOT / "rules")).generations
+    want = []
+    for i, g in enumerate(gens):
+        releases = (f"<= {g.covers_max}" if i == 0 else f">= {g.covers_min}" if i == len(gens) - 1
+                    else f"{g.covers_min} .. {g.covers_max}")
+        want.append((g.name, releases, g.size_meaning))
+    assert [(n, r, "num_elems" if "num_elems" in s else s) for n, r, s in rows] == (want if rows else [])
+
+
 # ------------------------------------------------------------------ one home per fact: the intrinsic's name
 
 def _rules_intrinsic() -> str:
