@@ -22,7 +22,8 @@ def _tree(tmp_path):
     root = tmp_path / "repo"
     for rel in ("a.py", "pkg/b.py", "pkg/notes.txt", "build/c.py", "myenv/pyvenv.cfg", "myenv/lib/d.py",
                 "gen/e.py", "gen/keep.txt", "gone.py", "fifo.py", "deep/x/y/f.py", "deep/x/node_modules/k.py",
-                "inner/g.py", "inner/ign.py", "plain/h.py", "skipme.py", "ignored.py", "absent/z.py", "k.egg-info/m.py"):
+                "inner/g.py", "inner/ign.py", "plain/h.py", "skipme.py", "ignored.py", "absent/z.py",
+                "k.egg-info/m.py"):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text("x = 1\n")
     (root / ".gitignore").write_text("ignored.py\n")
