@@ -1,6 +1,6 @@
 """What the reports say, through the command line (issue 27 sections 6 and 7): -v names every path it
 passes over with the reason, paths as the findings write them; an applied fix reads as applied; JSON in
---check claims no write; parse errors sit where Python puts them; the exit codes of docs/ci.md."""
+--check claims no write; parse errors sit where Python puts them; the exit codes of the README."""
 import json
 import os
 import subprocess
@@ -143,10 +143,10 @@ def test_parse_error_position_is_pythons(text, tmp_path):
     assert want in r.stdout.splitlines(), (want, r.stdout)
 
 
-def test_exit_codes_as_docs_ci_md_gives_them(tmp_path):
+def test_exit_codes_as_the_readme_gives_them(tmp_path):
     """0 nothing to do, 1 sites remain (--check) or unsafe fixes not applied, 2 a file error, 3 bad usage;
-    --exit-zero turns 1 into 0 only.  docs/ci.md's table lists the same."""
-    table = (Path(__file__).resolve().parent.parent / "docs" / "ci.md").read_text()
+    --exit-zero turns 1 into 0 only.  The README's table lists the same."""
+    table = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     for code in ("| 0 |", "| 1 |", "| 2 |", "| 3 |"):
         assert code in table
     put(tmp_path / "clean.py", "x = 1\n")
