@@ -17,8 +17,9 @@ merely mentions the intrinsic, such as ``functools.partial(T.ptx_cp_async, ...)`
 as left for a person, with the route.  Every other read of the intrinsic as a value is CPA008
 (``checks/value_read.py``).
 
-Pure: reads names through the rewrite context (``qnames``, ``assignments``, ``parent``,
-``node_text``, ``module``, ``tl_modules``, ``tvm_modules``).
+Pure: the service ``ctx.resolver`` of the file's context (context.py), made on first use; reads names
+through it (``qnames``, ``assignments``, ``parent``, ``node_text``, ``module``, ``tl_modules``,
+``tvm_modules``).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from typing import Optional
 import libcst as cst
 from libcst.metadata import Assignment
 
+from .context import Context
 from .cst_util import dotted
 from .decide import presence
 from .decide.attributes import shadowed_module
@@ -45,7 +47,9 @@ class Reach:
 
 
 class Resolver:
-    def __init__(self, ctx, intrinsic: str):
+    ctx: Context
+
+    def __init__(self, ctx: Context, intrinsic: str):
         self.ctx = ctx
         self.intrinsic = intrinsic
         self.star = self._star_imports()
