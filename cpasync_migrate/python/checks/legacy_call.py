@@ -13,8 +13,9 @@ new call with; ``callers.py`` reads a macro parameter's callers, ``layout.py`` l
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from dataclasses import replace as _replace
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 import libcst as cst
 
@@ -25,6 +26,44 @@ from ..calls import INTRINSIC
 from ..context import Context, DType, NoFix, Pointer
 from ..cst_util import int_value, is_atom
 from ..decide import legacy as decide
+
+
+class LegacyParams(NamedTuple):
+    """The legacy call's parameter names in the order of rules/ (``python_params`` of the legacy generation)."""
+
+    dtype: str
+    dst_ptr: str
+    dst_off: str
+    src_ptr: str
+    src_off: str
+    size: str  # the byte count
+
+
+@dataclass
+class LegacyShape:
+    """A legacy call as recognised (:meth:`LegacyCall._recognise`) and decided, what emitting reads.
+
+    ``bound`` maps each parameter name (``keys``, a :class:`LegacyParams`) to the call's argument for it;
+    ``dst`` and ``src`` are the pointers, each typed by its buffer's declaration (the destination by the call's
+    dtype in merged shared memory: ``retyped``); ``nbytes`` the byte count when it is an integer literal.
+    Deciding (a target whose size counts elements) gives both pointers one type, puts the narrow side's
+    divided offset text in ``offsets`` (offset parameter -> text) and the element count in ``count``.
+    ``assumptions`` collects, in the order found, what the fix rests on (the route's first).
+    """
+
+    node: cst.Call
+    bound: dict
+    keys: LegacyParams
+    dst: Pointer
+    src: Pointer
+    nbytes: Optional[int]
+    assumptions: list
+    offsets: dict = field(default_factory=dict)
+    count: Optional[int] = None
+
+    @property
+    def size_arg(self) -> cst.Arg:
+        return self.bound[self.keys.size]
 
 
 class LegacyCall:
@@ -299,149 +338,172 @@ class LegacyCall:
 
     def rewrite(self, node: cst.Call, switch_callee: bool = False,
                 route_assumptions: Sequence[str] = ()) -> tuple[Fix, str]:
+        """The fix of a legacy call and the note for its message, step by step: recognise the call (its
+        arguments and pointer types: :class:`LegacyShape`), decide what the target needs of it (one pointer
+        type and an element count where the size counts elements), emit the new argument list."""
+        shape = self._recognise(node, route_assumptions)
+        if self.ctx.target.size_meaning == "num_elems":
+            self._decide_one_type(shape)
+        for ptr in (shape.dst, shape.src):
+            shape.assumptions.extend(ptr.dtype.assumptions)
+        return self._emit(shape, switch_callee)
+
+    def _recognise(self, node: cst.Call, route_assumptions: Sequence[str]) -> "LegacyShape":
+        """Step 1: the call's arguments by parameter, and each pointer typed as the legacy lowering reads it."""
         bound = self.bind_legacy(node)
-        p = self.ctx.legacy.python_params
-        k_dtype, k_dptr, k_doff, k_sptr, k_soff, k_bytes = p
-        call_dtype = bound[k_dtype]
-        dst = self.destination(self.pointer(bound[k_dptr], node, call_dtype), node, call_dtype)
-        src = self.pointer(bound[k_sptr], node, call_dtype)
-        size_arg = bound[k_bytes]
-        nbytes = int_value(size_arg.value)
-        assumptions: list[str] = list(route_assumptions)  # the route's own (reach.py)
-        steps = self.ctx.rules.steps(self.ctx.legacy.name, self.ctx.target.name)
-        to_elems = self.ctx.target.size_meaning == "num_elems"
+        k = LegacyParams(*self.ctx.legacy.python_params)
+        call_dtype = bound[k.dtype]
+        dst = self.destination(self.pointer(bound[k.dst_ptr], node, call_dtype), node, call_dtype)
+        src = self.pointer(bound[k.src_ptr], node, call_dtype)
+        return LegacyShape(node, bound, k, dst, src, int_value(bound[k.size].value),
+                           list(route_assumptions))  # the route's own assumptions first (reach.py)
 
-        d_off_new = s_off_new = None  # replacements for offsets (divided), when any
+    def _decide_one_type(self, shape: "LegacyShape") -> None:
+        """Step 2, for a target whose size counts elements: one pointer type for both sides, both sizes
+        known, and the element count that replaces the bytes (``shape.count``)."""
+        dst, src, target = shape.dst, shape.src, self.ctx.target
+        # both sizes must be known, or both pointers typed by one expression with a default (a factory's
+        # `dtype`): the literal count then rests on that default
+        if dst.dtype.size is None and src.dtype.size is None and dst.dtype.text == src.dtype.text and \
+                dst.dtype.assumed_size is not None:
+            d = dst.dtype
+            shape.assumptions.append(f"`{d.text}` keeps its default {d.assumed_name} ({d.assumed_size}-byte "
+                                     f"elements): {target.name} needs the element count as an integer literal")
+            shape.dst = _replace(dst, dtype=DType(d.text, d.assumed_name, d.assumed_size, list(d.assumptions)))
+            shape.src = _replace(src, dtype=DType(d.text, d.assumed_name, d.assumed_size,
+                                                  list(src.dtype.assumptions)))
+        for ptr in (shape.dst, shape.src):
+            if ptr.dtype.size is None:
+                raise NoFix(f"the element size of `{ptr.dtype.text}` is not known from the text; "
+                            f"{target.name} needs the element count as an integer literal")
+        if shape.nbytes is None:
+            raise NoFix(f"the byte count `{self.ctx.node_text(shape.size_arg.value)}` is not an integer literal; "
+                        f"{target.name} needs num_elems as an integer literal")
+        if shape.dst.dtype.size != shape.src.dtype.size:
+            self._widen_narrow_side(shape)
+        try:
+            shape.count = decide.element_count(target, shape.nbytes, shape.dst.dtype.size, shape.dst.dtype.name)
+        except decide.NotMigrated as e:
+            raise NoFix(str(e)) from None
 
-        if to_elems:
-            # one common pointer type; both sizes must be known, or both pointers typed by one expression
-            # with a default (a factory's `dtype`): the literal count then rests on that default
-            if dst.dtype.size is None and src.dtype.size is None and dst.dtype.text == src.dtype.text and \
-                    dst.dtype.assumed_size is not None:
-                d = dst.dtype
-                assumptions.append(f"`{d.text}` keeps its default {d.assumed_name} ({d.assumed_size}-byte elements): "
-                                   f"{self.ctx.target.name} needs the element count as an integer literal")
-                dst = _replace(dst, dtype=DType(d.text, d.assumed_name, d.assumed_size, list(d.assumptions)))
-                src = _replace(src, dtype=DType(d.text, d.assumed_name, d.assumed_size,
-                                                           list(src.dtype.assumptions)))
-            for ptr in (dst, src):
-                if ptr.dtype.size is None:
-                    raise NoFix(f"the element size of `{ptr.dtype.text}` is not known from the text; "
-                                f"{self.ctx.target.name} needs the element count as an integer literal")
-            if nbytes is None:
-                raise NoFix(f"the byte count `{self.ctx.node_text(size_arg.value)}` is not an integer literal; "
-                            f"{self.ctx.target.name} needs num_elems as an integer literal")
-            if dst.dtype.size != src.dtype.size:
-                # One pointer type for both sides.  The wider type keeps every offset in bounds of its
-                # own buffer (TileLang checks access-pointer offsets against the buffer's element count,
-                # so a byte view of a wide tensor with scaled offsets is guarded out); the narrow side's
-                # offset is divided exactly, which needs it to be a visible multiple of the ratio.
-                narrow, wide = (dst, src) if dst.dtype.size < src.dtype.size else (src, dst)
-                ratio = wide.dtype.size // narrow.dtype.size
-                k_off = k_doff if narrow is dst else k_soff
-                off_node = bound[k_off].value
-                if not _divisible(off_node, ratio, lambda n: self.ctx.bindings.const_int(n, node)):
-                    raise NoFix(
-                        f"`{narrow.buffer}` ({narrow.dtype.name}) and `{wide.buffer}` ({wide.dtype.name}) differ in "
-                        f"width and {self.ctx.target.name} needs one pointer type; addressing `{narrow.buffer}` as "
-                        f"{wide.dtype.name} needs its offset `{self.ctx.node_text(off_node)}` to be a multiple of {ratio}, "
-                        "which the text does not show")
-                divided = _divide(off_node, self.ctx.node_text, ratio)
-                if narrow is dst:
-                    d_off_new = divided
-                else:
-                    s_off_new = divided
-                widened = Pointer(narrow.arg, narrow.buffer, DType(wide.dtype.text, wide.dtype.name, wide.dtype.size,
-                                                                   list(narrow.dtype.assumptions)),
-                                  retyped=narrow.retyped, why=narrow.why)
-                if narrow is dst:
-                    dst = widened
-                else:
-                    src = widened
-            try:
-                n_common = decide.element_count(self.ctx.target, nbytes, dst.dtype.size, dst.dtype.name)
-            except decide.NotMigrated as e:
-                raise NoFix(str(e)) from None
-        for ptr in (dst, src):
-            assumptions.extend(ptr.dtype.assumptions)
+    def _widen_narrow_side(self, shape: "LegacyShape") -> None:
+        """One pointer type for both sides.  The wider type keeps every offset in bounds of its own buffer
+        (TileLang checks access-pointer offsets against the buffer's element count, so a byte view of a wide
+        tensor with scaled offsets is guarded out); the narrow side's offset is divided exactly, which needs
+        it to be a visible multiple of the ratio (``shape.offsets``)."""
+        dst, src, k = shape.dst, shape.src, shape.keys
+        narrow, wide = (dst, src) if dst.dtype.size < src.dtype.size else (src, dst)
+        ratio = wide.dtype.size // narrow.dtype.size
+        k_off = k.dst_off if narrow is dst else k.src_off
+        off_node = shape.bound[k_off].value
+        if not _divisible(off_node, ratio, lambda n: self.ctx.bindings.const_int(n, shape.node)):
+            raise NoFix(
+                f"`{narrow.buffer}` ({narrow.dtype.name}) and `{wide.buffer}` ({wide.dtype.name}) differ in "
+                f"width and {self.ctx.target.name} needs one pointer type; addressing `{narrow.buffer}` as "
+                f"{wide.dtype.name} needs its offset `{self.ctx.node_text(off_node)}` to be a multiple of {ratio}, "
+                "which the text does not show")
+        shape.offsets[k_off] = _divide(off_node, self.ctx.node_text, ratio)
+        widened = Pointer(narrow.arg, narrow.buffer, DType(wide.dtype.text, wide.dtype.name, wide.dtype.size,
+                                                           list(narrow.dtype.assumptions)),
+                          retyped=narrow.retyped, why=narrow.why)
+        if narrow is dst:
+            shape.dst = widened
+        else:
+            shape.src = widened
 
-        T = self.ctx.imports.own_alias(node) or self.ctx.imports.emit_alias()
-
-        def extent(ptr: Pointer) -> str:
-            size = ptr.dtype.size
-            if size is None and nbytes is not None and self.ctx.target.dtype_bits and not ptr.dtype.assumptions:
-                # the element count as an expression TileLang evaluates when it builds the kernel, exact
-                # whatever the factory passes (rules: the generation's `dtype_bits`), where the text decides
-                # the pointer type (no fallback to the call's dtype)
-                bits = self.ctx.target.dtype_bits.format(T=T, dtype=ptr.dtype.text)
-                widest = max(self.ctx.rules.dtype_sizes.values())
-                if nbytes % widest:
-                    assumptions.append(f"`{ptr.dtype.text}` is a type whose elements divide {nbytes} bytes")
-                return f"{nbytes} * 8 // {bits}"
-            if size is None:
-                if ptr.dtype.assumed_size is None:
-                    raise NoFix(f"the element size of `{ptr.dtype.text}` is not known from the text "
-                                "(give it a default or a literal dtype)")
-                size = ptr.dtype.assumed_size
-                assumptions.append(f"`{ptr.dtype.text}` keeps its default {ptr.dtype.assumed_name} "
-                                   f"({size}-byte elements) for the access pointer's extent")
-            if nbytes is not None:
-                try:
-                    return decide.extent(nbytes, size, ptr.dtype.name or ptr.dtype.text)
-                except decide.NotMigrated as e:
-                    raise NoFix(str(e)) from None
-            stext = self.ctx.node_text(size_arg.value)
-            if size == 1:
-                return stext
-            if size >= 8:
-                assumptions.append(f"the byte count `{stext}` is a multiple of {size}")
-            return f"{stext} // {size}" if is_atom(size_arg.value) else f"({stext}) // {size}"
-
-        n_dst = extent(dst)
-        n_src = extent(src)
-        if not self.ctx.imports.alias_visible_at(T, node) and self.ctx.imports.import_edit is None:
+    def _emit(self, shape: "LegacyShape", switch_callee: bool) -> tuple[Fix, str]:
+        """Step 3: the new argument list under the alias the file spells tilelang.language with, laid out like
+        the file, and the fix's safety from the assumptions."""
+        node, k, imports = shape.node, shape.keys, self.ctx.imports
+        T = imports.own_alias(node) or imports.emit_alias()
+        n_dst = self._extent(shape, shape.dst, T)
+        n_src = self._extent(shape, shape.src, T)
+        if not imports.alias_visible_at(T, node) and imports.import_edit is None:
             raise NoFix(f"`{T}` (tilelang.language) is shadowed at this call")
-        g = self.ctx.target
-        before = {
-            k_dptr: decide.access_ptr_before(T, g, dst.dtype.text),
-            k_sptr: decide.access_ptr_before(T, g, src.dtype.text),
-        }
-        after = {k_doff: decide.access_ptr_after(n_dst, g.dst_rw_mask), k_soff: decide.access_ptr_after(n_src, g.src_rw_mask)}
-        replace = {k: v for k, v in ((k_doff, d_off_new), (k_soff, s_off_new)) if v is not None}
-        merge: dict = {}
-        note_extra = ""
-        if self.ctx.opts.style == "access_ptr" and g.buffer_access_ptr:
-            for ptr, kp, ko, rw, n in ((dst, k_dptr, k_doff, g.dst_rw, n_dst), (src, k_sptr, k_soff, g.src_rw, n_src)):
-                why = self.buffer_style_problem(ptr, node, bound[kp], bound[ko], replace.get(ko))
-                if why:
-                    note_extra += f"; --style access_ptr not used for `{self.ctx.node_text(ptr.arg.value)}`: {why}"
-                    continue
-                before[kp] = f"{T}.{g.buffer_access_ptr}({ptr.buffer}["
-                after[ko] = f'], "{rw}", {n})'
-                merge[kp] = ko  # the text between the pointer and the offset goes away
-        if to_elems:
-            replace[k_bytes] = str(n_common)
+        before, after, replace, merge, style_note = self._arguments(shape, T, n_dst, n_src)
         edits = self.layout_edits(
-            node, bound,
-            order=[k_dptr, k_doff, k_sptr, k_soff, k_bytes],
-            drop=k_dtype, before=before, after=after, replace=replace, merge=merge,
+            node, shape.bound,
+            order=[k.dst_ptr, k.dst_off, k.src_ptr, k.src_off, k.size],
+            drop=k.dtype, before=before, after=after, replace=replace, merge=merge,
         )
+        steps = self.ctx.rules.steps(self.ctx.legacy.name, self.ctx.target.name)
         if switch_callee:
             fs, fe = self.ctx.vspan(node.func)
             edits.append(Edit(fs, fe, f"{T}.{INTRINSIC}"))
             steps = ["tvm->tilelang"] + steps
         edits = layout.lay_out(self.ctx, node, edits)  # the new call laid out like the file (python/layout.py)
-        if self.ctx.imports.import_edit is not None:
+        if imports.import_edit is not None:
             # every fix that needs the import carries the same edit; the engine applies it once
-            edits.append(self.ctx.imports.import_edit)
-        assumptions = list(dict.fromkeys(assumptions))
+            edits.append(imports.import_edit)
+        assumptions = list(dict.fromkeys(shape.assumptions))
         applic, note = decide.fix_safety(assumptions)
-        importers = {a: self.ctx.importer_questions[a] for a in assumptions if a in self.ctx.importer_questions}
-        note += dst.note + src.note
-        if dst.retyped:
-            note += decide.retyped_note(self.ctx.node_text(call_dtype.value), dst.why)
-        note += note_extra
+        questions = self.ctx.importer_questions
+        importers = {a: questions[a] for a in assumptions if a in questions}
+        note += shape.dst.note + shape.src.note
+        if shape.dst.retyped:
+            note += decide.retyped_note(self.ctx.node_text(shape.bound[k.dtype].value), shape.dst.why)
+        note += style_note
         return Fix(edits, applic, assumptions, steps, importers), note
+
+    def _arguments(self, shape: "LegacyShape", T: str, n_dst: str, n_src: str) -> tuple:
+        """What ``layout_edits`` puts around, in place of and between the arguments (``before``, ``after``,
+        ``replace``, ``merge``), and the note for the pointers ``--style access_ptr`` could not take."""
+        dst, src, k, g = shape.dst, shape.src, shape.keys, self.ctx.target
+        before = {
+            k.dst_ptr: decide.access_ptr_before(T, g, dst.dtype.text),
+            k.src_ptr: decide.access_ptr_before(T, g, src.dtype.text),
+        }
+        after = {k.dst_off: decide.access_ptr_after(n_dst, g.dst_rw_mask),
+                 k.src_off: decide.access_ptr_after(n_src, g.src_rw_mask)}
+        replace = {key: shape.offsets[key] for key in (k.dst_off, k.src_off) if key in shape.offsets}
+        merge: dict = {}
+        note = ""
+        if self.ctx.opts.style == "access_ptr" and g.buffer_access_ptr:
+            for ptr, kp, ko, rw, n in ((dst, k.dst_ptr, k.dst_off, g.dst_rw, n_dst),
+                                       (src, k.src_ptr, k.src_off, g.src_rw, n_src)):
+                why = self.buffer_style_problem(ptr, shape.node, shape.bound[kp], shape.bound[ko], replace.get(ko))
+                if why:
+                    note += f"; --style access_ptr not used for `{self.ctx.node_text(ptr.arg.value)}`: {why}"
+                    continue
+                before[kp] = f"{T}.{g.buffer_access_ptr}({ptr.buffer}["
+                after[ko] = f'], "{rw}", {n})'
+                merge[kp] = ko  # the text between the pointer and the offset goes away
+        if shape.count is not None:
+            replace[k.size] = str(shape.count)
+        return before, after, replace, merge, note
+
+    def _extent(self, shape: "LegacyShape", ptr: Pointer, T: str) -> str:
+        """The access pointer's extent: the bytes in elements of its type (an assumption where that rests on
+        a default or on the byte count's value goes on ``shape.assumptions``)."""
+        size, nbytes, target = ptr.dtype.size, shape.nbytes, self.ctx.target
+        if size is None and nbytes is not None and target.dtype_bits and not ptr.dtype.assumptions:
+            # the element count as an expression TileLang evaluates when it builds the kernel, exact
+            # whatever the factory passes (rules: the generation's `dtype_bits`), where the text decides
+            # the pointer type (no fallback to the call's dtype)
+            bits = target.dtype_bits.format(T=T, dtype=ptr.dtype.text)
+            widest = max(self.ctx.rules.dtype_sizes.values())
+            if nbytes % widest:
+                shape.assumptions.append(f"`{ptr.dtype.text}` is a type whose elements divide {nbytes} bytes")
+            return f"{nbytes} * 8 // {bits}"
+        if size is None:
+            if ptr.dtype.assumed_size is None:
+                raise NoFix(f"the element size of `{ptr.dtype.text}` is not known from the text "
+                            "(give it a default or a literal dtype)")
+            size = ptr.dtype.assumed_size
+            shape.assumptions.append(f"`{ptr.dtype.text}` keeps its default {ptr.dtype.assumed_name} "
+                                     f"({size}-byte elements) for the access pointer's extent")
+        if nbytes is not None:
+            try:
+                return decide.extent(nbytes, size, ptr.dtype.name or ptr.dtype.text)
+            except decide.NotMigrated as e:
+                raise NoFix(str(e)) from None
+        size_value = shape.size_arg.value
+        stext = self.ctx.node_text(size_value)
+        if size == 1:
+            return stext
+        if size >= 8:
+            shape.assumptions.append(f"the byte count `{stext}` is a multiple of {size}")
+        return f"{stext} // {size}" if is_atom(size_value) else f"({stext}) // {size}"
 
     def layout_edits(self, node: cst.Call, bound: dict[str, cst.Arg], order: Sequence[str], drop: str,
                      before: dict, after: dict, replace: dict, merge: Optional[dict] = None) -> list[Edit]:
