@@ -10,7 +10,8 @@ context as ``ctx`` (``checks/``), composed by ``rewrite._Pass``.  So (issue 28, 
 * every read (or store) through a typed name, ``self.ATTR...NAME`` or ``ctx...NAME`` where ``ctx`` is a
   parameter annotated with a class of ``python/``, names what that class defines, stores or inherits, link by
   link (``ctx.bindings.declaration_of``: ``Context`` has ``bindings``, typed ``Bindings``, which defines
-  ``declaration_of``): a unit reaches the context's state and questions, and the services' methods, only;
+  ``declaration_of``), and none is private (``_name``) to the class it reads: a unit reaches the context's
+  state and questions, and the services' public methods, only;
 * the context, its services and the checks are units (no base but ``object``) over a ``Context``, and nothing
   reads or sets their attributes by a string (``getattr(ctx, "name")``).
 """
@@ -155,6 +156,9 @@ def undeclared_reads(sources: dict) -> list[str]:
                 t = type_of(sub.value)
                 if t and closed(t) and sub.attr not in known(t):
                     bad.append(f"{label}:{sub.lineno}: {ast.unparse(sub)} ({t} has no {sub.attr})")
+                elif t and sub.attr.startswith("_") and not sub.attr.startswith("__") and \
+                        not (isinstance(sub.value, ast.Name) and sub.value.id == "self"):
+                    bad.append(f"{label}:{sub.lineno}: {ast.unparse(sub)} (private to {t})")
 
     for label, text in sources.items():
         for node in ast.parse(text).body:
@@ -205,12 +209,16 @@ def test_the_read_check_follows_the_typed_links():
         def helper(ctx: Context, node):
             ctx.bindings.ctx.pos(node)
             ctx.layout_cache = {}
+            return ctx._star
     """)
     assert undeclared_reads({"m.py": src}) == [
         "m.py:18: self.ctx.declaration_of (Context has no declaration_of)",
         "m.py:19: self.ctx.bindings.dtype_of_expr (Bindings has no dtype_of_expr)",
         "m.py:22: ctx.layout_cache (Context has no layout_cache)",
+        "m.py:23: ctx._star (Context has no _star)",
     ]
+    private = src.replace("self.text = \"\"", "self._star = None")
+    assert "m.py:23: ctx._star (private to Context)" in undeclared_reads({"m.py": private})
 
 
 def test_the_context_its_services_and_the_checks_are_units_over_a_context():

@@ -85,7 +85,7 @@ class ValueRead:
                 continue  # the callee of a call visit_call classified (most of them): no read
             if self._stored(node):
                 continue
-            api = res._by_name(node) or res.module_of(node.value) or res.module_of(node.value, params=True)
+            api = res.api_by_name(node) or res.module_of(node.value) or res.module_of(node.value, params=True)
             if api is not None:
                 out.append((node, api, _dotted(node) or self.ctx.node_text(node)))
         for scope in {s for s in self.ctx.metadata[ScopeProvider].values() if s is not None}:
@@ -97,7 +97,7 @@ class ValueRead:
                     par = self.ctx.parent(n)
                     if isinstance(par, cst.Call) and par.func is n and par in self.ctx.analysed:
                         continue
-                    api = res._by_name(n)
+                    api = res.api_by_name(n)
                     if api is None and n.value == INTRINSIC and res.star and not self.ctx.assignments(n, n.value):
                         api = res.star  # only the star import can bind it
                     if api is not None:
@@ -217,7 +217,7 @@ class ValueRead:
 
     def _callee_name(self, func) -> str:
         """The qualified name of a callee that names one thing (a builtin not rebound: ``builtins.<name>``)."""
-        if isinstance(func, cst.Name) and self.ctx.resolver._builtin(func, func.value):
+        if isinstance(func, cst.Name) and self.ctx.resolver.is_builtin(func, func.value):
             return f"builtins.{func.value}"
         q = self.ctx.qnames(func)
         return next(iter(q)) if len(q) == 1 else ""
