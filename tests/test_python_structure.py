@@ -32,7 +32,7 @@ LEFT_OUT = {"cst_util.py", "reach.py", "definitions_ast.py", "fast_scan.py"}
 PYTHON = [p for p in sorted(PY.rglob("*.py")) if p.name not in LEFT_OUT and "decide" not in p.parts]
 # the libcst pass: the context, its services, the checks and the modules given the context (the read check;
 # only top-level classes count, so reach.py's local visitor is no trouble here)
-PASS = ["context.py", "bindings.py", "imports.py", "reach.py", "smem.py", "callers.py", "definitions.py",
+PASS = ["context.py", "parts.py", "bindings.py", "imports.py", "reach.py", "smem.py", "callers.py", "definitions.py",
         "layout.py", "rewrite.py", "checks/legacy_call.py", "checks/access_ptr_call.py", "checks/value_read.py"]
 
 # calls through ``self`` that no base the class names defined (42 when the check was written, 2026-12-02: the
@@ -123,8 +123,9 @@ def undeclared_reads(sources: dict) -> list[str]:
     anything)."""
     classes = _classes(sources)
 
-    def closed(name, seen=()) -> bool:
-        return name in classes and name not in seen and all(closed(b, seen + (name,)) for b in classes[name][1])
+    def closed(name, seen=()) -> bool:  # what the class and its bases define is all there is (a Protocol: declares)
+        return name in classes and name not in seen and \
+            all(b == "Protocol" or closed(b, seen + (name,)) for b in classes[name][1])
 
     def known(name, seen=()) -> set:
         if name not in classes or name in seen:
@@ -233,11 +234,11 @@ def test_the_context_its_services_and_the_checks_are_units_over_a_context():
         assert unit.__mro__ == (unit, object), f"{unit.__name__} is a unit, not a mixin"
         assert inspect.signature(unit.__init__).parameters["ctx"].annotation in ("Context", Context)
         assert unit.__annotations__.get("ctx") in ("Context", Context), f"{unit.__name__} declares its ctx"
-    # the services the context holds, typed (an editor jumps from ctx.bindings.declaration_of to Bindings)
+    # the services the context holds, typed by their protocols (parts.py; the next test: each class meets its own)
     ann = Context.__annotations__
-    assert ann["bindings"] in ("Bindings", bindings.Bindings) and ann["imports"] in ("Imports", imports.Imports)
-    assert inspect.signature(Context.resolver.fget).return_annotation == "Resolver"
-    assert inspect.signature(Context.smem.fget).return_annotation == "SharedMemory"
+    assert (ann["bindings"], ann["imports"]) == ("BindingsPart", "ImportsPart")
+    assert inspect.signature(Context.resolver.fget).return_annotation == "ResolverPart"
+    assert inspect.signature(Context.smem.fget).return_annotation == "SmemPart"
     # the modules given the context say so
     for fn in (callers.param_route, callers.exported, definitions.find, layout.lay_out):
         assert inspect.signature(fn).parameters["ctx"].annotation in ("Context", Context), fn.__qualname__
@@ -253,3 +254,30 @@ def test_nothing_reads_or_sets_a_part_by_a_string():
                     root = root.value
                 assert not (isinstance(root, ast.Name) and root.id in ("self", "ctx")), \
                     f"{name}:{node.lineno}: {ast.unparse(node)}"
+
+
+def test_each_protocol_is_met_by_the_service_the_context_holds_for_it():
+    from typing import Protocol
+
+    from cpasync_migrate.python import bindings, imports, parts, reach, smem
+
+    met_by = {parts.BindingsPart: bindings.Bindings, parts.ImportsPart: imports.Imports,
+              parts.ResolverPart: reach.Resolver, parts.SmemPart: smem.SharedMemory}
+    protocols = {c for c in vars(parts).values() if isinstance(c, type) and Protocol in c.__mro__[1:]}
+    assert protocols == set(met_by)
+    for proto, cls in met_by.items():
+        assert proto.__name__ in (cls.__doc__ or "") or cls.__name__ in (proto.__doc__ or "")
+        for name, value in vars(proto).items():
+            if callable(value) and not name.startswith("_"):
+                assert list(inspect.signature(getattr(cls, name)).parameters) == \
+                    list(inspect.signature(value).parameters), f"{cls.__name__}.{name} differs from {proto.__name__}"
+        for name in getattr(proto, "__annotations__", {}):
+            assert name in _classes(_pass_sources())[cls.__name__][0], f"{cls.__name__} has no {name}"
+    # and the context hands over those very classes
+    from harness import options
+    import libcst as cst
+    from cpasync_migrate.python.context import Context
+
+    ctx = Context("x = 1\n", "k.py", cst.parse_module("x = 1\n"), options())
+    assert type(ctx.bindings) is bindings.Bindings and type(ctx.imports) is imports.Imports
+    assert type(ctx.resolver) is reach.Resolver and type(ctx.smem) is smem.SharedMemory

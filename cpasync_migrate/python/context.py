@@ -5,8 +5,9 @@ has found so far) with the questions every part asks of a node (``pos``, ``span`
 ``parent``, ``assignments``, ...), and it holds the file's services: ``bindings`` (where a buffer, a dtype or
 a constant comes from: bindings.py), ``imports`` (the alias the new text spells ``tilelang.language`` with,
 and the import it may add: imports.py), ``resolver`` (which API a callee reaches: reach.py) and ``smem``
-(how the legacy lowering addressed shared memory: smem.py), the last two made on first use.  The checks
-(``checks/``) are units holding the context; nothing attaches state to it from outside.
+(how the legacy lowering addressed shared memory: smem.py), the last two made on first use, each typed by
+its protocol in parts.py (those modules import this one).  The checks (``checks/``) are units holding the
+context; nothing attaches state to it from outside.
 
 ``NoFix`` (a site that cannot be migrated, and why), ``DType`` (a resolved element type)
 and ``Pointer`` (one side of a call) are the values the checks pass between them.
@@ -23,14 +24,11 @@ from ..findings import Finding, FrontEndOptions, line_starts
 from .calls import INTRINSIC
 from .cst_util import dotted
 from .decide.attributes import requalified
+from .parts import BindingsPart, ImportsPart, ResolverPart, SmemPart
 
-if TYPE_CHECKING:  # the services import this module (NoFix, DType): they are made in Context.__init__
+if TYPE_CHECKING:
     from ..rules import Generation, Rules
-    from .bindings import Bindings
     from .file_style import FileStyle
-    from .imports import Imports
-    from .reach import Resolver
-    from .smem import SharedMemory
 
 
 class NoFix(Exception):
@@ -90,11 +88,11 @@ class Context:
     importer_questions: dict
     layout_unit: Optional[str]  # the file's indentation unit and habits (layout.py), read once
     layout_habits: Optional[tuple]
-    bindings: Bindings
-    imports: Imports
+    bindings: BindingsPart  # bindings.Bindings
+    imports: ImportsPart  # imports.Imports
 
     def __init__(self, text: str, path: str, module: cst.Module, options: FrontEndOptions):
-        from .bindings import Bindings
+        from .bindings import Bindings  # (they import this module: made here, typed by parts.py)
         from .imports import Imports
 
         self.text = text
@@ -118,15 +116,15 @@ class Context:
         self.importer_questions = {}
         self.layout_unit = None
         self.layout_habits = None
-        self._smem: Optional[SharedMemory] = None  # made on the first call whose dtypes differ
-        self._resolver: Optional[Resolver] = None  # made on the first call
+        self._smem: Optional[SmemPart] = None  # made on the first call whose dtypes differ
+        self._resolver: Optional[ResolverPart] = None  # made on the first call
         self._star = None  # (the module of the file's one TileLang/TVM star import, or None,), once read
         self.bindings = Bindings(self)
         self.imports = Imports(self)
 
     @property
-    def resolver(self) -> Resolver:
-        """Which API a callee reaches (reach.py), made on first use."""
+    def resolver(self) -> ResolverPart:
+        """Which API a callee reaches (reach.Resolver), made on first use."""
         if self._resolver is None:
             from .reach import Resolver
 
@@ -134,8 +132,9 @@ class Context:
         return self._resolver
 
     @property
-    def smem(self) -> SharedMemory:
-        """How the legacy lowering addressed a destination in shared memory (smem.py), made on first use."""
+    def smem(self) -> SmemPart:
+        """How the legacy lowering addressed a destination in shared memory (smem.SharedMemory), made on first
+        use."""
         if self._smem is None:
             from .smem import SharedMemory
 
