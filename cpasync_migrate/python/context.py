@@ -75,8 +75,8 @@ class Context:
     starts: list  # offset of each line's start
     lines: list  # the text's lines, ends kept
     newline: str
-    tl_modules: set  # TileLang's and TVM's module names (rules/namespaces.toml)
-    tvm_modules: set
+    tl_modules: set  # TileLang's module names (rules/namespaces.toml)
+    tvm_modules: set  # TVM's
     metadata: dict  # provider -> {node: value}
     parents: dict  # node -> parent node
     file_style: Optional[FileStyle]  # the whole file's style when the text is a window of it (window.py)
