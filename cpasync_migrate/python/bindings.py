@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Optional
 
 import libcst as cst
-from libcst.metadata import Assignment, ParentNodeProvider, ScopeProvider
+from libcst.metadata import Assignment
 
-from .context import DType, NoFix
+from .context import Context, DType, NoFix
 from .cst_util import int_value, names_in, string_value
 
 _ALIAS_DEPTH = 4  # links of `S = staged` followed to a buffer's declaration
@@ -23,24 +23,16 @@ _ALIAS_DEPTH = 4  # links of `S = staged` followed to a buffer's declaration
 _BUILTIN_NAMES = frozenset({"True", "False", "None"})
 
 
-
 class Bindings:
-    """Declarations, aliases, dtypes and constants of one module (mixed into the pass's context)."""
+    """Declarations, aliases, dtypes and constants of one module: the service ``ctx.bindings``.
 
-    def scope_of(self, node):
-        return self.md(ScopeProvider, node)
+    Reads the tree through the context (``ctx.assignments``, ``ctx.parent``, ``ctx.pos``, ``ctx.node_text``,
+    ``ctx.qnames``, ``ctx.qualified_names``, ``ctx.resolver``) and the rules (``ctx.rules``)."""
 
-    def assignments(self, node, name: str):
-        scope = self.scope_of(node)
-        if scope is None:
-            return set()
-        try:
-            return set(scope[name])
-        except Exception:  # noqa: BLE001
-            return set()
+    ctx: Context
 
-    def parent(self, node):
-        return self.md(ParentNodeProvider, node)
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
 
     def declaration_of(self, at: cst.CSTNode, name: str,
                        depth: int = 0) -> Optional[tuple[cst.CSTNode, cst.BaseExpression]]:
@@ -63,7 +55,7 @@ class Bindings:
         """Every declaration of buffer ``name`` that reaches ``at`` (one per binding the scope holds, each read
         as ``declaration_of`` reads one); None when a binding is not a declaration the text shows."""
         decls = []
-        for asg in sorted(self.assignments(at, name), key=self._source_order):
+        for asg in sorted(self.ctx.assignments(at, name), key=self._source_order):
             if not isinstance(asg, Assignment):
                 return None
             n = asg.node
@@ -72,9 +64,9 @@ class Bindings:
                     return None
                 decls.append((n, n.annotation.annotation))
                 continue
-            par = self.parent(n)
+            par = self.ctx.parent(n)
             if isinstance(par, cst.AssignTarget):
-                stmt = self.parent(par)
+                stmt = self.ctx.parent(par)
                 if isinstance(stmt, cst.Assign) and par.target is n:  # `S = v`, or a chain `S = W = v`
                     if isinstance(stmt.value, cst.Name):
                         if stmt.value.value == name or depth >= _ALIAS_DEPTH:
@@ -97,7 +89,7 @@ class Bindings:
                 decls.append((par, par.value))
                 continue
             if isinstance(par, cst.AsName):
-                witem = self.parent(par)
+                witem = self.ctx.parent(par)
                 if isinstance(witem, cst.WithItem):
                     decls.append((witem, witem.item))
                     continue
@@ -107,7 +99,7 @@ class Bindings:
     def _source_order(self, asg) -> tuple:
         """Where a binding is in the file (bindings are listed, and named in messages, in the file's order)."""
         try:
-            p = self.pos(asg.node).start
+            p = self.ctx.pos(asg.node).start
             return (p.line, p.column)
         except Exception:  # noqa: BLE001 - a binding without a position (a builtin): first
             return (0, 0)
@@ -128,22 +120,22 @@ class Bindings:
             try:
                 dexpr, fname = self.decl_dtype_expr(decl)
                 dt = self.declared_default(fname, name) if dexpr is None else \
-                    (self.dtype_of_expr(dexpr, ctx_node).name or self.node_text(dexpr))
+                    (self.dtype_of_expr(dexpr, ctx_node).name or self.ctx.node_text(dexpr))
             except NoFix:
                 dt = "unknown type"
-            parts.append(f"line {self.pos(decl).start.line}: `{self.node_text(decl)}`, {dt}")
+            parts.append(f"line {self.ctx.pos(decl).start.line}: `{self.ctx.node_text(decl)}`, {dt}")
         return "; ".join(parts)
 
     def _unpacked(self, element: cst.Element, n: cst.Name):
         """``a, b = X, Y`` (or a chain ``a, b = c, d = X, Y``): (the statement, the value matching ``n``) when ``X``, ``Y`` are declarations
         (calls or subscripts, never names, so no value reads a name the statement rebinds)."""
-        tup = self.parent(element)
+        tup = self.ctx.parent(element)
         if not isinstance(tup, cst.Tuple):
             return None  # (TileLang's parser rejects a list target: `[a, b] = ...`)
-        target = self.parent(tup)
+        target = self.ctx.parent(tup)
         if not isinstance(target, cst.AssignTarget) or target.target is not tup:
             return None
-        stmt = self.parent(target)
+        stmt = self.ctx.parent(target)
         if not isinstance(stmt, cst.Assign) or not isinstance(stmt.value, cst.Tuple):
             return None  # (a chain `lo, hi = a_s, b_s = X, Y` binds each tuple target to the one value)
         names, values = tup.elements, stmt.value.elements
@@ -175,8 +167,8 @@ class Bindings:
             raise NoFix("the buffer's declaration is not a call")
         fname = self.decl_function(decl.func)
         if fname is None:
-            raise NoFix(f"the buffer is declared by `{self.node_text(decl.func)}`, not a known buffer declaration")
-        spec = self.rules.declarations[fname]
+            raise NoFix(f"the buffer is declared by `{self.ctx.node_text(decl.func)}`, not a known buffer declaration")
+        spec = self.ctx.rules.declarations[fname]
         positional = [a for a in decl.args if a.keyword is None and not a.star]
         if any(a.star for a in decl.args):
             raise NoFix("the buffer's declaration uses *args/**kwargs")
@@ -190,57 +182,56 @@ class Bindings:
     def declared_default(self, fname: str, buf: str) -> str:
         """The dtype ``fname`` gives a buffer declared without one (rules/namespaces.toml); NoFix when it
         requires one (TileLang's ``alloc_shared``: such a kernel does not build)."""
-        d = self.rules.declarations[fname].get("default")
+        d = self.ctx.rules.declarations[fname].get("default")
         if d is None:
             raise NoFix(f"`{buf}` is declared by {fname} without a dtype, which {fname} requires")
-        return self.rules.canonical_dtype(d)
+        return self.ctx.rules.canonical_dtype(d)
 
     def decl_function(self, func: cst.BaseExpression) -> Optional[str]:
-        for q in self.qnames(func):
+        for q in self.ctx.qnames(func):
             mod, _, name = q.rpartition(".")
-            if name in self.rules.declarations and (mod in self.tl_modules or mod in self.tvm_modules):
+            if name in self.ctx.rules.declarations and (mod in self.ctx.tl_modules or mod in self.ctx.tvm_modules):
                 return name
-        if isinstance(func, cst.Name) and func.value in self.rules.declarations and \
-                not self.assignments(func, func.value):
-            self.which_api(func)  # makes the resolver, which knows the module's star imports
-            if self._resolver.star:
+        if isinstance(func, cst.Name) and func.value in self.ctx.rules.declarations and \
+                not self.ctx.assignments(func, func.value):
+            if self.ctx.resolver.star:  # the resolver knows the module's star imports
                 return func.value  # only `from tilelang.language import *` can bind it
         return None
 
     def same_binding(self, a: cst.CSTNode, b: cst.CSTNode, expr: cst.BaseExpression) -> bool:
         """Every name in ``expr`` (evaluated at ``a``) means the same at ``b``."""
         for n in names_in(expr):
-            if self.assignments(a, n) != self.assignments(b, n):
+            if self.ctx.assignments(a, n) != self.ctx.assignments(b, n):
                 return False
-            if not self.assignments(a, n) and n not in _BUILTIN_NAMES:
+            if not self.ctx.assignments(a, n) and n not in _BUILTIN_NAMES:
                 return False
         return True
 
     def dtype_of_expr(self, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> DType:
         """Resolve a dtype expression as seen at ``at`` (the declaration)."""
-        text = self.node_text(expr)
+        text = self.ctx.node_text(expr)
         s = string_value(expr)
         if s is not None:
-            name = self.rules.canonical_dtype(s)
-            size = self.rules.dtype_size(name)
+            name = self.ctx.rules.canonical_dtype(s)
+            size = self.ctx.rules.dtype_size(name)
             if size is None:
                 raise NoFix(f"unknown element type {s!r}")
             return DType(text, name, size)
         if isinstance(expr, cst.Attribute):
-            mods = {q.name.rpartition(".")[0] for q in self.qualified_names(expr)}
+            mods = {q.name.rpartition(".")[0] for q in self.ctx.qualified_names(expr)}
             attr = expr.attr.value
-            if mods & (self.tl_modules | self.tvm_modules) and self.rules.dtype_size(attr) is not None:
-                name = self.rules.canonical_dtype(attr)
-                return DType(text, name, self.rules.dtype_size(name))
+            if mods & (self.ctx.tl_modules | self.ctx.tvm_modules) and self.ctx.rules.dtype_size(attr) is not None:
+                name = self.ctx.rules.canonical_dtype(attr)
+                return DType(text, name, self.ctx.rules.dtype_size(name))
             raise NoFix(f"dtype expression `{text}` is not a known dtype")
         if isinstance(expr, cst.Name) and depth < 4:
-            asgs = self.assignments(at, expr.value)
+            asgs = self.ctx.assignments(at, expr.value)
             if not asgs:  # `float16` under `from tilelang.language import *`
-                for q in self.qnames(expr):
+                for q in self.ctx.qnames(expr):
                     mod, _, attr = q.rpartition(".")
-                    if mod in self.tl_modules | self.tvm_modules and self.rules.dtype_size(attr) is not None:
-                        name = self.rules.canonical_dtype(attr)
-                        return DType(text, name, self.rules.dtype_size(name))
+                    if mod in self.ctx.tl_modules | self.ctx.tvm_modules and self.ctx.rules.dtype_size(attr) is not None:
+                        name = self.ctx.rules.canonical_dtype(attr)
+                        return DType(text, name, self.ctx.rules.dtype_size(name))
             if len(asgs) == 1:
                 (asg,) = asgs
                 if isinstance(asg, Assignment):
@@ -256,9 +247,9 @@ class Bindings:
                                 d.assumed_size = inner.size
                                 d.assumed_name = inner.name
                         return d
-                    par = self.parent(n)
+                    par = self.ctx.parent(n)
                     if isinstance(par, cst.AssignTarget):
-                        stmt = self.parent(par)
+                        stmt = self.ctx.parent(par)
                         if isinstance(stmt, cst.Assign) and par.target is n:  # one target or a chain
                             inner = self.dtype_of_expr(stmt.value, stmt, depth + 1)
                             return DType(text, inner.name, inner.size, inner.assumptions,
@@ -270,24 +261,24 @@ class Bindings:
         """Value of a name bound exactly once (not a parameter) to integer arithmetic on constants."""
         if depth > 8:
             return None
-        asgs = self.assignments(at, name.value)
+        asgs = self.ctx.assignments(at, name.value)
         if len(asgs) != 1:
             return None
         (asg,) = asgs
         if not isinstance(asg, Assignment) or isinstance(asg.node, cst.Param):
             return None
         n = asg.node
-        par = self.parent(n)
+        par = self.ctx.parent(n)
         value = None
         if isinstance(par, cst.AssignTarget):
-            stmt = self.parent(par)
+            stmt = self.ctx.parent(par)
             if isinstance(stmt, cst.Assign) and par.target is n:  # one target or a chain `a = b = 8`
                 value = stmt.value
         elif isinstance(par, cst.Element):
-            tup = self.parent(par)
-            tgt = self.parent(tup)
+            tup = self.ctx.parent(par)
+            tgt = self.ctx.parent(tup)
             if isinstance(tup, (cst.Tuple, cst.List)) and isinstance(tgt, cst.AssignTarget):
-                stmt = self.parent(tgt)
+                stmt = self.ctx.parent(tgt)
                 idx = [e for e in tup.elements].index(par)
                 if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and \
                         isinstance(stmt.value, (cst.Tuple, cst.List)) and len(stmt.value.elements) == len(tup.elements):

@@ -19,6 +19,8 @@ from typing import Optional
 import libcst as cst
 from libcst.metadata import Assignment
 
+from .context import Context
+
 
 @dataclass
 class Binding:
@@ -35,7 +37,7 @@ class Route:
     why_unknown: str = ""  # set when a reference to the macro is not a plain call
 
 
-def param_route(ctx, at: cst.CSTNode, name: str, macro_names: set) -> Optional[Route]:
+def param_route(ctx: Context, at: cst.CSTNode, name: str, macro_names: set) -> Optional[Route]:
     """The route of parameter ``name`` of the T.macro around ``at``; None when it is not one."""
     asgs = ctx.assignments(at, name)
     if len(asgs) != 1:
@@ -85,7 +87,7 @@ def _argument(call: cst.Call, name: str, index: Optional[int]) -> Optional[cst.B
     return None
 
 
-def decorated(ctx, fdef: cst.FunctionDef, names: set) -> bool:
+def decorated(ctx: Context, fdef: cst.FunctionDef, names: set) -> bool:
     """``fdef`` has a TileLang/TVM decorator whose last name is in ``names`` (``@T.macro``, ``@T.prim_func(...)``)."""
     mods = ctx.tl_modules | ctx.tvm_modules
     for d in fdef.decorators:
@@ -97,7 +99,7 @@ def decorated(ctx, fdef: cst.FunctionDef, names: set) -> bool:
     return False
 
 
-def exported(ctx, name: str) -> Optional[bool]:
+def exported(ctx: Context, name: str) -> Optional[bool]:
     """Whether another module can import the module-level ``name``: None when it cannot (a private ``_name``
     that a literal ``__all__`` does not list is the module's own); else whether a star import binds it
     (a literal ``__all__`` lists it, or there is none and the name is public)."""
@@ -111,7 +113,7 @@ def exported(ctx, name: str) -> Optional[bool]:
     return None if name.startswith("_") else False
 
 
-def _all_names(ctx):
+def _all_names(ctx: Context):
     """The module's ``__all__`` as a set of names; None when it has none; False when it is not a literal."""
     found = None
     for stmt in ctx.module.body:

@@ -1,21 +1,34 @@
-"""What every check of the libcst pass reads: the module, its positions, scopes and parents.
+"""What every check of the libcst pass reads: the module, its positions, scopes and parents, and the services.
 
-``Context`` holds one file's text, its libcst module and metadata, and the run's options;
+``Context`` is one file's typed state (its text, libcst module and metadata, the run's options, what the pass
+has found so far) with the questions every part asks of a node (``pos``, ``span``, ``node_text``, ``qnames``,
+``parent``, ``assignments``, ...), and it holds the file's services: ``bindings`` (where a buffer, a dtype or
+a constant comes from: bindings.py), ``imports`` (the alias the new text spells ``tilelang.language`` with,
+and the import it may add: imports.py), ``resolver`` (which API a callee reaches: reach.py) and ``smem``
+(how the legacy lowering addressed shared memory: smem.py), the last two made on first use, each typed by
+its protocol in parts.py (those modules import this one).  The checks (``checks/``) are units holding the
+context; nothing attaches state to it from outside.
+
 ``NoFix`` (a site that cannot be migrated, and why), ``DType`` (a resolved element type)
 and ``Pointer`` (one side of a call) are the values the checks pass between them.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedName, QualifiedNameSource, ScopeProvider
 
-from ..findings import Edit, Finding, FrontEndOptions, line_starts
+from ..findings import Finding, FrontEndOptions, line_starts
 from .calls import INTRINSIC
 from .cst_util import dotted
 from .decide.attributes import requalified
+from .parts import BindingsPart, ImportsPart, ResolverPart, SmemPart
+
+if TYPE_CHECKING:
+    from ..rules import Generation, Rules
+    from .file_style import FileStyle
 
 
 class NoFix(Exception):
@@ -50,9 +63,38 @@ class Pointer:
 
 
 class Context:
-    """One file under the libcst pass: text, module, metadata (positions, scopes, parents), options."""
+    """One file under the libcst pass: its typed state, the questions asked of its nodes, and its services."""
+
+    text: str
+    path: str
+    module: cst.Module
+    opts: FrontEndOptions
+    rules: Rules
+    target: Generation
+    legacy: Generation
+    starts: list  # offset of each line's start
+    lines: list  # the text's lines, ends kept
+    newline: str
+    tl_modules: set  # TileLang's module names (rules/namespaces.toml)
+    tvm_modules: set  # TVM's
+    metadata: dict  # provider -> {node: value}
+    parents: dict  # node -> parent node
+    file_style: Optional[FileStyle]  # the whole file's style when the text is a window of it (window.py)
+    findings: list  # Finding, in the order the pass makes them
+    analysed: set  # the calls visit_call classified (checks/value_read.py skips their callees)
+    migrated: set  # functions holding TileLang access-pointer calls (Analysis.migrated)
+    # assumptions about importers of a module-level macro (importers.py answers them for the run):
+    # assumption -> (macro, whether a star import binds it, the question)
+    importer_questions: dict
+    layout_unit: Optional[str]  # the file's indentation unit and habits (layout.py), read once
+    layout_habits: Optional[tuple]
+    bindings: BindingsPart  # bindings.Bindings
+    imports: ImportsPart  # imports.Imports
 
     def __init__(self, text: str, path: str, module: cst.Module, options: FrontEndOptions):
+        from .bindings import Bindings  # (they import this module: made here, typed by parts.py)
+        from .imports import Imports
+
         self.text = text
         self.path = path
         self.module = module
@@ -63,20 +105,41 @@ class Context:
         self.starts = line_starts(text)
         self.lines = text.splitlines(True)
         self.findings: list[Finding] = []
-        self.metadata: dict = {}  # provider -> {node: value}
-        self.parents: dict = {}  # node -> parent node
+        self.metadata = {}
+        self.parents = {}
         self.tl_modules = set(self.rules.tilelang_modules)
         self.tvm_modules = set(self.rules.tvm_modules)
         self.newline = "\r\n" if "\r\n" in text else "\n"
-        self._import_edit: Optional[Edit] = None
-        self._emit_alias: Optional[str] = None
-        self._smem = None  # smem.SharedMemory, made on the first call whose dtypes differ
-        self._resolver = None  # reach.Resolver, made on the first call
-        # assumptions about importers of a module-level macro (importers.py answers them for the run):
-        # assumption -> (macro, whether a star import binds it)
-        self.importer_questions: dict = {}
-        self.migrated: set = set()  # functions holding TileLang access-pointer calls (Analysis.migrated)
+        self.file_style = None
+        self.analysed = set()
+        self.migrated = set()
+        self.importer_questions = {}
+        self.layout_unit = None
+        self.layout_habits = None
+        self._smem: Optional[SmemPart] = None  # made on the first call whose dtypes differ
+        self._resolver: Optional[ResolverPart] = None  # made on the first call
         self._star = None  # (the module of the file's one TileLang/TVM star import, or None,), once read
+        self.bindings = Bindings(self)
+        self.imports = Imports(self)
+
+    @property
+    def resolver(self) -> ResolverPart:
+        """Which API a callee reaches (reach.Resolver), made on first use."""
+        if self._resolver is None:
+            from .reach import Resolver
+
+            self._resolver = Resolver(self, INTRINSIC)
+        return self._resolver
+
+    @property
+    def smem(self) -> SmemPart:
+        """How the legacy lowering addressed a destination in shared memory (smem.SharedMemory), made on first
+        use."""
+        if self._smem is None:
+            from .smem import SharedMemory
+
+            self._smem = SharedMemory(self)
+        return self._smem
 
     def md(self, provider, node, default=None):
         if provider is ParentNodeProvider:
@@ -85,6 +148,22 @@ class Context:
 
     def pos(self, node):
         return self.md(PositionProvider, node)
+
+    def parent(self, node):
+        return self.md(ParentNodeProvider, node)
+
+    def scope_of(self, node):
+        return self.md(ScopeProvider, node)
+
+    def assignments(self, node, name: str) -> set:
+        """The bindings of ``name`` that the scope of ``node`` holds (libcst's assignments); empty when none."""
+        scope = self.scope_of(node)
+        if scope is None:
+            return set()
+        try:
+            return set(scope[name])
+        except Exception:  # noqa: BLE001
+            return set()
 
     def offset(self, line: int, col: int) -> int:
         return self.starts[line - 1] + col
@@ -201,8 +280,4 @@ class Context:
 
     def which_api(self, func: cst.BaseExpression):
         """The API the callee reaches (reach.py): a Reach with api "tilelang", "tvm" or None."""
-        if self._resolver is None:
-            from .reach import Resolver
-
-            self._resolver = Resolver(self, INTRINSIC)
-        return self._resolver.callee(func)
+        return self.resolver.callee(func)

@@ -20,11 +20,12 @@ from ..findings import Applicability, Edit, Finding, Fix
 from . import definition_rules as texts
 from . import runtime_helpers
 from .cst_util import is_docstring
+from .context import Context
 
 
 
-def find(ctx, intrinsic: str) -> list[Finding]:
-    """Findings for the module-level definitions of ``ctx.module`` (a rewrite ``_Context``)."""
+def find(ctx: Context, intrinsic: str) -> list[Finding]:
+    """Findings for the module-level definitions of ``ctx.module`` (the file's context.py ``Context``)."""
     facts = ctx.rules.python_api
     if not facts:
         return []
@@ -49,7 +50,7 @@ def find(ctx, intrinsic: str) -> list[Finding]:
     return out
 
 
-def _helper_fix(ctx, name: str, message: str, plan) -> tuple:
+def _helper_fix(ctx: Context, name: str, message: str, plan) -> tuple:
     if ctx.target.form != "access_ptr":
         return message, None
     why = plan.why if plan is not None else "the standard library does not read it as a module-level helper"
@@ -60,7 +61,7 @@ def _helper_fix(ctx, name: str, message: str, plan) -> tuple:
     return texts.helper_outcome(message, None), fix
 
 
-def definition(ctx, fdef: cst.FunctionDef, facts: dict) -> Optional[Finding]:
+def definition(ctx: Context, fdef: cst.FunctionDef, facts: dict) -> Optional[Finding]:
     legacy = list(ctx.rules.legacy.python_params)
     params = fdef.params
     names = [p.name.value for p in params.params]
@@ -73,7 +74,7 @@ def definition(ctx, fdef: cst.FunctionDef, facts: dict) -> Optional[Finding]:
     return _finding(ctx, fdef, codes.LEGACY_API_DEFINITION, facts.get("definition", {}).get("op"), "definition", message, fix)
 
 
-def _upstream_shape(ctx, fdef: cst.FunctionDef, legacy: list[str], facts: dict) -> Optional[str]:
+def _upstream_shape(ctx: Context, fdef: cst.FunctionDef, legacy: list[str], facts: dict) -> Optional[str]:
     """None when the body is the upstream one: an optional docstring and a forward of every parameter."""
     if any(p.default is not None for p in fdef.params.params):
         return texts.HAS_DEFAULTS
@@ -96,7 +97,7 @@ def _upstream_shape(ctx, fdef: cst.FunctionDef, legacy: list[str], facts: dict) 
     return None
 
 
-def _rewrite(ctx, fdef: cst.FunctionDef, facts: dict, emit: dict) -> Fix:
+def _rewrite(ctx: Context, fdef: cst.FunctionDef, facts: dict, emit: dict) -> Fix:
     ps, _ = ctx.span(fdef.params.params[0])
     _, pe = ctx.span(fdef.params.params[-1])
     body = list(fdef.body.body)
@@ -110,7 +111,7 @@ def _rewrite(ctx, fdef: cst.FunctionDef, facts: dict, emit: dict) -> Fix:
     return Fix(edits, Applicability.SAFE, [], ctx.rules.steps(ctx.legacy.name, ctx.target.name))
 
 
-def _finding(ctx, node, code: str, op: Optional[str], role: str, message: str, fix: Optional[Fix]) -> Finding:
+def _finding(ctx: Context, node, code: str, op: Optional[str], role: str, message: str, fix: Optional[Fix]) -> Finding:
     r = ctx.pos(node)
     return Finding(path=ctx.path, line=r.start.line, column=r.start.column + 1, end_line=r.end.line,
                    end_column=r.end.column + 1, code=code, message=message, fix=fix,

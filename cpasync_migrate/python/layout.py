@@ -1,9 +1,9 @@
 """Lay a rewritten call out the way the file lays out its calls.
 
 What it does: takes the edits that turn one legacy ``ptx_cp_async(...)`` into the access-pointer form
-(``rewrite.layout_edits``), applies the ones inside the call, and replaces them with one edit whose text
-is the new call laid out again: on one line when it fits, else split the way the call was split, within
-the line length the project configures (``FrontEndOptions.line_length``: ``[tool.ruff] line-length``,
+(``checks/legacy_call.py``'s ``layout_edits``), applies the ones inside the call, and replaces them with one
+edit whose text is the new call laid out again: on one line when it fits, else split the way the call was
+split, within the line length the project configures (``FrontEndOptions.line_length``: ``[tool.ruff] line-length``,
 else ``[tool.black] line-length`` of the file's nearest pyproject.toml, else 88; the engine finds it).
 
 Why: the new form is about 60 columns longer than the old one.  Splicing it into the old layout left
@@ -59,6 +59,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..findings import Edit, apply_edits
 from . import file_style
+from .context import Context
 from .layout_render import _Arg, _Atom, _Call, _render, _Style, line_context, requote, str_width
 
 DEFAULT_LINE_LENGTH = 88
@@ -73,11 +74,11 @@ class _Unsupported(Exception):
     """The call holds something this module does not lay out; keep the spliced text."""
 
 
-def lay_out(ctx, node: cst.Call, edits: list[Edit]) -> list[Edit]:
+def lay_out(ctx: Context, node: cst.Call, edits: list[Edit]) -> list[Edit]:
     """The fix's edits with those inside ``node`` (or its one-line wrapper) replaced by one laid-out edit.
 
-    ``ctx`` is rewrite's ``_Context``: its ``text``, ``vspan``, ``pos``, ``parent``, ``newline`` and
-    ``opts.line_length`` are used.
+    ``ctx`` is the file's context (context.py): its ``text``, ``lines``, ``vspan``, ``pos``, ``parent``,
+    ``newline``, ``opts.line_length``, ``file_style`` and the caches ``layout_unit``/``layout_habits`` are used.
     """
     edits = _requoted(ctx, node, edits)
     try:
@@ -86,13 +87,13 @@ def lay_out(ctx, node: cst.Call, edits: list[Edit]) -> list[Edit]:
         return edits
 
 
-def _requoted(ctx, node: cst.Call, edits: list[Edit]) -> list[Edit]:
+def _requoted(ctx: Context, node: cst.Call, edits: list[Edit]) -> list[Edit]:
     """The edits with the double-quoted strings they insert single-quoted, in a file that prefers single
     quotes (rule 7; ``layout_render.requote``)."""
     return requote(edits, _file_habits(ctx))
 
 
-def _lay_out(ctx, node: cst.Call, edits: list[Edit]) -> list[Edit]:
+def _lay_out(ctx: Context, node: cst.Call, edits: list[Edit]) -> list[Edit]:
     text = ctx.text
     cs, ce = ctx.vspan(node)
     one_line = "\n" not in text[cs:ce] and "\r" not in text[cs:ce]
@@ -116,7 +117,7 @@ def _lay_out(ctx, node: cst.Call, edits: list[Edit]) -> list[Edit]:
     return outside + [Edit(rs, re_, out)]
 
 
-def _wrapper(ctx, node: cst.Call, cs: int, ce: int):
+def _wrapper(ctx: Context, node: cst.Call, cs: int, ce: int):
     """The outermost one-line call whose sole argument is the call (``T.evaluate(T.ptx_cp_async(...))``)."""
     root, rs, re_ = node, cs, ce
     while True:
@@ -267,9 +268,9 @@ def _chain(module: cst.Module, value: cst.BaseExpression) -> Optional[list[str]]
 # ------------------------------------------------------------------------------------------ style
 
 
-def _style(ctx, node: cst.Call, line_indent: str, one_line: bool) -> _Style:
+def _style(ctx: Context, node: cst.Call, line_indent: str, one_line: bool) -> _Style:
     text = ctx.text
-    width = getattr(ctx.opts, "line_length", None) or DEFAULT_LINE_LENGTH
+    width = ctx.opts.line_length or DEFAULT_LINE_LENGTH
     unit = _file_unit(ctx)
     if one_line or not node.args:
         return _Style(width, unit, _file_comma(ctx), True, False)
@@ -297,26 +298,26 @@ def _style(ctx, node: cst.Call, line_indent: str, one_line: bool) -> _Style:
     return _Style(width, unit, comma, close_own_line, visual)
 
 
-def _file_unit(ctx) -> str:
+def _file_unit(ctx: Context) -> str:
     """The file's indentation unit (file_style.py), read once per file: from the whole file's style when
     the context holds it (a window of a large file), else from the context's text."""
-    got = getattr(ctx, "_layout_unit", None)
+    got = ctx.layout_unit
     if got is None:
-        whole = getattr(ctx, "file_style", None)
-        got = ctx._layout_unit = whole.unit() if whole is not None else file_style.indent_unit(ctx.lines)
+        whole = ctx.file_style
+        got = ctx.layout_unit = whole.unit() if whole is not None else file_style.indent_unit(ctx.lines)
     return got
 
 
-def _file_comma(ctx) -> bool:
+def _file_comma(ctx: Context) -> bool:
     """Whether the file's lists of one item per line end with a comma (no such list: yes)."""
     return _file_habits(ctx)[0]
 
 
-def _file_habits(ctx) -> tuple[bool, str, frozenset]:
+def _file_habits(ctx: Context) -> tuple[bool, str, frozenset]:
     """The file's trailing-comma and quote habits (file_style.habits), read once per file: from the whole
     file's style when ``ctx`` is a window of it (window.py)."""
-    got = getattr(ctx, "_layout_habits", None)
+    got = ctx.layout_habits
     if got is None:
-        whole = getattr(ctx, "file_style", None)
-        got = ctx._layout_habits = whole.habits() if whole is not None else file_style.habits(ctx.text)
+        whole = ctx.file_style
+        got = ctx.layout_habits = whole.habits() if whole is not None else file_style.habits(ctx.text)
     return got

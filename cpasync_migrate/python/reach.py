@@ -17,8 +17,9 @@ merely mentions the intrinsic, such as ``functools.partial(T.ptx_cp_async, ...)`
 as left for a person, with the route.  Every other read of the intrinsic as a value is CPA008
 (``checks/value_read.py``).
 
-Pure: reads names through the rewrite context (``qnames``, ``assignments``, ``parent``,
-``node_text``, ``module``, ``tl_modules``, ``tvm_modules``).
+Pure: the service ``ctx.resolver`` of the file's context (context.py), made on first use; reads names
+through it (``qnames``, ``assignments``, ``parent``, ``node_text``, ``module``, ``tl_modules``,
+``tvm_modules``).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from typing import Optional
 import libcst as cst
 from libcst.metadata import Assignment
 
+from .context import Context
 from .cst_util import dotted
 from .decide import presence
 from .decide.attributes import shadowed_module
@@ -45,7 +47,9 @@ class Reach:
 
 
 class Resolver:
-    def __init__(self, ctx, intrinsic: str):
+    ctx: Context
+
+    def __init__(self, ctx: Context, intrinsic: str):
         self.ctx = ctx
         self.intrinsic = intrinsic
         self.star = self._star_imports()
@@ -113,7 +117,7 @@ class Resolver:
             return "tilelang"
         return "tvm" if mod in self.ctx.tvm_modules else None
 
-    def _by_name(self, func) -> Optional[str]:
+    def api_by_name(self, func) -> Optional[str]:
         """The API ``func`` reaches by its name; where its bindings disagree, TileLang's before TVM's (a
         value read is a finding either way; a callee whose bindings disagree is left for a person: ``callee``)."""
         readings = {self._reading(q) for q in self.ctx.qnames(func)}
@@ -233,7 +237,7 @@ class Resolver:
         ``getattr(M, "ptx_cp_async"[, default])``, ``M.__dict__["ptx_cp_async"]``,
         ``vars(M)["ptx_cp_async"]`` or ``.get("ptx_cp_async")`` of those two, ``M`` the module."""
         if isinstance(node, cst.Call):
-            if self._builtin(node.func, "getattr") and len(node.args) in (2, 3) and \
+            if self.is_builtin(node.func, "getattr") and len(node.args) in (2, 3) and \
                     all(a.keyword is None and not a.star for a in node.args) and \
                     self._names_intrinsic(node.args[1].value):
                 return self.module_of(node.args[0].value)
@@ -252,12 +256,12 @@ class Resolver:
         """``M.__dict__`` or ``vars(M)`` of the module that holds the intrinsic."""
         if isinstance(expr, cst.Attribute) and expr.attr.value == "__dict__":
             return self.module_of(expr.value)
-        if isinstance(expr, cst.Call) and self._builtin(expr.func, "vars") and len(expr.args) == 1 and \
+        if isinstance(expr, cst.Call) and self.is_builtin(expr.func, "vars") and len(expr.args) == 1 and \
                 expr.args[0].keyword is None and not expr.args[0].star:
             return self.module_of(expr.args[0].value)
         return None
 
-    def _builtin(self, func: cst.BaseExpression, name: str) -> bool:
+    def is_builtin(self, func: cst.BaseExpression, name: str) -> bool:
         return isinstance(func, cst.Name) and func.value == name and (
             f"builtins.{name}" in self.ctx.qnames(func) or not self.ctx.assignments(func, name))
 
@@ -274,7 +278,7 @@ class Resolver:
         alias of it, a lookup by its name in a string)."""
         found = []
         intrinsic = self.intrinsic
-        by_name = self._by_name
+        by_name = self.api_by_name
         string_route = self.string_route
         module_of = self.module_of
 

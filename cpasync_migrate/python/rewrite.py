@@ -13,7 +13,6 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from .. import codes
 from ..findings import Analysis, Finding, FrontEndOptions, Status
-from .bindings import Bindings
 from .calls import INTRINSIC, SUPPRESS_RE, call_shape
 from .checks.access_ptr_call import AccessPtrCall
 from .checks.legacy_call import LegacyCall
@@ -21,7 +20,6 @@ from .checks.value_read import ValueRead
 from .context import Context
 from .decide import dispatch
 from . import positions, scopes
-from .imports import Imports
 
 
 # What the analysis reads about nodes: positions (positions.py: libcst's PositionProvider's ranges)
@@ -62,67 +60,74 @@ class _Collector(cst.CSTVisitor):
 
 
 
-class _Context(Context, Bindings, Imports, LegacyCall, AccessPtrCall, ValueRead):
+class _Pass:
     """The libcst pass over one file: each call of the intrinsic classified and, where it can be, fixed.
 
-    ``visit_call`` reads the API a call reaches (reach.py) and its shape, and ``decide/dispatch.py`` says which
-    check it goes to; the
-    checks live in ``checks/`` (legacy_call: CPA001/CPA002; access_ptr_call: CPA004/CPA005,
-    ``--from``; value_read: CPA008, after every call), the lookups in ``bindings.py``, the emitted
-    alias in ``imports.py``.  ``analysed`` holds the calls the pass classified: those that reach the
-    intrinsic, and those that may reach it along a route it names.
+    ``visit_call`` reads the API a call reaches (``ctx.which_api``: reach.py) and its shape, and
+    ``decide/dispatch.py`` says which check it goes to.  The checks are units over the file's context
+    (context.py), each in ``checks/``: ``legacy`` (legacy_call: CPA001/CPA002), ``access_ptr``
+    (access_ptr_call: CPA004/CPA005, ``--from``), ``values`` (value_read: CPA008, after every call); the
+    lookups are the context's services (``ctx.bindings``, ``ctx.imports``, ``ctx.smem``).
+    ``ctx.analysed`` holds the calls the pass classified: those that reach the intrinsic, and those that
+    may reach it along a route it names.
     """
 
-    analysed: set
+    ctx: Context
+    legacy: LegacyCall
+    access_ptr: AccessPtrCall
+    values: ValueRead
+
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+        self.legacy = LegacyCall(ctx)
+        self.access_ptr = AccessPtrCall(ctx)
+        self.values = ValueRead(ctx)
 
     def visit_call(self, node: cst.Call) -> None:
-        reach = self.which_api(node.func)
+        ctx = self.ctx
+        reach = ctx.which_api(node.func)
         api = reach.api
         if api is not None or reach.unresolved:
-            self.analysed.add(node)
+            ctx.analysed.add(node)
         if api is None and not reach.unresolved:
             return
         call = dispatch.Call(api, self.call_shape(node), len(node.args),
                              tuple(a.keyword.value for a in node.args if a.keyword is not None),
                              isinstance(node.func, cst.NamedExpr), reach.unresolved or "")
-        route = dispatch.route(call, self.opts.migrate_tvm)  # which check the call goes to (decide/dispatch.py)
+        route = dispatch.route(call, ctx.opts.migrate_tvm)  # which check the call goes to (decide/dispatch.py)
         if route.check == dispatch.NONE:
             return
-        r = self.pos(node)
-        line_text = self.lines[r.start.line - 1] if r.start.line - 1 < len(self.lines) else ""
+        r = ctx.pos(node)
+        line_text = ctx.lines[r.start.line - 1] if r.start.line - 1 < len(ctx.lines) else ""
         finding = Finding(
-            path=self.path,
+            path=ctx.path,
             line=r.start.line,
             column=r.start.column + 1,
             end_line=r.end.line,
             end_column=r.end.column + 1,
             code=codes.LEGACY_CALL,
             message="",
-            function=self.enclosing_function(node),
+            function=ctx.enclosing_function(node),
         )
         if route.check == dispatch.ACCESS_PTR:
             if dispatch.marks_migrated(call):
-                self.migrated.add(finding.function or "")  # (half-migrated files: findings.half_migrated)
-            if not self.check_access_ptr_call(node, finding):
+                ctx.migrated.add(finding.function or "")  # (half-migrated files: findings.half_migrated)
+            if not self.access_ptr.check_access_ptr_call(node, finding):
                 return  # already migrated, or nothing to convert: not a finding
         elif route.check == dispatch.LEGACY:
-            self.route_assumptions = [reach.assumption] if reach.assumption else []
-            self.check_legacy_call(node, finding, switch_callee=route.switch_callee)
-            self.route_assumptions = []
+            self.legacy.check_legacy_call(node, finding, switch_callee=route.switch_callee,
+                                          route_assumptions=[reach.assumption] if reach.assumption else [])
         else:  # TVM's wrapper (CPA003), or left for a person (CPA002)
             finding.code, finding.message = route.code, route.message
         if SUPPRESS_RE.search(line_text):
             finding.status = Status.SUPPRESSED
             finding.fix = None
         finding.role = dispatch.role(call, finding.legacy_site)
-        self.findings.append(finding)
-
-    def legacy_dtype_kw(self) -> str:
-        return self.legacy.python_params[0]
+        ctx.findings.append(finding)
 
     def call_shape(self, node: cst.Call) -> str:
         """'legacy', 'new', or a description of what is wrong."""
-        return call_shape(self.rules, any(a.star for a in node.args), len(node.args),
+        return call_shape(self.ctx.rules, any(a.star for a in node.args), len(node.args),
                           [a.keyword.value for a in node.args if a.keyword is not None])
 
 
@@ -171,14 +176,14 @@ def analyze(text: str, path: str, options: FrontEndOptions, style=None) -> Analy
         return Analysis([], error=f"cannot parse: {e.message}", error_line=e.raw_line, error_column=e.raw_column + 1)
     except Exception as e:  # noqa: BLE001 - libcst raises a few other types on odd input
         return Analysis([], error=f"cannot parse: {e}")
-    ctx = _Context(text, path, module, options)
+    ctx = Context(text, path, module, options)
     ctx.file_style = style
     ctx.metadata, seen = _facts(module)
     ctx.parents = seen.parents
-    ctx.analysed = set()
+    run = _Pass(ctx)
     for call in seen.calls:
-        ctx.visit_call(call)
-    ctx.check_value_reads(seen.calls, seen.attributes, seen.subscripts, seen.import_froms)
+        run.visit_call(call)
+    run.values.check_value_reads(seen.calls, seen.attributes, seen.subscripts, seen.import_froms)
     from .definitions import find as find_definitions
 
     defs = find_definitions(ctx, INTRINSIC)

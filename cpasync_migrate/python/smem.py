@@ -20,9 +20,10 @@ of ``bool`` is static, and tile operators that may add a workspace of their own 
 ``if`` that may be a Python condition, a call of a function the file does not show, a scope that
 is not a literal, a macro no visible kernel calls), the reading is undecided and says why.
 
-Pure: works on the libcst tree through a context object that resolves names (``qnames``,
-``parent``, ``scope_of``, ``pos``, ``node_text``, ``decl_function``, ``rules``, ``tl_modules``,
-``tvm_modules``); it never reads files or imports the user's code.
+Pure: the service ``ctx.smem`` of the file's context (context.py), made on first use; works on the libcst
+tree through it (``qnames``, ``parent``, ``scope_of``, ``pos``, ``node_text``, ``rules``, ``tl_modules``,
+``tvm_modules``, and ``ctx.bindings`` for declarations and dtypes); it never reads files or imports the
+user's code.
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from typing import Optional
 import libcst as cst
 from libcst.metadata import Assignment, QualifiedNameSource
 
+from .context import Context
 from .cst_util import string_value
 
 _MAX_DEPTH = 6  # nested macro calls followed
@@ -74,7 +76,9 @@ class _Census:
 class SharedMemory:
     """Answers :meth:`reading` for the legacy calls of one module (results cached per kernel)."""
 
-    def __init__(self, ctx):
+    ctx: Context
+
+    def __init__(self, ctx: Context):
         self.ctx = ctx
         facts = ctx.rules.shared_memory
         self.facts = facts
@@ -148,7 +152,7 @@ class SharedMemory:
         ``shared.dyn`` and ``shared`` can merge); [] when the declaration is no allocation the file shows."""
         if not isinstance(decl, cst.Call):
             return []
-        fname = self.ctx.decl_function(decl.func)
+        fname = self.ctx.bindings.decl_function(decl.func)
         spec = self.allocations.get(fname)
         if spec is None or any(a.star for a in decl.args):
             return []
@@ -198,7 +202,7 @@ class SharedMemory:
             return decl.scope, ""
         if not isinstance(decl, cst.Call):
             return None, "the destination is not allocated by a call the file shows"
-        fname = self.ctx.decl_function(decl.func)
+        fname = self.ctx.bindings.decl_function(decl.func)
         spec = self.allocations.get(fname)
         if spec is None:
             return None, f"the destination is declared by `{self.ctx.node_text(decl.func)}`, not an allocation"
@@ -235,7 +239,7 @@ class SharedMemory:
 
     def _dtype_name(self, expr, at) -> Optional[str]:
         try:
-            return self.ctx.dtype_of_expr(expr, at).name
+            return self.ctx.bindings.dtype_of_expr(expr, at).name
         except Exception:  # noqa: BLE001 - the front end's NoFix: not a dtype it can name
             return None
 

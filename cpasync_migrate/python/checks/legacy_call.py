@@ -6,11 +6,16 @@ CPA002 legacy-call-manual: docs/codes/CPA002.md.
 Each pointer is typed by its buffer's declaration (in merged dynamic shared memory, the
 destination by the call's dtype: rules/shared_memory.toml), its extent the bytes in elements
 of that type.
+
+A unit over the file's context (``ctx``): it asks ``ctx.bindings`` where buffers and dtypes come from,
+``ctx.smem`` how the legacy lowering addressed the destination, ``ctx.imports`` the alias to spell the
+new call with; ``callers.py`` reads a macro parameter's callers, ``layout.py`` lays the new call out.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from dataclasses import replace as _replace
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 import libcst as cst
 
@@ -18,18 +23,63 @@ from ... import codes
 from ...findings import Edit, Finding, Fix
 from .. import layout
 from ..calls import INTRINSIC
-from ..context import DType, NoFix, Pointer
+from ..context import Context, DType, NoFix, Pointer
 from ..cst_util import int_value, is_atom
 from ..decide import legacy as decide
 
 
-class LegacyCall:
-    """The legacy form's rewrite (mixed into the pass's context)."""
+class LegacyParams(NamedTuple):
+    """The legacy call's parameter names in the order of rules/ (``python_params`` of the legacy generation)."""
 
-    def check_legacy_call(self, node: cst.Call, finding: Finding, switch_callee: bool) -> None:
-        """Fill ``finding`` for a call in the legacy shape: its fix (CPA001), or why there is none (CPA002)."""
+    dtype: str
+    dst_ptr: str
+    dst_off: str
+    src_ptr: str
+    src_off: str
+    size: str  # the byte count
+
+
+@dataclass
+class LegacyShape:
+    """A legacy call as recognised (:meth:`LegacyCall._recognise`) and decided, what emitting reads.
+
+    ``bound`` maps each parameter name (``keys``, a :class:`LegacyParams`) to the call's argument for it;
+    ``dst`` and ``src`` are the pointers, each typed by its buffer's declaration (the destination by the call's
+    dtype in merged shared memory: ``retyped``); ``nbytes`` the byte count when it is an integer literal.
+    Deciding (a target whose size counts elements) gives both pointers one type, puts the narrow side's
+    divided offset text in ``offsets`` (offset parameter -> text) and the element count in ``count``.
+    ``assumptions`` collects, in the order found, what the fix rests on (the route's first).
+    """
+
+    node: cst.Call
+    bound: dict
+    keys: LegacyParams
+    dst: Pointer
+    src: Pointer
+    nbytes: Optional[int]
+    assumptions: list
+    offsets: dict = field(default_factory=dict)
+    count: Optional[int] = None
+
+    @property
+    def size_arg(self) -> cst.Arg:
+        return self.bound[self.keys.size]
+
+
+class LegacyCall:
+    """The legacy form's rewrite: ``LegacyCall(ctx).check_legacy_call(node, finding, ...)``."""
+
+    ctx: Context
+
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+
+    def check_legacy_call(self, node: cst.Call, finding: Finding, switch_callee: bool,
+                          route_assumptions: Sequence[str] = ()) -> None:
+        """Fill ``finding`` for a call in the legacy shape: its fix (CPA001), or why there is none (CPA002).
+        ``route_assumptions``: what the route to the intrinsic rests on (reach.py's ``Reach.assumption``)."""
         try:
-            finding.fix, note = self.rewrite(node, switch_callee=switch_callee)
+            finding.fix, note = self.rewrite(node, switch_callee=switch_callee, route_assumptions=route_assumptions)
             finding.message = decide.FIX_MESSAGE + note
         except NoFix as e:
             finding.code = codes.LEGACY_CALL_MANUAL
@@ -39,7 +89,7 @@ class LegacyCall:
         positional = [a for a in node.args if a.keyword is None]
         keywords = {a.keyword.value: a for a in node.args if a.keyword is not None}
         try:
-            where = decide.bind(list(self.legacy.python_params), len(positional),
+            where = decide.bind(list(self.ctx.legacy.python_params), len(positional),
                                 [a.keyword.value for a in node.args if a.keyword is not None])
         except decide.NotMigrated as e:
             raise NoFix(str(e)) from None
@@ -50,7 +100,7 @@ class LegacyCall:
         buf = None
         shape = decide.NAME if isinstance(v, cst.Name) else decide.DATA if (
             isinstance(v, cst.Attribute) and v.attr.value == "data" and isinstance(v.value, cst.Name)) else decide.OTHER
-        why = decide.pointer_problem(shape, self.node_text(v) if shape == decide.OTHER else "")
+        why = decide.pointer_problem(shape, self.ctx.node_text(v) if shape == decide.OTHER else "")
         if why:
             raise NoFix(why)
         routed = self.through_callers(arg, call)
@@ -58,15 +108,15 @@ class LegacyCall:
             return routed
         if isinstance(v, cst.Attribute) and v.attr.value == "data" and isinstance(v.value, cst.Name):
             buf = v.value.value
-            found = self.declaration_of(call, buf)
+            found = self.ctx.bindings.declaration_of(call, buf)
             if found is not None:
                 ctx_node, decl = found
-                dexpr, fname = self.decl_dtype_expr(decl)
+                dexpr, fname = self.ctx.bindings.decl_dtype_expr(decl)
                 if dexpr is None:
-                    d = self.declared_default(fname, buf)
-                    return Pointer(arg, buf, DType(f'"{d}"', d, self.rules.dtype_size(d)))
-                dt = self.dtype_of_expr(dexpr, ctx_node)
-                if not self.same_binding(ctx_node, call, dexpr):
+                    d = self.ctx.bindings.declared_default(fname, buf)
+                    return Pointer(arg, buf, DType(f'"{d}"', d, self.ctx.rules.dtype_size(d)))
+                dt = self.ctx.bindings.dtype_of_expr(dexpr, ctx_node)
+                if not self.ctx.bindings.same_binding(ctx_node, call, dexpr):
                     # the declaration's dtype expression means something else here
                     if dt.name is None:
                         raise NoFix(f"the dtype of `{buf}` (`{dt.text}`) is not visible at the call")
@@ -78,15 +128,15 @@ class LegacyCall:
                 dt, decls = agreed
                 # every declaration that reaches the call gives one type: the text decides it (the merge question,
                 # where it arises, is asked of them as of a macro's callers' buffers)
-                return Pointer(arg, buf, DType(f'"{dt}"', dt, self.rules.dtype_size(dt)), routed_decls=decls)
+                return Pointer(arg, buf, DType(f'"{dt}"', dt, self.ctx.rules.dtype_size(dt)), routed_decls=decls)
         # no declaration visible: fall back to the call's dtype
-        what = f"`{buf}`" if buf else f"`{self.node_text(v)}`"
+        what = f"`{buf}`" if buf else f"`{self.ctx.node_text(v)}`"
         if call_dtype is None:
             raise NoFix(f"no declaration of {what} is visible and the call has no dtype")
-        dt = self.dtype_of_expr(call_dtype.value, call)
+        dt = self.ctx.bindings.dtype_of_expr(call_dtype.value, call)
         dt.assumptions = dt.assumptions + [
             f"no declaration of {what} is visible; its element type is assumed to be the call's dtype "
-            f"{self.node_text(call_dtype.value)}"
+            f"{self.ctx.node_text(call_dtype.value)}"
         ]
         return Pointer(arg, buf, dt)
 
@@ -94,23 +144,25 @@ class LegacyCall:
         """NoFix when several declarations of ``buf`` reach the call (branches of a factory's ``if``, nested or
         not) and they give different element types: no fix may pick one of them.  When they all give one known
         type: (that type, the declarations); None when fewer than two reach it."""
-        decls = self.declarations_of(call, buf)
+        decls = self.ctx.bindings.declarations_of(call, buf)
         if not decls or len(decls) < 2:
             return None
         kinds = set()
         for ctx_node, decl in decls:
             try:
-                dexpr, fname = self.decl_dtype_expr(decl)
-                dt = self.declared_default(fname, buf) if dexpr is None else self.dtype_of_expr(dexpr, ctx_node).name
+                dexpr, fname = self.ctx.bindings.decl_dtype_expr(decl)
+                b = self.ctx.bindings
+                dt = b.declared_default(fname, buf) if dexpr is None else b.dtype_of_expr(dexpr, ctx_node).name
             except NoFix:
                 dt = None
             kinds.add(dt)
         if len(kinds) > 1 or None in kinds:
-            raise NoFix(f"{len(decls)} declarations of `{buf}` reach the call ({self.readings(decls, buf)}); "
+            raise NoFix(f"{len(decls)} declarations of `{buf}` reach the call "
+                        f"({self.ctx.bindings.readings(decls, buf)}); "
                         "each gives the access pointer its own type and the text does not decide which one "
                         "holds: migrate each branch by hand")
         (dt,) = kinds
-        if self.rules.dtype_size(dt) is None:
+        if self.ctx.rules.dtype_size(dt) is None:
             return None
         return dt, [d for _, d in decls]
 
@@ -124,7 +176,8 @@ class LegacyCall:
         v = arg.value
         data = isinstance(v, cst.Attribute)
         name = v.value.value if data else v.value
-        route = param_route(self, call, name, set(self.rules.shared_memory.get("functions", {}).get("macro", [])))
+        macros = set(self.ctx.rules.shared_memory.get("functions", {}).get("macro", []))
+        route = param_route(self.ctx, call, name, macros)
         if route is None or route.why_unknown or not route.bindings:
             return None
         macro = route.macro.name.value
@@ -146,14 +199,14 @@ class LegacyCall:
                  "and pass another buffer)")
             d.assumptions.append(a)
             # importers.py reads the importing files' calls of `m` for the same reading
-            self.importer_questions[a] = (m, bool(exported(self, m)), {
+            self.ctx.importer_questions[a] = (m, bool(exported(self.ctx, m)), {
                 "kind": "dtype", "param": pname, "index": index, "data": pdata, "dtype": dt0.name})
         note = ""
         ann = route.param.annotation
         if data and ann is not None:
             try:
-                aexpr, _ = self.decl_dtype_expr(ann.annotation)
-                adt = self.dtype_of_expr(aexpr, route.param) if aexpr is not None else None
+                aexpr, _ = self.ctx.bindings.decl_dtype_expr(ann.annotation)
+                adt = self.ctx.bindings.dtype_of_expr(aexpr, route.param) if aexpr is not None else None
             except NoFix:
                 adt = None
             if adt is not None and adt.name is not None and adt.size != dt0.size:
@@ -171,10 +224,10 @@ class LegacyCall:
         if route.public and not any(p[:2] == (macro, name) for p in public):
             params = list(route.macro.params.params)
             public.append((macro, name, params.index(route.param) if route.param in params else None, data))
-        macros = set(self.rules.shared_memory.get("functions", {}).get("macro", []))
+        macros = set(self.ctx.rules.shared_memory.get("functions", {}).get("macro", []))
         for b in route.bindings:
             e = b.expr
-            line = self.pos(b.site).start.line
+            line = self.ctx.pos(b.site).start.line
             if data and isinstance(e, cst.Name):
                 bufname, buffer = e.value, True
             elif not data and isinstance(e, cst.Attribute) and e.attr.value == "data" and isinstance(e.value, cst.Name):
@@ -182,9 +235,10 @@ class LegacyCall:
             elif not data and isinstance(e, cst.Name):
                 bufname, buffer = e.value, False  # a pointer parameter of an outer macro, passed on
             else:
-                raise NoFix(f"the call of macro `{macro}` at line {line} passes `{self.node_text(e)}` for `{name}`, "
+                raise NoFix(f"the call of macro `{macro}` at line {line} passes `{self.ctx.node_text(e)}` "
+                            f"for `{name}`, "
                             "not a buffer whose declaration the tool can read")
-            outer = param_route(self, b.site, bufname, macros)
+            outer = param_route(self.ctx, b.site, bufname, macros)
             if outer is not None and not outer.why_unknown and outer.bindings:
                 # the argument is a parameter of the macro that holds this call: that macro's calls decide
                 # (where none is visible, its annotation, as for a macro no call reaches)
@@ -195,16 +249,16 @@ class LegacyCall:
             if not buffer:
                 raise NoFix(f"the call of macro `{macro}` at line {line} passes `{bufname}` for `{name}`, "
                             "not a buffer whose declaration the tool can read")
-            found = self.declaration_of(b.site, bufname)
+            found = self.ctx.bindings.declaration_of(b.site, bufname)
             if found is None:
                 raise NoFix(f"the call of macro `{macro}` at line {line} passes `{bufname}` for `{name}`, and "
-                            + self.no_declaration_why(b.site, bufname))
-            dexpr, fname = self.decl_dtype_expr(found[1])
+                            + self.ctx.bindings.no_declaration_why(b.site, bufname))
+            dexpr, fname = self.ctx.bindings.decl_dtype_expr(found[1])
             if dexpr is None:
-                dn = self.declared_default(fname, bufname)
-                dt = DType(f'"{dn}"', dn, self.rules.dtype_size(dn))
+                dn = self.ctx.bindings.declared_default(fname, bufname)
+                dt = DType(f'"{dn}"', dn, self.ctx.rules.dtype_size(dn))
             else:
-                dt = self.dtype_of_expr(dexpr, found[0])
+                dt = self.ctx.bindings.dtype_of_expr(dexpr, found[0])
             if dt.name is None:
                 raise NoFix(f"the call of macro `{macro}` at line {line} passes `{bufname}`, whose dtype "
                             f"`{dt.text}` is not known inside the macro")
@@ -222,22 +276,18 @@ class LegacyCall:
             if any(not self._same_decl_scope(d, ptr.routed_decls[0]) for d in ptr.routed_decls[1:]):
                 raise NoFix("the calls of the macro pass destination buffers of different storage scopes")
         else:
-            found = self.declaration_of(call, ptr.buffer) if ptr.buffer else None
+            found = self.ctx.bindings.declaration_of(call, ptr.buffer) if ptr.buffer else None
         if found is None or (ptr.dtype.assumptions and not ptr.routed_decls):
             return ptr  # no declaration: the call's dtype is already the pointer type (an assumption)
         try:
-            cdt = self.dtype_of_expr(call_dtype.value, call)
+            cdt = self.ctx.bindings.dtype_of_expr(call_dtype.value, call)
         except NoFix:
             cdt = None
         if cdt is not None and self._same_type(ptr.dtype, cdt, found[0], call_dtype.value, call):
             return ptr
-        if self._smem is None:
-            from ..smem import SharedMemory
-
-            self._smem = SharedMemory(self)
-        reading = self._smem.reading(call, found[1])
+        reading = self.ctx.smem.reading(call, found[1])
         buf_t = ptr.dtype.name or ptr.dtype.text
-        call_t = self.node_text(call_dtype.value)
+        call_t = self.ctx.node_text(call_dtype.value)
         if reading.merged is None:
             raise NoFix(
                 f"the destination's offset counts elements of the call's dtype {call_t} if TileLang 0.1.7.post1 "
@@ -253,17 +303,14 @@ class LegacyCall:
         return Pointer(ptr.arg, ptr.buffer, cdt, retyped=True, why=reading.why, routed_decls=ptr.routed_decls)
 
     def _same_decl_scope(self, a, b) -> bool:
-        from ..smem import SharedMemory
-
-        if self._smem is None:
-            self._smem = SharedMemory(self)
-        return self._smem.scope_of_declaration(a) == self._smem.scope_of_declaration(b)
+        smem = self.ctx.smem
+        return smem.scope_of_declaration(a) == smem.scope_of_declaration(b)
 
     def _same_type(self, a: DType, b: DType, a_at, b_expr, b_at) -> bool:
         """Pointer arithmetic in ``a`` and in ``b`` moves by the same bytes, whatever their values."""
         if a.size is not None and b.size is not None:
             return a.size == b.size
-        return a.text == b.text and self.same_binding(a_at, b_at, b_expr)
+        return a.text == b.text and self.ctx.bindings.same_binding(a_at, b_at, b_expr)
 
     def buffer_style_problem(self, ptr: Pointer, call: cst.Call, parg: cst.Arg, oarg: cst.Arg,
                              scaled: Optional[str]) -> Optional[str]:
@@ -272,10 +319,10 @@ class LegacyCall:
             return "the pointer is not `<buffer>.data`"
         if scaled is not None:
             return "its offset is rescaled to the other pointer's type"
-        found = self.declaration_of(call, ptr.buffer)
+        found = self.ctx.bindings.declaration_of(call, ptr.buffer)
         if found is None:
             return f"no declaration of `{ptr.buffer}` is visible"
-        ndim = self.decl_ndim(found[1])
+        ndim = self.ctx.bindings.decl_ndim(found[1])
         if ndim != 1:
             return (f"`{ptr.buffer}` has {ndim if ndim else 'an unknown number of'} dimension(s); "
                     "a flat offset is an index only of a one-dimensional buffer")
@@ -283,156 +330,180 @@ class LegacyCall:
             return "its element type rests on an assumption"
         if ptr.retyped:
             return "its offset counts elements of the call's dtype, not of the buffer's"
-        _, pe = self.vspan(parg.value)
-        os_, _ = self.vspan(oarg.value)
-        if "#" in self.text[pe:os_]:
+        _, pe = self.ctx.vspan(parg.value)
+        os_, _ = self.ctx.vspan(oarg.value)
+        if "#" in self.ctx.text[pe:os_]:
             return "a comment sits between the pointer and the offset"
         return None
 
-    def rewrite(self, node: cst.Call, switch_callee: bool = False) -> tuple[Fix, str]:
+    def rewrite(self, node: cst.Call, switch_callee: bool = False,
+                route_assumptions: Sequence[str] = ()) -> tuple[Fix, str]:
+        """The fix of a legacy call and the note for its message, step by step: recognise the call (its
+        arguments and pointer types: :class:`LegacyShape`), decide what the target needs of it (one pointer
+        type and an element count where the size counts elements), emit the new argument list."""
+        shape = self._recognise(node, route_assumptions)
+        if self.ctx.target.size_meaning == "num_elems":
+            self._decide_one_type(shape)
+        for ptr in (shape.dst, shape.src):
+            shape.assumptions.extend(ptr.dtype.assumptions)
+        return self._emit(shape, switch_callee)
+
+    def _recognise(self, node: cst.Call, route_assumptions: Sequence[str]) -> "LegacyShape":
+        """Step 1: the call's arguments by parameter, and each pointer typed as the legacy lowering reads it."""
         bound = self.bind_legacy(node)
-        p = self.legacy.python_params
-        k_dtype, k_dptr, k_doff, k_sptr, k_soff, k_bytes = p
-        call_dtype = bound[k_dtype]
-        dst = self.destination(self.pointer(bound[k_dptr], node, call_dtype), node, call_dtype)
-        src = self.pointer(bound[k_sptr], node, call_dtype)
-        size_arg = bound[k_bytes]
-        nbytes = int_value(size_arg.value)
-        assumptions: list[str] = list(getattr(self, "route_assumptions", ()))  # the route's own (reach.py)
-        steps = self.rules.steps(self.legacy.name, self.target.name)
-        to_elems = self.target.size_meaning == "num_elems"
+        k = LegacyParams(*self.ctx.legacy.python_params)
+        call_dtype = bound[k.dtype]
+        dst = self.destination(self.pointer(bound[k.dst_ptr], node, call_dtype), node, call_dtype)
+        src = self.pointer(bound[k.src_ptr], node, call_dtype)
+        return LegacyShape(node, bound, k, dst, src, int_value(bound[k.size].value),
+                           list(route_assumptions))  # the route's own assumptions first (reach.py)
 
-        d_off_new = s_off_new = None  # replacements for offsets (divided), when any
+    def _decide_one_type(self, shape: "LegacyShape") -> None:
+        """Step 2, for a target whose size counts elements: one pointer type for both sides, both sizes
+        known, and the element count that replaces the bytes (``shape.count``)."""
+        dst, src, target = shape.dst, shape.src, self.ctx.target
+        # both sizes must be known, or both pointers typed by one expression with a default (a factory's
+        # `dtype`): the literal count then rests on that default
+        if dst.dtype.size is None and src.dtype.size is None and dst.dtype.text == src.dtype.text and \
+                dst.dtype.assumed_size is not None:
+            d = dst.dtype
+            shape.assumptions.append(f"`{d.text}` keeps its default {d.assumed_name} ({d.assumed_size}-byte "
+                                     f"elements): {target.name} needs the element count as an integer literal")
+            shape.dst = _replace(dst, dtype=DType(d.text, d.assumed_name, d.assumed_size, list(d.assumptions)))
+            shape.src = _replace(src, dtype=DType(d.text, d.assumed_name, d.assumed_size,
+                                                  list(src.dtype.assumptions)))
+        for ptr in (shape.dst, shape.src):
+            if ptr.dtype.size is None:
+                raise NoFix(f"the element size of `{ptr.dtype.text}` is not known from the text; "
+                            f"{target.name} needs the element count as an integer literal")
+        if shape.nbytes is None:
+            raise NoFix(f"the byte count `{self.ctx.node_text(shape.size_arg.value)}` is not an integer literal; "
+                        f"{target.name} needs num_elems as an integer literal")
+        if shape.dst.dtype.size != shape.src.dtype.size:
+            self._widen_narrow_side(shape)
+        try:
+            shape.count = decide.element_count(target, shape.nbytes, shape.dst.dtype.size, shape.dst.dtype.name)
+        except decide.NotMigrated as e:
+            raise NoFix(str(e)) from None
 
-        if to_elems:
-            # one common pointer type; both sizes must be known, or both pointers typed by one expression
-            # with a default (a factory's `dtype`): the literal count then rests on that default
-            if dst.dtype.size is None and src.dtype.size is None and dst.dtype.text == src.dtype.text and \
-                    dst.dtype.assumed_size is not None:
-                d = dst.dtype
-                assumptions.append(f"`{d.text}` keeps its default {d.assumed_name} ({d.assumed_size}-byte elements): "
-                                   f"{self.target.name} needs the element count as an integer literal")
-                dst = _replace(dst, dtype=DType(d.text, d.assumed_name, d.assumed_size, list(d.assumptions)))
-                src = _replace(src, dtype=DType(d.text, d.assumed_name, d.assumed_size,
-                                                           list(src.dtype.assumptions)))
-            for ptr in (dst, src):
-                if ptr.dtype.size is None:
-                    raise NoFix(f"the element size of `{ptr.dtype.text}` is not known from the text; "
-                                f"{self.target.name} needs the element count as an integer literal")
-            if nbytes is None:
-                raise NoFix(f"the byte count `{self.node_text(size_arg.value)}` is not an integer literal; "
-                            f"{self.target.name} needs num_elems as an integer literal")
-            if dst.dtype.size != src.dtype.size:
-                # One pointer type for both sides.  The wider type keeps every offset in bounds of its
-                # own buffer (TileLang checks access-pointer offsets against the buffer's element count,
-                # so a byte view of a wide tensor with scaled offsets is guarded out); the narrow side's
-                # offset is divided exactly, which needs it to be a visible multiple of the ratio.
-                narrow, wide = (dst, src) if dst.dtype.size < src.dtype.size else (src, dst)
-                ratio = wide.dtype.size // narrow.dtype.size
-                k_off = k_doff if narrow is dst else k_soff
-                off_node = bound[k_off].value
-                if not _divisible(off_node, ratio, lambda n: self.const_int(n, node)):
-                    raise NoFix(
-                        f"`{narrow.buffer}` ({narrow.dtype.name}) and `{wide.buffer}` ({wide.dtype.name}) differ in "
-                        f"width and {self.target.name} needs one pointer type; addressing `{narrow.buffer}` as "
-                        f"{wide.dtype.name} needs its offset `{self.node_text(off_node)}` to be a multiple of {ratio}, "
-                        "which the text does not show")
-                divided = _divide(off_node, self.node_text, ratio)
-                if narrow is dst:
-                    d_off_new = divided
-                else:
-                    s_off_new = divided
-                widened = Pointer(narrow.arg, narrow.buffer, DType(wide.dtype.text, wide.dtype.name, wide.dtype.size,
-                                                                   list(narrow.dtype.assumptions)),
-                                  retyped=narrow.retyped, why=narrow.why)
-                if narrow is dst:
-                    dst = widened
-                else:
-                    src = widened
-            try:
-                n_common = decide.element_count(self.target, nbytes, dst.dtype.size, dst.dtype.name)
-            except decide.NotMigrated as e:
-                raise NoFix(str(e)) from None
-        for ptr in (dst, src):
-            assumptions.extend(ptr.dtype.assumptions)
+    def _widen_narrow_side(self, shape: "LegacyShape") -> None:
+        """One pointer type for both sides.  The wider type keeps every offset in bounds of its own buffer
+        (TileLang checks access-pointer offsets against the buffer's element count, so a byte view of a wide
+        tensor with scaled offsets is guarded out); the narrow side's offset is divided exactly, which needs
+        it to be a visible multiple of the ratio (``shape.offsets``)."""
+        dst, src, k = shape.dst, shape.src, shape.keys
+        narrow, wide = (dst, src) if dst.dtype.size < src.dtype.size else (src, dst)
+        ratio = wide.dtype.size // narrow.dtype.size
+        k_off = k.dst_off if narrow is dst else k.src_off
+        off_node = shape.bound[k_off].value
+        if not _divisible(off_node, ratio, lambda n: self.ctx.bindings.const_int(n, shape.node)):
+            raise NoFix(
+                f"`{narrow.buffer}` ({narrow.dtype.name}) and `{wide.buffer}` ({wide.dtype.name}) differ in "
+                f"width and {self.ctx.target.name} needs one pointer type; addressing `{narrow.buffer}` as "
+                f"{wide.dtype.name} needs its offset `{self.ctx.node_text(off_node)}` to be a multiple of {ratio}, "
+                "which the text does not show")
+        shape.offsets[k_off] = _divide(off_node, self.ctx.node_text, ratio)
+        widened = Pointer(narrow.arg, narrow.buffer, DType(wide.dtype.text, wide.dtype.name, wide.dtype.size,
+                                                           list(narrow.dtype.assumptions)),
+                          retyped=narrow.retyped, why=narrow.why)
+        if narrow is dst:
+            shape.dst = widened
+        else:
+            shape.src = widened
 
-        T = self.own_alias(node) or self.emit_alias()
-
-        def extent(ptr: Pointer) -> str:
-            size = ptr.dtype.size
-            if size is None and nbytes is not None and self.target.dtype_bits and not ptr.dtype.assumptions:
-                # the element count as an expression TileLang evaluates when it builds the kernel, exact
-                # whatever the factory passes (rules: the generation's `dtype_bits`), where the text decides
-                # the pointer type (no fallback to the call's dtype)
-                bits = self.target.dtype_bits.format(T=T, dtype=ptr.dtype.text)
-                widest = max(self.rules.dtype_sizes.values())
-                if nbytes % widest:
-                    assumptions.append(f"`{ptr.dtype.text}` is a type whose elements divide {nbytes} bytes")
-                return f"{nbytes} * 8 // {bits}"
-            if size is None:
-                if ptr.dtype.assumed_size is None:
-                    raise NoFix(f"the element size of `{ptr.dtype.text}` is not known from the text "
-                                "(give it a default or a literal dtype)")
-                size = ptr.dtype.assumed_size
-                assumptions.append(f"`{ptr.dtype.text}` keeps its default {ptr.dtype.assumed_name} "
-                                   f"({size}-byte elements) for the access pointer's extent")
-            if nbytes is not None:
-                try:
-                    return decide.extent(nbytes, size, ptr.dtype.name or ptr.dtype.text)
-                except decide.NotMigrated as e:
-                    raise NoFix(str(e)) from None
-            stext = self.node_text(size_arg.value)
-            if size == 1:
-                return stext
-            if size >= 8:
-                assumptions.append(f"the byte count `{stext}` is a multiple of {size}")
-            return f"{stext} // {size}" if is_atom(size_arg.value) else f"({stext}) // {size}"
-
-        n_dst = extent(dst)
-        n_src = extent(src)
-        if not self.alias_visible_at(T, node) and self._import_edit is None:
+    def _emit(self, shape: "LegacyShape", switch_callee: bool) -> tuple[Fix, str]:
+        """Step 3: the new argument list under the alias the file spells tilelang.language with, laid out like
+        the file, and the fix's safety from the assumptions."""
+        node, k, imports = shape.node, shape.keys, self.ctx.imports
+        T = imports.own_alias(node) or imports.emit_alias()
+        n_dst = self._extent(shape, shape.dst, T)
+        n_src = self._extent(shape, shape.src, T)
+        if not imports.alias_visible_at(T, node) and imports.import_edit is None:
             raise NoFix(f"`{T}` (tilelang.language) is shadowed at this call")
-        g = self.target
+        before, after, replace, merge, style_note = self._arguments(shape, T, n_dst, n_src)
+        edits = self.layout_edits(
+            node, shape.bound,
+            order=[k.dst_ptr, k.dst_off, k.src_ptr, k.src_off, k.size],
+            drop=k.dtype, before=before, after=after, replace=replace, merge=merge,
+        )
+        steps = self.ctx.rules.steps(self.ctx.legacy.name, self.ctx.target.name)
+        if switch_callee:
+            fs, fe = self.ctx.vspan(node.func)
+            edits.append(Edit(fs, fe, f"{T}.{INTRINSIC}"))
+            steps = ["tvm->tilelang"] + steps
+        edits = layout.lay_out(self.ctx, node, edits)  # the new call laid out like the file (python/layout.py)
+        if imports.import_edit is not None:
+            # every fix that needs the import carries the same edit; the engine applies it once
+            edits.append(imports.import_edit)
+        assumptions = list(dict.fromkeys(shape.assumptions))
+        applic, note = decide.fix_safety(assumptions)
+        questions = self.ctx.importer_questions
+        importers = {a: questions[a] for a in assumptions if a in questions}
+        note += shape.dst.note + shape.src.note
+        if shape.dst.retyped:
+            note += decide.retyped_note(self.ctx.node_text(shape.bound[k.dtype].value), shape.dst.why)
+        note += style_note
+        return Fix(edits, applic, assumptions, steps, importers), note
+
+    def _arguments(self, shape: "LegacyShape", T: str, n_dst: str, n_src: str) -> tuple:
+        """What ``layout_edits`` puts around, in place of and between the arguments (``before``, ``after``,
+        ``replace``, ``merge``), and the note for the pointers ``--style access_ptr`` could not take."""
+        dst, src, k, g = shape.dst, shape.src, shape.keys, self.ctx.target
         before = {
-            k_dptr: decide.access_ptr_before(T, g, dst.dtype.text),
-            k_sptr: decide.access_ptr_before(T, g, src.dtype.text),
+            k.dst_ptr: decide.access_ptr_before(T, g, dst.dtype.text),
+            k.src_ptr: decide.access_ptr_before(T, g, src.dtype.text),
         }
-        after = {k_doff: decide.access_ptr_after(n_dst, g.dst_rw_mask), k_soff: decide.access_ptr_after(n_src, g.src_rw_mask)}
-        replace = {k: v for k, v in ((k_doff, d_off_new), (k_soff, s_off_new)) if v is not None}
+        after = {k.dst_off: decide.access_ptr_after(n_dst, g.dst_rw_mask),
+                 k.src_off: decide.access_ptr_after(n_src, g.src_rw_mask)}
+        replace = {key: shape.offsets[key] for key in (k.dst_off, k.src_off) if key in shape.offsets}
         merge: dict = {}
-        note_extra = ""
-        if self.opts.style == "access_ptr" and g.buffer_access_ptr:
-            for ptr, kp, ko, rw, n in ((dst, k_dptr, k_doff, g.dst_rw, n_dst), (src, k_sptr, k_soff, g.src_rw, n_src)):
-                why = self.buffer_style_problem(ptr, node, bound[kp], bound[ko], replace.get(ko))
+        note = ""
+        if self.ctx.opts.style == "access_ptr" and g.buffer_access_ptr:
+            for ptr, kp, ko, rw, n in ((dst, k.dst_ptr, k.dst_off, g.dst_rw, n_dst),
+                                       (src, k.src_ptr, k.src_off, g.src_rw, n_src)):
+                why = self.buffer_style_problem(ptr, shape.node, shape.bound[kp], shape.bound[ko], replace.get(ko))
                 if why:
-                    note_extra += f"; --style access_ptr not used for `{self.node_text(ptr.arg.value)}`: {why}"
+                    note += f"; --style access_ptr not used for `{self.ctx.node_text(ptr.arg.value)}`: {why}"
                     continue
                 before[kp] = f"{T}.{g.buffer_access_ptr}({ptr.buffer}["
                 after[ko] = f'], "{rw}", {n})'
                 merge[kp] = ko  # the text between the pointer and the offset goes away
-        if to_elems:
-            replace[k_bytes] = str(n_common)
-        edits = self.layout_edits(
-            node, bound,
-            order=[k_dptr, k_doff, k_sptr, k_soff, k_bytes],
-            drop=k_dtype, before=before, after=after, replace=replace, merge=merge,
-        )
-        if switch_callee:
-            fs, fe = self.vspan(node.func)
-            edits.append(Edit(fs, fe, f"{T}.{INTRINSIC}"))
-            steps = ["tvm->tilelang"] + steps
-        edits = layout.lay_out(self, node, edits)  # the new call laid out like the file (python/layout.py)
-        if self._import_edit is not None:
-            # every fix that needs the import carries the same edit; the engine applies it once
-            edits.append(self._import_edit)
-        assumptions = list(dict.fromkeys(assumptions))
-        applic, note = decide.fix_safety(assumptions)
-        importers = {a: self.importer_questions[a] for a in assumptions if a in self.importer_questions}
-        note += dst.note + src.note
-        if dst.retyped:
-            note += decide.retyped_note(self.node_text(call_dtype.value), dst.why)
-        note += note_extra
-        return Fix(edits, applic, assumptions, steps, importers), note
+        if shape.count is not None:
+            replace[k.size] = str(shape.count)
+        return before, after, replace, merge, note
+
+    def _extent(self, shape: "LegacyShape", ptr: Pointer, T: str) -> str:
+        """The access pointer's extent: the bytes in elements of its type (an assumption where that rests on
+        a default or on the byte count's value goes on ``shape.assumptions``)."""
+        size, nbytes, target = ptr.dtype.size, shape.nbytes, self.ctx.target
+        if size is None and nbytes is not None and target.dtype_bits and not ptr.dtype.assumptions:
+            # the element count as an expression TileLang evaluates when it builds the kernel, exact
+            # whatever the factory passes (rules: the generation's `dtype_bits`), where the text decides
+            # the pointer type (no fallback to the call's dtype)
+            bits = target.dtype_bits.format(T=T, dtype=ptr.dtype.text)
+            widest = max(self.ctx.rules.dtype_sizes.values())
+            if nbytes % widest:
+                shape.assumptions.append(f"`{ptr.dtype.text}` is a type whose elements divide {nbytes} bytes")
+            return f"{nbytes} * 8 // {bits}"
+        if size is None:
+            if ptr.dtype.assumed_size is None:
+                raise NoFix(f"the element size of `{ptr.dtype.text}` is not known from the text "
+                            "(give it a default or a literal dtype)")
+            size = ptr.dtype.assumed_size
+            shape.assumptions.append(f"`{ptr.dtype.text}` keeps its default {ptr.dtype.assumed_name} "
+                                     f"({size}-byte elements) for the access pointer's extent")
+        if nbytes is not None:
+            try:
+                return decide.extent(nbytes, size, ptr.dtype.name or ptr.dtype.text)
+            except decide.NotMigrated as e:
+                raise NoFix(str(e)) from None
+        size_value = shape.size_arg.value
+        stext = self.ctx.node_text(size_value)
+        if size == 1:
+            return stext
+        if size >= 8:
+            shape.assumptions.append(f"the byte count `{stext}` is a multiple of {size}")
+        return f"{stext} // {size}" if is_atom(size_value) else f"({stext}) // {size}"
 
     def layout_edits(self, node: cst.Call, bound: dict[str, cst.Arg], order: Sequence[str], drop: str,
                      before: dict, after: dict, replace: dict, merge: Optional[dict] = None) -> list[Edit]:
@@ -453,33 +524,33 @@ class LegacyCall:
         if [id(a) for a in in_order] == [id(a) for a in keep]:
             # drop the dtype argument
             di = index[id(bound[drop])]
-            ds, de = self.span(args[di])
+            ds, de = self.ctx.span(args[di])
             if di + 1 < len(args):
-                ns, _ = self.span(args[di + 1])
-                gap = self.text[de:ns]
+                ns, _ = self.ctx.span(args[di + 1])
+                gap = self.ctx.text[de:ns]
                 if "#" in gap:
                     # keep the comment: remove only the value and its comma token
-                    cs, ce = self.span(args[di].comma)
+                    cs, ce = self.ctx.span(args[di].comma)
                     edits.append(Edit(ds, de, ""))
                     edits.append(Edit(cs, ce, ""))
                 else:
                     edits.append(Edit(ds, ns, ""))
             else:
                 prev = args[di - 1]
-                _, pe = self.span(prev)
-                gap = self.text[pe:ds]
+                _, pe = self.ctx.span(prev)
+                gap = self.ctx.text[pe:ds]
                 if "#" in gap:
-                    cs, ce = self.span(prev.comma)
+                    cs, ce = self.ctx.span(prev.comma)
                     edits.append(Edit(cs, ce, ""))
                     edits.append(Edit(ds, de, ""))
                 else:
                     edits.append(Edit(pe, de, ""))
             for k in order:
                 a = bound[k]
-                vs, ve = self.vspan(a.value)
-                as_, _ = self.span(a)
+                vs, ve = self.ctx.vspan(a.value)
+                as_, _ = self.ctx.span(a)
                 if k in merge:
-                    ovs, _ = self.vspan(bound[merge[k]].value)
+                    ovs, _ = self.ctx.vspan(bound[merge[k]].value)
                     edits.append(Edit(as_, ovs, before[k]))
                     continue
                 if k in merged_into:
@@ -495,7 +566,7 @@ class LegacyCall:
                     edits.append(Edit(ve, ve, after[k]))
             return _merge_point_edits(edits)
         # out of order: re-emit the argument list in canonical order
-        gaps = "".join(self.text[self.span(args[i])[1]:self.span(args[i + 1])[0]] for i in range(len(args) - 1))
+        gaps = "".join(self.ctx.text[self.ctx.span(args[i])[1]:self.ctx.span(args[i + 1])[0]] for i in range(len(args) - 1))
         if "#" in gaps:
             raise NoFix("keyword arguments are out of order and comments sit between them")
         parts = []
@@ -504,12 +575,12 @@ class LegacyCall:
             if k in merge:
                 continue
             if k in merged_into:
-                parts.append(before[merged_into[k]] + replace.get(k, self.node_text(a.value)) + after.get(k, ""))
+                parts.append(before[merged_into[k]] + replace.get(k, self.ctx.node_text(a.value)) + after.get(k, ""))
                 continue
-            vtext = replace.get(k, self.node_text(a.value))
+            vtext = replace.get(k, self.ctx.node_text(a.value))
             parts.append(before.get(k, "") + vtext + after.get(k, ""))
-        s, _ = self.span(args[0])
-        _, e = self.span(args[-1])
+        s, _ = self.ctx.span(args[0])
+        _, e = self.ctx.span(args[-1])
         return [Edit(s, e, ", ".join(parts))]
 
 
