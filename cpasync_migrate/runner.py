@@ -197,6 +197,14 @@ def _crash_outcome(path: str, why: str) -> FileOutcome:
     return error_outcome(path, language_of(path) or "python", f"internal error: {why}; file left unchanged")
 
 
+def _before_fork() -> None:
+    """What every worker needs, made once in this process before any is forked rather than in each: the byte
+    prefilter's needles (they import the suppression module) and the modules a file's processing looks its
+    layout up in (``engine.process_file``)."""
+    files.NEEDLES  # noqa: B018 - computed on first use (files.__getattr__)
+    from . import clang_format, line_length  # noqa: F401
+
+
 def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome, names: "_Names", on_memo) -> None:
     """Prefilter and process with forked workers.
 
@@ -207,6 +215,7 @@ def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome, na
     are read here), and a file it was parsing is reported as an internal error.
     """
     _init_worker(settings)  # before the first fork: the workers inherit it
+    _before_fork()
     pool = _ForkPool(jobs, _answer)
     chunks: list = []  # prefilter chunks not yet sent
     hits: list = []  # (size, pair), ascending: the largest is taken first

@@ -218,3 +218,37 @@ def test_a_check_imports_neither_the_diff_nor_the_importers_question_unless_aske
     importers._ROOTS["x"] = "y"
     engine.forget_folders()  # imported: its answers are forgotten when a run starts
     assert importers._ROOTS == {}
+
+
+def test_adding_the_options_leaves_the_help_as_argparse_lays_it_out(monkeypatch):
+    """cli.build_parser gives argparse's checks of each option a formatter of a fixed width (no terminal size
+    asked, no shutil imported); the help and usage texts are still laid out to the terminal, as before."""
+    import argparse
+
+    from cpasync_migrate import cli, options
+
+    monkeypatch.setenv("COLUMNS", "67")
+    new = cli.build_parser()
+    monkeypatch.setattr(options.Parser, "_get_formatter", argparse.ArgumentParser._get_formatter)
+    old = cli.build_parser()
+    usage = new.format_usage()
+    assert new.format_help() == old.format_help() and usage == old.format_usage()
+    monkeypatch.setenv("COLUMNS", "200")
+    assert new.format_usage() != usage  # the width is the terminal's, asked when the text is made
+
+
+def test_a_warm_check_imports_no_module_it_does_not_use(tmp_path):
+    """shutil (argparse's terminal width), the nesting scan's and the C++ comment scan's patterns: none is
+    needed by a --check whose files are all in the results cache."""
+    import sys
+
+    write(tmp_path / "k.py", LEGACY)
+    write(tmp_path / "c.cc", "// ptx_cp_async named in a comment\n")
+    probe = ("import sys\nfrom cpasync_migrate import cli, files, suppress\ncode = cli.main(sys.argv[1:])\n"
+             "print(code, 'shutil' in sys.modules, files._PATTERNS is not None, suppress._cpp_token.cache_info().currsize)\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    args = [sys.executable, "-c", probe, "--check", "-q", "-j", "1", "--cache-dir", str(tmp_path / "cache"), "."]
+    cold = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert cold.stdout.split()[-4:] == ["1", "False", "True", "0"], cold.stderr  # the nesting scan ran
+    warm = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert warm.stdout.split()[-4:] == ["1", "False", "False", "0"], warm.stderr
