@@ -252,3 +252,55 @@ def test_a_warm_check_imports_no_module_it_does_not_use(tmp_path):
     assert cold.stdout.split()[-4:] == ["1", "False", "True", "0"], cold.stderr  # the nesting scan ran
     warm = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, env=env)
     assert warm.stdout.split()[-4:] == ["1", "False", "False", "0"], warm.stderr
+
+
+@pytest.mark.slow  # an equality run of a speed-up switch through the CLI
+@pytest.mark.parametrize("in_git", [False, True], ids=["walker", "git"])
+def test_what_the_walk_saw_of_each_folder_gives_the_same_report(configured, monkeypatch, in_git, tmp_path):
+    """CPASYNC_MIGRATE_WALK_FACTS (config.WALK_FACTS): on and off, the same report and the same -v lists."""
+    if in_git:
+        _git(configured)
+    write(configured / "sub" / "pkg" / "deeper" / "pyproject.toml", "[tool.cpasync-migrate]\nignore = [\"CPA001\"]\n")
+    write(configured / "sub" / "pkg" / "deeper" / "k.py", LEGACY)
+    os.symlink(configured / "other" / "pyproject.toml", configured / "links" / "pyproject.toml")  # a link: looked up
+    os.symlink(configured, tmp_path / "linked_tree")
+    runs = [(configured, (".",)), (configured / "sub", (".", "../other", "../links")),
+            (tmp_path, (str(tmp_path / "linked_tree" / "sub"), "linked_tree/other"))]
+    first = None
+    for cwd, args in runs:
+        got = []
+        for on in (True, False):
+            monkeypatch.setattr(config, "WALK_FACTS", on)
+            got.append(_report(cwd, *args))
+        assert got[0] == got[1], (cwd, args)
+        first = first or got[0]
+    report, err = first
+    assert "processed sub/pkg/deeper/k.py" in err
+    assert not [f for f in report["findings"] if f["path"] == "sub/pkg/deeper/k.py" and f["code"] == "CPA001"
+                and f["status"] != "suppressed"]  # its own configuration ignores CPA001
+
+
+def test_a_walked_folder_costs_no_lstat_and_no_stat_of_its_pyproject(configured, monkeypatch):
+    from cpasync_migrate import discovery
+
+    os.symlink(configured / "other" / "pyproject.toml", configured / "links" / "pyproject.toml")
+    folders: dict = {}
+    walked = list(discovery._walk(str(configured), [], (".py",), (), True, folders=folders))
+    assert folders[str(configured / "links")] is None and folders[str(configured / "sub")] is True
+    assert folders[str(configured / "other" / "deep")] is True and folders[str(configured / "tests")] is False
+    assert str(configured) not in folders  # the folder argument itself may be a link: looked up
+    walked = [f for f in walked if not os.path.islink(f)]  # a link's configuration is its target's: realpath
+    want = [config.Configs(None, False).for_path(f, regular=True) for f in walked]
+    asked = []
+    lstat, is_file = os.lstat, config._is_file
+    monkeypatch.setattr(config.os, "lstat", lambda p, *a, **k: asked.append(p) or lstat(p, *a, **k))
+    monkeypatch.setattr(config, "_is_file", lambda p: asked.append(p) or is_file(p))
+    c = config.Configs(None, False)
+    c.walked = folders
+    assert [c.for_path(f, regular=True) for f in walked] == want
+    # a folder that holds a walked file: neither its lstat nor its pyproject.toml's stat (a folder above one, with
+    # no file of its own, is still looked at when the lookup climbs to it)
+    known = {os.path.dirname(f) for f in walked} & {d for d, seen in folders.items() if seen is not None}
+    assert not [p for p in asked if p in known or p.endswith("/pyproject.toml") and os.path.dirname(p) in known]
+    assert str(configured / "links" / "pyproject.toml") in asked  # a link: looked up as before
+    assert str(configured) in asked  # the folder argument: looked up as before
