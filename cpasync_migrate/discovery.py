@@ -674,12 +674,9 @@ def _walk(top: str, outer: list[_Pattern], suffixes, excludes, respect_gitignore
     ``.gitignore`` and ``pyvenv.cfg`` are seen among its entries, and ``rel`` paths are built only
     when a pattern or an exclude needs them.  A source-named entry is yielded only when it is a
     regular file or a link to one (the entry's type costs nothing; a link costs one ``stat``; a link
-    goes to ``linked``).  Links to folders are not followed.
-
-    ``folders``: when given, each folder listed below ``top`` (as written, reached through entries that are not
-    links) maps to whether it holds a regular file ``pyproject.toml`` (True or False, from the listing; None
-    where the listing does not say: a link of that name), what ``config.Configs`` would otherwise ask the
-    file system for (``config.WALK_FACTS``)."""
+    goes to ``linked``).  Links to folders are not followed.  ``folders``: each folder listed below ``top`` (as
+    written, reached through no link) -> whether it holds a regular ``pyproject.toml`` (None: a link of that name;
+    ``config.WALK_FACTS``)."""
     stack = [("", outer)]
     filters: dict = {}  # id of a pattern list -> its compiled filter (sibling folders share one list)
     while stack:
@@ -741,17 +738,24 @@ def _walk(top: str, outer: list[_Pattern], suffixes, excludes, respect_gitignore
                 if linked is not None and e.is_symlink():
                     linked.add(e.path)
                 yield e.path
-            elif skipped is not None and e.is_symlink():
-                try:
-                    linked_dir = e.is_dir()
-                except OSError:
-                    linked_dir = False
-                if linked_dir:
-                    skipped.append((e.path, "a symbolic link to a folder; links to folders are not followed"))
-                elif reasons is not None:
-                    reasons.append((e.path, suffix_reason(suffixes)))
-            elif reasons is not None:
-                reasons.append((e.path, suffix_reason(suffixes)))
+            elif skipped is not None or reasons is not None:
+                _pass_over(e, suffixes, skipped, reasons)
+
+
+def _pass_over(e, suffixes, skipped: Optional[list], reasons: Optional[list]) -> None:
+    """Why the walk passes over an entry that is neither a folder nor named like a source file: a link to a
+    folder (``skipped``), else its name (``reasons``, -v)."""
+    if skipped is not None and e.is_symlink():
+        try:
+            linked_dir = e.is_dir()
+        except OSError:
+            linked_dir = False
+        if linked_dir:
+            skipped.append((e.path, "a symbolic link to a folder; links to folders are not followed"))
+        elif reasons is not None:
+            reasons.append((e.path, suffix_reason(suffixes)))
+    elif reasons is not None:
+        reasons.append((e.path, suffix_reason(suffixes)))
 
 
 # ---------------------------------------------------------------- reading

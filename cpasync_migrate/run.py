@@ -539,7 +539,8 @@ class Run:
         return run_files(args.paths, s, excludes=self.excludes_for, jobs=self.jobs,
                          respect_gitignore=not args.no_gitignore, since=args.since, verbose=verbose,
                          quiet=args.quiet, show_progress=True, follow_links_outside=args.follow_links_outside,
-                         keep=self.keep, folders=self.configs.walked if self._cut_name else None) if args.paths else ([], 0)
+                         keep=self.keep, folders=self.configs.walked if self._cut_name else None
+                         ) if args.paths else ([], 0)
 
     def _probe(self, run_once) -> None:
         """Where the run selects codes before anything is written, a first pass (check mode) finds the
