@@ -198,12 +198,29 @@ def _crash_outcome(path: str, why: str) -> FileOutcome:
     return error_outcome(path, language_of(path) or "python", f"internal error: {why}; file left unchanged")
 
 
-def _before_fork() -> None:
+# A switch (CPASYNC_MIGRATE_PRELOAD=0: each worker imports the front ends when its first file needs them, as
+# before; a measuring switch).  On: a run in which every file that names the intrinsic is analysed (no results
+# cache, or write mode) imports both front ends once, before the first worker is forked.
+PRELOAD = os.environ.get("CPASYNC_MIGRATE_PRELOAD", "1") != "0"
+# the front ends' modules a first analysis imports (a name that is gone is passed over: only time is lost)
+_FRONT_END_MODULES = ("python", "python.fast", "python.window", "cpp", "cpp.window")
+
+
+def _before_fork(settings: RunSettings) -> None:
     """What every worker needs, made once in this process before any is forked rather than in each: the byte
-    prefilter's needles (they import the suppression module) and the modules a file's processing looks its
-    layout up in (``engine.process_file``)."""
+    prefilter's needles (they import the suppression module), the modules a file's processing looks its
+    layout up in (``engine.process_file``) and, where every hit is analysed (``PRELOAD``), the front ends."""
     files.NEEDLES  # noqa: B018 - computed on first use (files.__getattr__)
     from . import clang_format, line_length  # noqa: F401
+
+    if PRELOAD and (settings.mode == "write" or not settings.cache_dir):
+        import importlib
+
+        for name in _FRONT_END_MODULES:
+            try:
+                importlib.import_module(f"{__package__}.{name}")
+            except ImportError:
+                pass
 
 
 def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome, names: "_Names", on_memo) -> None:
@@ -216,7 +233,7 @@ def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome, na
     are read here), and a file it was parsing is reported as an internal error.
     """
     _init_worker(settings)  # before the first fork: the workers inherit it
-    _before_fork()
+    _before_fork(settings)
     pool = _ForkPool(jobs, _answer)
     chunks: list = []  # prefilter chunks not yet sent
     hits: list = []  # (size, pair), ascending: the largest is taken first

@@ -304,3 +304,59 @@ def test_a_walked_folder_costs_no_lstat_and_no_stat_of_its_pyproject(configured,
     assert not [p for p in asked if p in known or p.endswith("/pyproject.toml") and os.path.dirname(p) in known]
     assert str(configured / "links" / "pyproject.toml") in asked  # a link: looked up as before
     assert str(configured) in asked  # the folder argument: looked up as before
+
+
+def test_the_front_ends_are_imported_before_the_fork_only_where_every_hit_is_analysed(tmp_path):
+    """CPASYNC_MIGRATE_PRELOAD (runner.PRELOAD): with --no-cache (or in write mode) the parent imports both front
+    ends before it forks its workers; a --check with the results cache leaves them to the workers that need
+    them (a warm run needs none); off, the parent never imports them."""
+    import sys
+
+    write(tmp_path / "k.py", LEGACY)
+    write(tmp_path / "c.cc", "void f() { ptx_cp_async(); }\n")
+    probe = ("import sys\nfrom cpasync_migrate import cli\ncode = cli.main(sys.argv[1:])\n"
+             "print(code, *(m in sys.modules for m in ('cpasync_migrate.python.fast', 'cpasync_migrate.cpp')))\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+    def parent_imported(*args, switch="1"):
+        r = subprocess.run([sys.executable, "-c", probe, "--check", "-q", "-j", "2", *args, "."], cwd=tmp_path,
+                           capture_output=True, text=True, env=dict(env, CPASYNC_MIGRATE_PRELOAD=switch))
+        return r.stdout.split()[-3:], r.stderr
+
+    assert parent_imported("--no-cache")[0] == ["1", "True", "True"]
+    assert parent_imported("--cache-dir", str(tmp_path / "cache"))[0] == ["1", "False", "False"]
+    assert parent_imported("--no-cache", switch="0")[0] == ["1", "False", "False"]
+
+
+BENCH = Path(os.environ.get("CPASYNC_BENCH_CACHE", Path.home() / ".cache" / "cpasync-migrate" / "bench-tree"))
+SWITCHES = ("CPASYNC_MIGRATE_WALK_FACTS", "CPASYNC_MIGRATE_MEMO_STRINGS", "CPASYNC_MIGRATE_PRELOAD")
+
+
+@pytest.mark.slow  # every switch of the warm and cold paths, on and off, over the benchmark trees and the fixtures
+@pytest.mark.parametrize("tree", ["tree-git", "tree", "fixtures"])
+def test_every_switch_gives_the_same_output_on_the_benchmark_trees(tree, tmp_path):
+    """Identical stdout, stderr and exit code with all of SWITCHES on and with each one off: --check cold
+    (--no-cache) and warm (the results cache of the run before), -j 2 and -j 1."""
+    import sys
+
+    where = FIXTURES if tree == "fixtures" else BENCH / tree
+    if not where.is_dir():
+        pytest.skip(f"{where} not built (benchmarks/build_tree.sh)")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("CPASYNC_MIGRATE_")}
+
+    def run(off, *args):
+        e = dict(env, **{s: "0" if s == off else "1" for s in SWITCHES})
+        r = subprocess.run([sys.executable, "-m", "cpasync_migrate", "--check", *args, str(where)], cwd=tmp_path,
+                           capture_output=True, text=True, env=e)
+        return r.returncode, r.stdout, r.stderr
+
+    for jobs in ("2", "1"):
+        cold = run(None, "--no-cache", "-j", jobs)
+        assert cold[0] in (0, 1), cold[2]
+        for off in SWITCHES:
+            assert run(off, "--no-cache", "-j", jobs) == cold, (off, jobs)
+        for off in (None, *SWITCHES):  # each with its own results cache, filled by its first run
+            cache = str(tmp_path / f"cache-{off}-{jobs}")
+            first = run(off, "--cache-dir", cache, "-j", jobs)
+            assert first == cold, (off, jobs)
+            assert run(off, "--cache-dir", cache, "-j", jobs) == cold, (off, jobs)
