@@ -202,7 +202,7 @@ def _crash_outcome(path: str, why: str) -> FileOutcome:
 # before; a measuring switch).  On: a run in which every file that names the intrinsic is analysed (no results
 # cache, or write mode) imports both front ends once, before the first worker is forked.
 PRELOAD = os.environ.get("CPASYNC_MIGRATE_PRELOAD", "1") != "0"
-# the front ends' modules a first analysis imports (a name that is gone is passed over: only time is lost)
+# the front ends' modules a first analysis imports (one that is gone or fails is passed over: only time is lost)
 _FRONT_END_MODULES = ("python", "python.fast", "python.window", "cpp", "cpp.window")
 
 
@@ -219,7 +219,7 @@ def _before_fork(settings: RunSettings) -> None:
         for name in _FRONT_END_MODULES:
             try:
                 importlib.import_module(f"{__package__}.{name}")
-            except ImportError:
+            except Exception:  # noqa: BLE001 - the worker that needs it meets the same error and reports it, as before
                 pass
 
 
