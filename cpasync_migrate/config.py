@@ -28,6 +28,13 @@ KEYS = config_checks()
 # configuration of its folder as written, looked up once per folder (Configs._for_file).
 DIR_CONFIG = os.environ.get("CPASYNC_MIGRATE_DIR_CONFIG", "1") != "0"
 
+# A switch (CPASYNC_MIGRATE_WALK_FACTS=0: as before; a measuring switch).  On: what the walk saw of each
+# folder it listed (discovery._walk's ``folders``: reached through no link, whether it holds a regular
+# pyproject.toml) stands for the ``lstat`` of the folder and the ``stat`` of its pyproject.toml that
+# Configs._real_dir and Configs._for_folder make otherwise, and Run.keep finds a walked file's folder by
+# cutting its name off (no os.path.dirname per file).  Only under DIR_CONFIG.
+WALK_FACTS = os.environ.get("CPASYNC_MIGRATE_WALK_FACTS", "1") != "0"
+
 
 def parse_size(v) -> Optional[int]:
     """Bytes from 1048576, "1048576", "512k", "4MB", "1MiB" (K, M, G are powers of 1024); None when not a size."""
@@ -234,6 +241,9 @@ class Configs:
         self._loaded: dict = {}  # pyproject.toml -> its configuration
         self._by_dir: dict = {}  # folder as written -> the configuration of the files in it (DIR_CONFIG)
         self._real_dirs: dict = {}  # folder as written -> its real path (DIR_CONFIG)
+        # folder as written -> whether it holds a regular pyproject.toml (None: not known), for the folders a walk
+        # listed below a folder argument (WALK_FACTS; discovery._walk fills it)
+        self.walked: dict = {}
 
     def for_path(self, path: str, folder: bool = False, regular: bool = False) -> dict:
         """The configuration of a file (``folder``: of a folder) at ``path``; {} when none applies.
@@ -268,7 +278,7 @@ class Configs:
             d = os.path.dirname(path)
             found = self._by_dir.get(d)
             if found is None:
-                found = self._by_dir[d] = self._for_folder(self._real_dir(d))
+                found = self._by_dir[d] = self._for_folder(self._real_dir(d), self.walked.get(d))
             return found
         except (OSError, RuntimeError, ValueError):
             return None
@@ -280,23 +290,28 @@ class Configs:
         if r is None:
             parent, name = os.path.split(d)
             if parent and parent != d and name not in ("", ".", ".."):
-                try:
-                    plain = stat.S_ISDIR(os.lstat(d).st_mode)
-                except OSError:
-                    plain = False
+                if d in self.walked:  # listed by the walk, reached through entries that are not links
+                    plain = True
+                else:
+                    try:
+                        plain = stat.S_ISDIR(os.lstat(d).st_mode)
+                    except OSError:
+                        plain = False
                 r = os.path.join(self._real_dir(parent), name) if plain else os.path.realpath(d)
             else:
                 r = os.path.realpath(d)
             self._real_dirs[d] = r
         return r
 
-    def _for_folder(self, folder: str) -> dict:
+    def _for_folder(self, folder: str, listed: Optional[bool] = None) -> dict:
+        """``listed``: whether ``folder`` holds a regular pyproject.toml, as a walk saw it (None: look)."""
         chain = []
         cur = folder
         while cur not in self._folders:
             chain.append(cur)
             name = os.path.join(cur, "pyproject.toml")
-            if _is_file(name) and has_table(Path(name)):
+            seen, listed = listed, None  # what the walk saw is of the first folder only
+            if (_is_file(name) if seen is None else seen) and has_table(Path(name)):
                 found = self._loaded.get(name)
                 if found is None:
                     found = self._loaded[name] = load(Path(name))

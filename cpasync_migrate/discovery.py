@@ -416,6 +416,7 @@ def discover(
     special: Optional[list] = None,
     reasons: Optional[list] = None,
     linked: Optional[set] = None,
+    folders: Optional[dict] = None,
 ) -> Iterator[str]:
     """Yield candidate files (explicit files first in argument order; a folder's files in no set order).
 
@@ -432,6 +433,9 @@ def discover(
     ``linked``: when given, every file a walk yields that is a symbolic link (to a regular file) is added to
     it before it is yielded; a walk's other files are regular files that are not links (what
     ``Configs.for_path(regular=True)`` may take without looking again).
+
+    ``folders``: when given, what the walker saw of each folder below a folder argument that it listed
+    (``_walk``'s ``folders``); git's list of files gives none.
     """
     seen: set[str] = set()
     for arg in paths:
@@ -444,7 +448,7 @@ def discover(
             found = _git_walk(arg, suffixes, ex, skipped, reasons, linked) if respect_gitignore else None
             if found is None:  # not in a git work tree, or no git: the walker reads the .gitignore files
                 outer = _git_root_patterns(Path(arg))[1] if respect_gitignore else []
-                found = _walk(arg, outer, suffixes, ex, respect_gitignore, errors, skipped, reasons, linked)
+                found = _walk(arg, outer, suffixes, ex, respect_gitignore, errors, skipped, reasons, linked, folders)
             for f in found:
                 if f not in seen:
                     seen.add(f)
@@ -692,16 +696,31 @@ def _sub_globs(filt, rel: str) -> tuple:
     return tuple(tagged(t, g) for g, t in ((g, glob_for_folder(g, rel)) for g in filt.excludes) if t is not None)
 
 
+def _pyproject_seen(entries) -> Optional[bool]:
+    """Whether the listed ``pyproject.toml`` entry is a regular file, from its type in the listing (None: a link,
+    or a type the listing does not give without a system call that failed)."""
+    for e in entries:
+        if e.name == "pyproject.toml":
+            try:
+                return None if e.is_symlink() else e.is_file(follow_symlinks=False)
+            except OSError:
+                return None
+    return None
+
+
 def _walk(top: str, outer: list[_Pattern], suffixes, excludes, respect_gitignore,
           errors: Optional[list] = None, skipped: Optional[list] = None,
-          reasons: Optional[list] = None, linked: Optional[set] = None) -> Iterator[str]:
+          reasons: Optional[list] = None, linked: Optional[set] = None,
+          folders: Optional[dict] = None) -> Iterator[str]:
     """Files under ``top`` in scope, in no particular order (callers sort what they report).
 
     One ``scandir`` per folder and no other system call for plain entries: a folder's own
     ``.gitignore`` and ``pyvenv.cfg`` are seen among its entries, and ``rel`` paths are built only
     when a pattern or an exclude needs them.  A source-named entry is yielded only when it is a
     regular file or a link to one (the entry's type costs nothing; a link costs one ``stat``; a link
-    goes to ``linked``).  Links to folders are not followed."""
+    goes to ``linked``).  Links to folders are not followed.  ``folders``: each folder listed below ``top`` (as
+    written, reached through no link) -> whether it holds a regular ``pyproject.toml`` (None: a link of that name;
+    ``config.WALK_FACTS``)."""
     stack = [("", outer)]
     filters: dict = {}  # id of a pattern list -> its compiled filter (sibling folders share one list)
     while stack:
@@ -715,6 +734,8 @@ def _walk(top: str, outer: list[_Pattern], suffixes, excludes, respect_gitignore
                 errors.append((full_dir, e.strerror or str(e)))
             continue
         names = [e.name for e in entries]
+        if folders is not None and rel_dir:
+            folders[full_dir] = _pyproject_seen(entries) if "pyproject.toml" in names else False
         if rel_dir and "pyvenv.cfg" in names:
             if reasons is not None:
                 reasons.append((full_dir, VENV_REASON))
@@ -761,17 +782,24 @@ def _walk(top: str, outer: list[_Pattern], suffixes, excludes, respect_gitignore
                 if linked is not None and e.is_symlink():
                     linked.add(e.path)
                 yield e.path
-            elif skipped is not None and e.is_symlink():
-                try:
-                    linked_dir = e.is_dir()
-                except OSError:
-                    linked_dir = False
-                if linked_dir:
-                    skipped.append((e.path, "a symbolic link to a folder; links to folders are not followed"))
-                elif reasons is not None:
-                    reasons.append((e.path, suffix_reason(suffixes)))
-            elif reasons is not None:
-                reasons.append((e.path, suffix_reason(suffixes)))
+            elif skipped is not None or reasons is not None:
+                _pass_over(e, suffixes, skipped, reasons)
+
+
+def _pass_over(e, suffixes, skipped: Optional[list], reasons: Optional[list]) -> None:
+    """Why the walk passes over an entry that is neither a folder nor named like a source file: a link to a
+    folder (``skipped``), else its name (``reasons``, -v)."""
+    if skipped is not None and e.is_symlink():
+        try:
+            linked_dir = e.is_dir()
+        except OSError:
+            linked_dir = False
+        if linked_dir:
+            skipped.append((e.path, "a symbolic link to a folder; links to folders are not followed"))
+        elif reasons is not None:
+            reasons.append((e.path, suffix_reason(suffixes)))
+    elif reasons is not None:
+        reasons.append((e.path, suffix_reason(suffixes)))
 
 
 # ---------------------------------------------------------------- reading

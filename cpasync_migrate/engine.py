@@ -151,14 +151,9 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
         return None
     if settings.per_file is not None:
         settings = settings.per_file.settle(path, settings)
-    try:
-        raw = files.read_source(path, settings.max_file_size)
-    except files.TooLarge as e:
-        return _unread(error_outcome(path, language, e.message)) if e.has_needle else None
-    except files.FileError as e:
-        return _unread(error_outcome(path, language, e.message))
-    if not files.has_needle(raw):
-        return None
+    raw, early = _read_raw(path, language, settings)
+    if raw is None:
+        return early
     analysis = ck = None
     first = CACHE_FIRST and settings.cache_dir
     if not first:
@@ -213,9 +208,35 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
     outcome = FileOutcome(path=path, language=language, findings=analysis.findings, old_text=text,
                           cached=ck is not None and not fresh, migrated=list(analysis.migrated),
                           target=settings.target)
+    chosen = _choose_fixes(outcome, text, settings)
+    if chosen:
+        failed = _apply_fixes(outcome, chosen, settings, raw)
+        if failed is not None:
+            return failed
+    return _finish(outcome, src, raw, settings, no_write)
+
+
+def _read_raw(path: str, language: str, settings: RunSettings) -> tuple:
+    """(the file's bytes, None), or (None, what ``process_file`` returns instead: an outcome for a file that
+    cannot be read or is too large for the name it holds, None for one the byte prefilter rules out)."""
+    try:
+        raw = files.read_source(path, settings.max_file_size)
+    except files.TooLarge as e:
+        return None, _unread(error_outcome(path, language, e.message)) if e.has_needle else None
+    except files.FileError as e:
+        return None, _unread(error_outcome(path, language, e.message))
+    if not files.has_needle(raw):
+        return None, None
+    return raw, None
+
+
+def _choose_fixes(outcome: FileOutcome, text: str, settings: RunSettings) -> list[Edit]:
+    """Give each finding its status (manual, held, rewritten or unsafe) and its original and replacement text;
+    the edits of the fixes chosen, each once, in the findings' order."""
     chosen: list[Edit] = []
     seen: set = set()  # the edits in chosen (every fix of a file may carry the same added import)
     starts = line_starts(text) if outcome.findings else []
+    path = outcome.path
     held = settings.hold.get(path, ())
     for f in outcome.findings:
         if f.status is None:
@@ -234,21 +255,33 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
                 if e not in seen:
                     seen.add(e)
                     chosen.append(e)
-    if chosen:
-        try:
-            new_text = apply_edits(text, chosen)
-        except ValueError as e:
-            return error_outcome(path, language, f"internal error: {e}; file left unchanged")
-        problem = _reparse_problem(settings, path, language, raw, text, new_text)
-        if problem:
-            for f in outcome.findings:
-                if f.status is Status.REWRITTEN:
-                    f.status = Status.MANUAL
-            outcome.error = f"{problem}; file left unchanged"
-            outcome.findings.append(Finding(path, 1, 1, 1, 1, CODE_FILE_ERROR, outcome.error,
-                                            status=Status.UNPARSABLE, legacy_site=False))
-        else:
-            outcome.new_text = new_text
+    return chosen
+
+
+def _apply_fixes(outcome: FileOutcome, chosen: list[Edit], settings: RunSettings, raw: bytes) -> Optional[FileOutcome]:
+    """The new text (``outcome.new_text``), unless it does not re-parse (then its fixes are left for a person,
+    with the file's error); an error outcome when the edits cannot be applied at all."""
+    path, language, text = outcome.path, outcome.language, outcome.old_text
+    try:
+        new_text = apply_edits(text, chosen)
+    except ValueError as e:
+        return error_outcome(path, language, f"internal error: {e}; file left unchanged")
+    problem = _reparse_problem(settings, path, language, raw, text, new_text)
+    if problem:
+        for f in outcome.findings:
+            if f.status is Status.REWRITTEN:
+                f.status = Status.MANUAL
+        outcome.error = f"{problem}; file left unchanged"
+        outcome.findings.append(Finding(path, 1, 1, 1, 1, CODE_FILE_ERROR, outcome.error,
+                                        status=Status.UNPARSABLE, legacy_site=False))
+    else:
+        outcome.new_text = new_text
+    return None
+
+
+def _finish(outcome: FileOutcome, src, raw: bytes, settings: RunSettings, no_write: Optional[str]) -> FileOutcome:
+    """--verify's verdicts, then what the mode does with the new text: --diff shows it unless refused, write mode
+    writes it (or defers the write until its change sets are decided); the texts dropped where not kept."""
     if settings.verify and outcome.changed:
         _verify(outcome, settings)
     refused = verify_refusal(outcome, settings) if settings.verify and outcome.changed else None

@@ -294,19 +294,33 @@ def encode(src: SourceFile, text: str) -> bytes:
 MAX_BRACKETS = {True: 200, False: 256}
 MAX_PREFIX_RUN = 100
 
-_PY_TOKENS = re.compile(  # possessive: a string or comment is taken whole, never backtracked into
+# The token patterns of ``nesting`` (compiled on first use: a run whose files are all answered by the results
+# cache never scans a file's nesting).  Possessive: a string or comment is taken whole, never backtracked into.
+_PY_TOKENS_RX = (
     r"""(?P<s>'''(?:[^'\\]++|\\.|'(?!''))*+(?:'''|\Z)|"""
     r'''"""(?:[^"\\]++|\\.|"(?!""))*+(?:"""|\Z)|'(?:[^'\\\n]++|\\.)*+'?|"(?:[^"\\\n]++|\\.)*+"?)'''
-    r"""|(?P<c>\#[^\n]*+)|(?P<o>[(\[{])|(?P<x>[)\]}])|(?P<u>[-+~]|\bnot\b|\bawait\b)|(?P<w>[\w.]++|[^\s\w])""", re.S)
-_CPP_TOKENS = re.compile(
+    r"""|(?P<c>\#[^\n]*+)|(?P<o>[(\[{])|(?P<x>[)\]}])|(?P<u>[-+~]|\bnot\b|\bawait\b)|(?P<w>[\w.]++|[^\s\w])""")
+_CPP_TOKENS_RX = (
     r"""(?P<s>R"(?P<d>[^(\s]{0,16})\(.*?\)(?P=d)"|'(?:[^'\\\n]++|\\.)*+'?|"(?:[^"\\\n]++|\\.)*+"?)"""
-    r"""|(?P<c>//[^\n]*+|/\*.*?(?:\*/|\Z))|(?P<o>[(\[{])|(?P<x>[)\]}])|(?P<u>[-+~!*&])|(?P<w>\w++|[^\s\w])""", re.S)
+    r"""|(?P<c>//[^\n]*+|/\*.*?(?:\*/|\Z))|(?P<o>[(\[{])|(?P<x>[)\]}])|(?P<u>[-+~!*&])|(?P<w>\w++|[^\s\w])""")
+_PATTERNS: Optional[dict] = None
 
 
-# The same without the operators and words: strings, comments and brackets only (far fewer matches).
-# Each match first skips, in one step, the characters that cannot start one.
-_PY_BRACKETS = re.compile(r"""[^'"#()\[\]{}]*+(?:""" + _PY_TOKENS.pattern.rsplit("|(?P<u>", 1)[0] + ")", re.S)
-_CPP_BRACKETS = re.compile(r"""[^'"/R()\[\]{}]*+(?:""" + _CPP_TOKENS.pattern.rsplit("|(?P<u>", 1)[0] + ")", re.S)
+def _patterns() -> dict:
+    """The compiled patterns: (python, tokens?) -> pattern, and "run" (see ``_LONG_RUN_RX``)."""
+    global _PATTERNS
+    if _PATTERNS is None:
+        _PATTERNS = {
+            (True, True): re.compile(_PY_TOKENS_RX, re.S),
+            (False, True): re.compile(_CPP_TOKENS_RX, re.S),
+            # The same without the operators and words: strings, comments and brackets only (far fewer matches).
+            # Each match first skips, in one step, the characters that cannot start one.
+            (True, False): re.compile(r"""[^'"#()\[\]{}]*+(?:""" + _PY_TOKENS_RX.rsplit("|(?P<u>", 1)[0] + ")", re.S),
+            (False, False): re.compile(r"""[^'"/R()\[\]{}]*+(?:""" + _CPP_TOKENS_RX.rsplit("|(?P<u>", 1)[0] + ")",
+                                       re.S),
+            "run": re.compile(_LONG_RUN_RX),
+        }
+    return _PATTERNS
 
 
 def nesting(text: str, python: bool):
@@ -316,10 +330,11 @@ def nesting(text: str, python: bool):
     deepest bracket, and (only where the text holds a long run of operator characters at all) the
     longest run of prefix operators.  A text with few brackets and no such run is passed at once."""
     limit = MAX_BRACKETS[python]
-    runs = _LONG_RUN.search(text) is not None
+    patterns = _patterns()
+    runs = patterns["run"].search(text) is not None
     if not runs and text.count("(") + text.count("[") + text.count("{") <= limit:
         return None
-    tokens = (_PY_TOKENS if python else _CPP_TOKENS) if runs else (_PY_BRACKETS if python else _CPP_BRACKETS)
+    tokens = patterns[python, runs]
     depth = run = 0
     for m in tokens.finditer(text):
         kind = m.lastgroup if m.lastgroup != "d" else "s"
@@ -343,7 +358,7 @@ def nesting(text: str, python: bool):
 
 
 # Without this many operator characters or words in a row (white space between), no run can be too long.
-_LONG_RUN = re.compile(r"(?:(?:[-+~!*&]|not\b|await\b)\s*){%d}" % (MAX_PREFIX_RUN + 1))
+_LONG_RUN_RX = r"(?:(?:[-+~!*&]|not\b|await\b)\s*){%d}" % (MAX_PREFIX_RUN + 1)
 
 
 def _read_only(st: os.stat_result, path: str) -> Optional[str]:

@@ -267,6 +267,25 @@ def result_values(settings, **derived) -> list:
 
 
 class Parser(argparse.ArgumentParser):
+    """argparse's parser, exiting 3 on a usage error; adding an option does not ask the terminal's width."""
+
+    _checking = False  # inside add_argument
+
+    def add_argument(self, *args, **kwargs):
+        self._checking = True
+        try:
+            return super().add_argument(*args, **kwargs)
+        finally:
+            self._checking = False
+
+    def _get_formatter(self):
+        # add_argument asks a formatter only to check the option's metavar (_format_args), which the width does
+        # not change: a fixed one spares the terminal's size (and the import of shutil) on every run; help and
+        # usage texts still get the terminal's
+        if self._checking:
+            return self.formatter_class(prog=self.prog, width=80)
+        return super()._get_formatter()
+
     def error(self, message):  # argparse's own usage errors exit 3 too, not 2 (a file error)
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")

@@ -26,6 +26,10 @@ class ForkPool:
     """
 
     def __init__(self, limit: int, handler: Callable):
+        import pickle  # noqa: F401 - what the workers use, imported once here before any is forked, not in each
+        import select  # noqa: F401
+        import signal  # noqa: F401
+
         self.handler = handler
         self.limit = limit  # workers to start at most (a dead one is not replaced)
         self.started = 0

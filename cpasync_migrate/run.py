@@ -230,6 +230,7 @@ class Run:
         cfgmod.apply_overrides(args, pairs)
         self.configs = cfgmod.Configs(None if args.isolated else explicit, args.isolated)
         self._keep_once = cfgmod.DIR_CONFIG  # Run.keep's memo, under the same switch
+        self._cut_name = cfgmod.DIR_CONFIG and cfgmod.WALK_FACTS and os.altsep is None
         self.cfg = (self.configs.for_path(self.stdin) if self.stdin is not None  # its folder, made or not
                     else self.configs.for_run(args.paths))
         self.selection = Selection(self.configs, args.select, args.ignore, args.per_file_ignores, os.getcwd())
@@ -379,7 +380,8 @@ class Run:
         """Why a file a walk found is out of scope under its own configuration (None: in scope).
         ``regular``: the walk saw a regular file, not a link (``Configs.for_path``)."""
         if self._keep_once:  # once per folder and per configuration file: the same checks, notes and globs
-            folder = os.path.dirname(path) if regular else None  # a link's configuration is its target's
+            # a link's configuration is its target's; a walked file's folder as written is its path less its name
+            folder = (path.rpartition(os.sep)[0] if self._cut_name else os.path.dirname(path)) if regular else None
             known = self._kept_in.get(folder) if regular else None
             if known is None:
                 cfg = self.configs.for_path(path, regular=regular)
@@ -537,7 +539,8 @@ class Run:
         return run_files(args.paths, s, excludes=self.excludes_for, jobs=self.jobs,
                          respect_gitignore=not args.no_gitignore, since=args.since, verbose=verbose,
                          quiet=args.quiet, show_progress=True, follow_links_outside=args.follow_links_outside,
-                         keep=self.keep) if args.paths else ([], 0)
+                         keep=self.keep, folders=self.configs.walked if self._cut_name else None
+                         ) if args.paths else ([], 0)
 
     def _probe(self, run_once) -> None:
         """Where the run selects codes before anything is written, a first pass (check mode) finds the

@@ -31,16 +31,17 @@ SUFFIXES = files.PYTHON_SUFFIXES + files.CPP_SUFFIXES
 
 
 def _discovered(paths, excludes, respect_gitignore, since_set, errors=None, skipped=None, special=None,
-                keep=None, reasons=None):
+                keep=None, reasons=None, folders=None):
     """Yield (path, explicit) for every source file in scope (no reading); unlistable folders go to
     ``errors``, entries that are not regular files to ``skipped`` (in a walk) or ``special`` (named).
     ``keep``: for a file found in a walk, why it is out of scope (its own configuration excludes it), or None;
-    called as ``keep(path, regular)``, ``regular`` telling that the walk saw a regular file, not a link."""
+    called as ``keep(path, regular)``, ``regular`` telling that the walk saw a regular file, not a link.
+    ``folders``: what the walk saw of each folder it listed (``discovery.discover``), for ``keep``."""
     explicit = {p for p in paths if not os.path.isdir(p)}
     changed = None if since_set is None else since_filter(paths, since_set)
     links: set = set()  # the walk's files that are links (discovery.discover)
     for path in discovery.discover(paths, SUFFIXES, excludes, respect_gitignore, errors, skipped, special, reasons,
-                                   links):
+                                   links, folders):
         if changed is not None and not changed(path):
             continue
         if keep is not None and path not in explicit:
@@ -197,6 +198,31 @@ def _crash_outcome(path: str, why: str) -> FileOutcome:
     return error_outcome(path, language_of(path) or "python", f"internal error: {why}; file left unchanged")
 
 
+# A switch (CPASYNC_MIGRATE_PRELOAD=0: each worker imports the front ends when its first file needs them, as
+# before; a measuring switch).  On: a run in which every file that names the intrinsic is analysed (no results
+# cache, or write mode) imports both front ends once, before the first worker is forked.
+PRELOAD = os.environ.get("CPASYNC_MIGRATE_PRELOAD", "1") != "0"
+# the front ends' modules a first analysis imports (one that is gone or fails is passed over: only time is lost)
+_FRONT_END_MODULES = ("python", "python.fast", "python.window", "cpp", "cpp.window")
+
+
+def _before_fork(settings: RunSettings) -> None:
+    """What every worker needs, made once in this process before any is forked rather than in each: the byte
+    prefilter's needles (they import the suppression module), the modules a file's processing looks its
+    layout up in (``engine.process_file``) and, where every hit is analysed (``PRELOAD``), the front ends."""
+    files.NEEDLES  # noqa: B018 - computed on first use (files.__getattr__)
+    from . import clang_format, line_length  # noqa: F401
+
+    if PRELOAD and (settings.mode == "write" or not settings.cache_dir):
+        import importlib
+
+        for name in _FRONT_END_MODULES:
+            try:
+                importlib.import_module(f"{__package__}.{name}")
+            except Exception:  # noqa: BLE001 - the worker that needs it meets the same error and reports it, as before
+                pass
+
+
 def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome, names: "_Names", on_memo) -> None:
     """Prefilter and process with forked workers.
 
@@ -207,6 +233,7 @@ def _run_forked(pairs, jobs: int, settings: RunSettings, on_hits, on_outcome, na
     are read here), and a file it was parsing is reported as an internal error.
     """
     _init_worker(settings)  # before the first fork: the workers inherit it
+    _before_fork(settings)
     pool = _ForkPool(jobs, _answer)
     chunks: list = []  # prefilter chunks not yet sent
     hits: list = []  # (size, pair), ascending: the largest is taken first
@@ -375,12 +402,13 @@ def _say_what_was_read(outcomes: list, skipped: list, looked: list) -> None:
 def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 1, respect_gitignore=True,
               since: Optional[str] = None, verbose=False, quiet=False,
               show_progress: bool = False, pool: Optional[str] = None,
-              follow_links_outside: bool = False, keep=None) -> tuple[list[FileOutcome], int]:
+              follow_links_outside: bool = False, keep=None, folders=None) -> tuple[list[FileOutcome], int]:
     """Every file's outcome (sorted by path) and the number of files in scope.
 
     ``pool`` picks how ``jobs > 1`` runs: "fork" or "executor" (default: fork where it exists).
     ``follow_links_outside``: write mode also writes a named path that leads out of its tree (tree.py).
-    ``keep``: why a file a walk found is out of scope, or None (the per-file configuration: run.py).
+    ``keep``: why a file a walk found is out of scope, or None (the per-file configuration: run.py);
+    ``folders``: a dict the walk fills with what it saw of each folder (``discovery.discover``), for ``keep``.
     """
     since_set = changed_since(since, paths) if since else None
     if not any(os.path.isdir(p) for p in paths):
@@ -395,7 +423,7 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
     def pairs():
         nonlocal scanned
         for pe in _discovered(paths, excludes, respect_gitignore, since_set, unlisted, skipped, special, keep,
-                              skipped if verbose else None):
+                              skipped if verbose else None, folders):
             scanned += 1
             if looked is not None:
                 looked.append(pe[0])

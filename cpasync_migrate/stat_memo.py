@@ -22,6 +22,11 @@ when its MAC checks under this machine's key (``cache.py``): a memo shipped in a
 make a file be skipped.  ``--no-cache`` turns it off
 with the cache; ``CPASYNC_MIGRATE_STAT_MEMO=0`` turns off only the memo (a measuring switch, with
 an equality test).
+
+An entry's value is one string, the five numbers in hexadecimal joined by ``:`` (format 2): JSON reads
+strings far faster than lists of large numbers (tree-git's memo of 4,745 entries: about 3 ms instead of 9).
+``CPASYNC_MIGRATE_MEMO_STRINGS=0`` keeps lists of numbers (format 1, as before; a measuring switch with an
+equality test); a memo of the other format is not read (every file is read once, as without a memo).
 """
 from __future__ import annotations
 
@@ -30,14 +35,22 @@ import time
 from typing import Optional
 
 ENABLED = os.environ.get("CPASYNC_MIGRATE_STAT_MEMO", "1") != "0"
-FORMAT = 1
+STRINGS = os.environ.get("CPASYNC_MIGRATE_MEMO_STRINGS", "1") != "0"
+FORMAT = 1  # entries as lists of numbers; 2: as strings (STRINGS)
 RACY_NS = 5 * 10**9  # a file changed less than this long before the run started is not recorded
 
 
-def stat_key(st: os.stat_result) -> list:
-    """What an entry compares: size, modification and status-change times, inode, device (a list, as
-    JSON reads it back: an entry of any other shape never compares equal, so it is read again)."""
+def stat_key(st: os.stat_result):
+    """What an entry compares: size, modification and status-change times, inode, device (as JSON reads it
+    back: a string of the five in hexadecimal under STRINGS, else a list; an entry of any other shape never
+    compares equal, so it is read again)."""
+    if STRINGS:
+        return f"{st.st_size:x}:{st.st_mtime_ns:x}:{st.st_ctime_ns:x}:{st.st_ino:x}:{st.st_dev:x}"
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+def _format() -> int:
+    return 2 if STRINGS else FORMAT
 
 
 class StatMemo:
@@ -101,7 +114,7 @@ def memo_key(salt: bytes, paths) -> str:
 def load(directory: str, key: str, read) -> StatMemo:
     """The memo stored under ``key`` (``read``: the cache's JSON reader), or an empty one."""
     d = read(directory, key)
-    ok = isinstance(d, dict) and d.get("format") == FORMAT and isinstance(d.get("entries"), dict)
+    ok = isinstance(d, dict) and d.get("format") == _format() and isinstance(d.get("entries"), dict)
     return StatMemo(d["entries"] if ok else {})  # a malformed entry compares unequal: that file is read
 
 
@@ -109,4 +122,4 @@ def save(directory: str, key: str, memo: StatMemo, entries: dict, write) -> None
     """Store ``entries`` (the next memo, ``StatMemo.entries``) under ``key`` when they differ from what was loaded."""
     if entries == memo.old:
         return
-    write(directory, key, {"format": FORMAT, "entries": entries})
+    write(directory, key, {"format": _format(), "entries": entries})

@@ -92,8 +92,15 @@ def _comments_py(text: str):
     return out
 
 
-_CPP_TOKEN = re.compile(r'//[^\n]*|/\*.*?(?:\*/|\Z)|R"([^()\\\s]{0,16})\((?:.|\n)*?\)\1"|"(?:\\.|[^"\\\n])*"?'
-                        r"|'(?:\\.|[^'\\\n])*'?", re.S)
+_CPP_TOKEN_RX = (r'//[^\n]*|/\*.*?(?:\*/|\Z)|R"([^()\\\s]{0,16})\((?:.|\n)*?\)\1"|"(?:\\.|[^"\\\n])*"?'
+                 r"|'(?:\\.|[^'\\\n])*'?")
+
+
+@lru_cache(maxsize=1)
+def _cpp_token() -> re.Pattern:
+    """The C++ comment and literal pattern, compiled on first use (a run without suppression comments never
+    asks)."""
+    return re.compile(_CPP_TOKEN_RX, re.S)
 
 
 def _comments_cpp(text: str):
@@ -101,7 +108,7 @@ def _comments_cpp(text: str):
     literals skipped (a ``//`` inside one is no comment)."""
     out = []
     starts = None
-    for m in _CPP_TOKEN.finditer(text):
+    for m in _cpp_token().finditer(text):
         t = m.group(0)
         if t.startswith(("//", "/*")):
             if starts is None:

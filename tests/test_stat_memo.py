@@ -86,6 +86,9 @@ def test_the_same_report_with_and_without_the_memo_on_the_fixtures(tmp_path, set
     _report(t, cache, "-j", "2")  # fills the memo (from the workers)
     assert len(_memo_entries(cache)) >= 6
     with_memo = _report(t, cache, "-j", "2")
+    monkeypatch.setattr(stat_memo, "STRINGS", False)  # entries as lists (CPASYNC_MIGRATE_MEMO_STRINGS=0)
+    _report(t, tmp_path / "lists", "-j", "2")
+    assert _report(t, tmp_path / "lists", "-j", "2") == with_memo
     monkeypatch.setattr(stat_memo, "ENABLED", False)
     without = _report(t, tmp_path / "other-cache", "-j", "1")
     assert with_memo == without
@@ -184,3 +187,29 @@ def test_a_since_run_uses_the_memo_and_leaves_it_whole(tree, tmp_path, settled):
     r = run_inproc("--check", "--since", "HEAD", "--cache-dir", cache, "-j", "1", ".", cwd=tree)
     assert r.returncode == 0, r.stderr
     assert _memo_entries(cache) == before  # not cut down to the files --since looked at
+
+
+def test_entries_are_strings_and_a_memo_of_the_other_format_is_not_read(tree, tmp_path, settled, clean_calls,
+                                                                        monkeypatch):
+    """CPASYNC_MIGRATE_MEMO_STRINGS (stat_memo.STRINGS): an entry is the five numbers in hexadecimal, one
+    string; off, a list of them, as before.  Either way the same report, and a memo written the other way
+    is not read (every file is read once more)."""
+    cache = tmp_path / "cache"
+    first = _report(tree, cache, "-j", "1")
+    entries = _memo_entries(cache)
+    st = (tree / "pkg" / "plain0.py").stat()
+    assert entries["plain0.py"] == ":".join(f"{v:x}" for v in (st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                                                                 st.st_ino, st.st_dev))
+    monkeypatch.setattr(stat_memo, "STRINGS", False)
+    clean_calls.clear()
+    assert _report(tree, cache, "-j", "1") == first
+    assert clean_calls and not any(ok for _, ok in clean_calls)  # format 2 not read by the lists' way
+    assert _memo_entries(cache)["plain0.py"] == [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+    clean_calls.clear()
+    assert _report(tree, cache, "-j", "1") == first
+    assert sorted(n for n, ok in clean_calls if ok) == ["helper.cc"] + [f"plain{i}.py" for i in range(5)]
+    monkeypatch.setattr(stat_memo, "STRINGS", True)
+    clean_calls.clear()
+    assert _report(tree, cache, "-j", "2") == first  # format 1 not read either; then format 2 again
+    assert not any(ok for _, ok in clean_calls)
+    assert _report(tree, cache, "-j", "1") == first

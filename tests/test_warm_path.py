@@ -218,3 +218,145 @@ def test_a_check_imports_neither_the_diff_nor_the_importers_question_unless_aske
     importers._ROOTS["x"] = "y"
     engine.forget_folders()  # imported: its answers are forgotten when a run starts
     assert importers._ROOTS == {}
+
+
+def test_adding_the_options_leaves_the_help_as_argparse_lays_it_out(monkeypatch):
+    """cli.build_parser gives argparse's checks of each option a formatter of a fixed width (no terminal size
+    asked, no shutil imported); the help and usage texts are still laid out to the terminal, as before."""
+    import argparse
+
+    from cpasync_migrate import cli, options
+
+    monkeypatch.setenv("COLUMNS", "67")
+    new = cli.build_parser()
+    monkeypatch.setattr(options.Parser, "_get_formatter", argparse.ArgumentParser._get_formatter)
+    old = cli.build_parser()
+    usage = new.format_usage()
+    assert new.format_help() == old.format_help() and usage == old.format_usage()
+    monkeypatch.setenv("COLUMNS", "200")
+    assert new.format_usage() != usage  # the width is the terminal's, asked when the text is made
+
+
+def test_a_warm_check_imports_no_module_it_does_not_use(tmp_path):
+    """shutil (argparse's terminal width), the nesting scan's and the C++ comment scan's patterns: none is
+    needed by a --check whose files are all in the results cache."""
+    import sys
+
+    write(tmp_path / "k.py", LEGACY)
+    write(tmp_path / "c.cc", "// ptx_cp_async named in a comment\n")
+    probe = ("import sys\nfrom cpasync_migrate import cli, files, suppress\ncode = cli.main(sys.argv[1:])\n"
+             "print(code, 'shutil' in sys.modules, files._PATTERNS is not None, suppress._cpp_token.cache_info().currsize)\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    args = [sys.executable, "-c", probe, "--check", "-q", "-j", "1", "--cache-dir", str(tmp_path / "cache"), "."]
+    cold = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert cold.stdout.split()[-4:] == ["1", "False", "True", "0"], cold.stderr  # the nesting scan ran
+    warm = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert warm.stdout.split()[-4:] == ["1", "False", "False", "0"], warm.stderr
+
+
+@pytest.mark.slow  # an equality run of a speed-up switch through the CLI
+@pytest.mark.parametrize("in_git", [False, True], ids=["walker", "git"])
+def test_what_the_walk_saw_of_each_folder_gives_the_same_report(configured, monkeypatch, in_git, tmp_path):
+    """CPASYNC_MIGRATE_WALK_FACTS (config.WALK_FACTS): on and off, the same report and the same -v lists."""
+    if in_git:
+        _git(configured)
+    write(configured / "sub" / "pkg" / "deeper" / "pyproject.toml", "[tool.cpasync-migrate]\nignore = [\"CPA001\"]\n")
+    write(configured / "sub" / "pkg" / "deeper" / "k.py", LEGACY)
+    os.symlink(configured / "other" / "pyproject.toml", configured / "links" / "pyproject.toml")  # a link: looked up
+    os.symlink(configured, tmp_path / "linked_tree")
+    runs = [(configured, (".",)), (configured / "sub", (".", "../other", "../links")),
+            (tmp_path, (str(tmp_path / "linked_tree" / "sub"), "linked_tree/other"))]
+    first = None
+    for cwd, args in runs:
+        got = []
+        for on in (True, False):
+            monkeypatch.setattr(config, "WALK_FACTS", on)
+            got.append(_report(cwd, *args))
+        assert got[0] == got[1], (cwd, args)
+        first = first or got[0]
+    report, err = first
+    assert "processed sub/pkg/deeper/k.py" in err
+    assert not [f for f in report["findings"] if f["path"] == "sub/pkg/deeper/k.py" and f["code"] == "CPA001"
+                and f["status"] != "suppressed"]  # its own configuration ignores CPA001
+
+
+def test_a_walked_folder_costs_no_lstat_and_no_stat_of_its_pyproject(configured, monkeypatch):
+    from cpasync_migrate import discovery
+
+    os.symlink(configured / "other" / "pyproject.toml", configured / "links" / "pyproject.toml")
+    folders: dict = {}
+    walked = list(discovery._walk(str(configured), [], (".py",), (), True, folders=folders))
+    assert folders[str(configured / "links")] is None and folders[str(configured / "sub")] is True
+    assert folders[str(configured / "other" / "deep")] is True and folders[str(configured / "tests")] is False
+    assert str(configured) not in folders  # the folder argument itself may be a link: looked up
+    walked = [f for f in walked if not os.path.islink(f)]  # a link's configuration is its target's: realpath
+    want = [config.Configs(None, False).for_path(f, regular=True) for f in walked]
+    asked = []
+    lstat, is_file = os.lstat, config._is_file
+    monkeypatch.setattr(config.os, "lstat", lambda p, *a, **k: asked.append(p) or lstat(p, *a, **k))
+    monkeypatch.setattr(config, "_is_file", lambda p: asked.append(p) or is_file(p))
+    c = config.Configs(None, False)
+    c.walked = folders
+    assert [c.for_path(f, regular=True) for f in walked] == want
+    # a folder that holds a walked file: neither its lstat nor its pyproject.toml's stat (a folder above one, with
+    # no file of its own, is still looked at when the lookup climbs to it)
+    known = {os.path.dirname(f) for f in walked} & {d for d, seen in folders.items() if seen is not None}
+    assert not [p for p in asked if p in known or p.endswith("/pyproject.toml") and os.path.dirname(p) in known]
+    assert str(configured / "links" / "pyproject.toml") in asked  # a link: looked up as before
+    assert str(configured) in asked  # the folder argument: looked up as before
+
+
+def test_the_front_ends_are_imported_before_the_fork_only_where_every_hit_is_analysed(tmp_path):
+    """CPASYNC_MIGRATE_PRELOAD (runner.PRELOAD): with --no-cache (or in write mode) the parent imports both front
+    ends before it forks its workers; a --check with the results cache leaves them to the workers that need
+    them (a warm run needs none); off, the parent never imports them."""
+    import sys
+
+    write(tmp_path / "k.py", LEGACY)
+    write(tmp_path / "c.cc", "void f() { ptx_cp_async(); }\n")
+    probe = ("import sys\nfrom cpasync_migrate import cli\ncode = cli.main(sys.argv[1:])\n"
+             "print(code, *(m in sys.modules for m in ('cpasync_migrate.python.fast', 'cpasync_migrate.cpp')))\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+    def parent_imported(*args, switch="1"):
+        r = subprocess.run([sys.executable, "-c", probe, "--check", "-q", "-j", "2", *args, "."], cwd=tmp_path,
+                           capture_output=True, text=True, env=dict(env, CPASYNC_MIGRATE_PRELOAD=switch))
+        return r.stdout.split()[-3:], r.stderr
+
+    assert parent_imported("--no-cache")[0] == ["1", "True", "True"]
+    assert parent_imported("--cache-dir", str(tmp_path / "cache"))[0] == ["1", "False", "False"]
+    assert parent_imported("--no-cache", switch="0")[0] == ["1", "False", "False"]
+
+
+BENCH = Path(os.environ.get("CPASYNC_BENCH_CACHE", Path.home() / ".cache" / "cpasync-migrate" / "bench-tree"))
+SWITCHES = ("CPASYNC_MIGRATE_WALK_FACTS", "CPASYNC_MIGRATE_MEMO_STRINGS", "CPASYNC_MIGRATE_PRELOAD")
+
+
+@pytest.mark.slow  # every switch of the warm and cold paths, on and off, over the benchmark trees and the fixtures
+@pytest.mark.parametrize("tree", ["tree-git", "tree", "fixtures"])
+def test_every_switch_gives_the_same_output_on_the_benchmark_trees(tree, tmp_path):
+    """Identical stdout, stderr and exit code with all of SWITCHES on and with each one off: --check cold
+    (--no-cache) and warm (the results cache of the run before), -j 2 and -j 1."""
+    import sys
+
+    where = FIXTURES if tree == "fixtures" else BENCH / tree
+    if not where.is_dir():
+        pytest.skip(f"{where} not built (benchmarks/build_tree.sh)")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("CPASYNC_MIGRATE_")}
+
+    def run(off, *args):
+        e = dict(env, **{s: "0" if s == off else "1" for s in SWITCHES})
+        r = subprocess.run([sys.executable, "-m", "cpasync_migrate", "--check", *args, str(where)], cwd=tmp_path,
+                           capture_output=True, text=True, env=e)
+        return r.returncode, r.stdout, r.stderr
+
+    for jobs in ("2", "1"):
+        cold = run(None, "--no-cache", "-j", jobs)
+        assert cold[0] in (0, 1), cold[2]
+        for off in SWITCHES:
+            assert run(off, "--no-cache", "-j", jobs) == cold, (off, jobs)
+        for off in (None, *SWITCHES):  # each with its own results cache, filled by its first run
+            cache = str(tmp_path / f"cache-{off}-{jobs}")
+            first = run(off, "--cache-dir", cache, "-j", jobs)
+            assert first == cold, (off, jobs)
+            assert run(off, "--cache-dir", cache, "-j", jobs) == cold, (off, jobs)
