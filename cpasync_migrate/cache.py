@@ -233,7 +233,10 @@ def salt(settings) -> bytes:
 
 
 def key(settings, path: str, language: str, raw: bytes, kind: str = "analysis", line_length: int = 88,
-        layout=None) -> str:
+        layout=None, ast_fixes: bool = False) -> str:
+    """``ast_fixes``: the analysis may hold fixes the Python front end's ``ast`` pass made (``python.fast_fixes``);
+    such an analysis is never read by a run that asks for libcst's fixes only (``CPASYNC_MIGRATE_FAST_WRITE=0``
+    in write mode, ``--diff`` or ``--verify``), and the other way round."""
     import hashlib
 
     from .options import result_values
@@ -243,6 +246,8 @@ def key(settings, path: str, language: str, raw: bytes, kind: str = "analysis", 
     opts = (kind, path, language, result_values(settings, line_length=line_length))
     if layout is not None:  # the C++ layout options (clang_format.py); absent for Python, keys unchanged
         opts = opts + (list(layout),)
+    if ast_fixes:  # which pass may have made the fixes (absent: libcst's only)
+        opts = opts + ("ast-fixes",)
     h.update(json.dumps(opts).encode() + b"\0")
     h.update(raw)
     return h.hexdigest()
