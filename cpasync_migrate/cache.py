@@ -5,7 +5,8 @@ a run over a large tree.  The analysis is a pure function of the file's bytes, i
 language, the options that change results (those options.py marks so: target, source generation, style,
 --migrate-tvm, line length), the rules,
 the Python version and the code of the tool and of its parsers (libcst, tree-sitter and its C++
-grammar), so the key is a SHA-256 over all of them, each by content (an edited rule, an edited
+grammar), and, for Python, whether the ``ast`` pass may have made its fixes (``key``'s ``ast_fixes``), so the
+key is a SHA-256 over all of them, each by content (an edited rule, an edited
 tool or another build of a parser never reads an old entry).  No modification time plays a
 part: a fresh CI checkout and a fresh install of the same tool with a restored cache hit.
 

@@ -43,7 +43,8 @@ class _Counted:
         return self.inner(*a, **k)
 
 
-def _runs(tmp_path, monkeypatch, name: str, data: bytes, args: list, on: bool, modes=("diff", "write")) -> tuple:
+def _runs(tmp_path, monkeypatch, name: str, data: bytes, args: list, on: bool, modes=("diff", "write"),
+          formats=("text", "json")) -> tuple:
     """What a user sees of ``--diff``, of write mode with the text report and of write mode with the JSON report on
     a file holding ``data`` (each run on a fresh copy, under ``--no-cache -j 1``, in this process), with the switch
     ``on`` or off; and how many texts the libcst pass analysed."""
@@ -53,7 +54,7 @@ def _runs(tmp_path, monkeypatch, name: str, data: bytes, args: list, on: bool, m
     where = tmp_path / ("on" if on else "off")
     out = []
     for mode in modes:
-        for fmt in (("text", "json") if mode == "write" else ("text",)):
+        for fmt in (formats if mode == "write" else ("text",)):
             d = where / f"{mode}-{fmt}"
             d.mkdir(parents=True)
             (d / name).write_bytes(data)
@@ -64,10 +65,10 @@ def _runs(tmp_path, monkeypatch, name: str, data: bytes, args: list, on: bool, m
     return out, counted.calls
 
 
-def _same(tmp_path, monkeypatch, name, data, args, modes=("diff", "write")) -> tuple:
+def _same(tmp_path, monkeypatch, name, data, args, modes=("diff", "write"), formats=("text", "json")) -> tuple:
     """Assert the runs are the same with the switch on and off; (libcst analyses on, off)."""
-    on, n_on = _runs(tmp_path, monkeypatch, name, data, args, True, modes)
-    off, n_off = _runs(tmp_path, monkeypatch, name, data, args, False, modes)
+    on, n_on = _runs(tmp_path, monkeypatch, name, data, args, True, modes, formats)
+    off, n_off = _runs(tmp_path, monkeypatch, name, data, args, False, modes, formats)
     for a, b in zip(on, off):
         assert a[:3] == b[:3], (name, args, a[:3], b[:3])
         assert a[3] == b[3], f"{name} {a[:2]}: stdout differs"
@@ -190,5 +191,61 @@ def test_a_generated_one_mib_file(tmp_path, monkeypatch):
         i += 1
     data = "".join(parts).encode()
     assert len(data) <= 1024 * 1024  # (the default size limit)
-    n_on, n_off = _same(tmp_path, monkeypatch, "big.py", data, ["--target", "0.1.8"], modes=("write",))
+    n_on, n_off = _same(tmp_path, monkeypatch, "big.py", data, ["--target", "0.1.8"], modes=("write",),
+                         formats=("json",))  # (the JSON report: every finding, its status and fix)
     assert 0 < n_on < n_off  # the macros' windows went to libcst with the switch on, every window with it off
+
+
+def test_stdin_write_mode_prints_the_same_text(cli):
+    """Write mode on stdin (the migrated text on stdout) is the same with the switch on and off."""
+    got = [cli("-", "--stdin-filename", "k.py", "--no-cache", input=SHAPES[5],
+               env={"CPASYNC_MIGRATE_FAST_WRITE": v}) for v in ("1", "0")]
+    assert got[0].returncode == got[1].returncode == 0
+    assert got[0].stdout == got[1].stdout != SHAPES[5] and got[0].stderr == got[1].stderr
+
+
+# ------------------------------------------------------------------------------------- the results cache
+
+def _cached_runs(tmp_path, monkeypatch, on: bool, modes: tuple) -> list:
+    """Per run of ``modes`` in order over one cache folder: (libcst analyses, fast-pass analyses, the diff or the
+    written bytes)."""
+    from cpasync_migrate.python import fast
+
+    monkeypatch.setattr(pyfe, "FAST_WRITE", on)
+    d = tmp_path / ("on" if on else "off")
+    d.mkdir()
+    (d / "k.py").write_text(SHAPES[0])
+    out = []
+    for mode in modes:
+        slow, quick = _Counted(), []
+        monkeypatch.setattr(rewrite, "analyze", slow)
+        real = fast.findings
+        monkeypatch.setattr(fast, "findings", lambda *a, **k: quick.append(1) or real(*a, **k))
+        flags = {"check": ["--check"], "diff": ["--diff"], "write": []}[mode]
+        r = run_inproc(*flags, "--cache-dir", tmp_path / f"cache-{d.name}", "-j", "1", "k.py", cwd=d)
+        out.append((slow.calls, len(quick), r.returncode, r.stdout if mode == "diff" else (d / "k.py").read_text()))
+        monkeypatch.setattr(fast, "findings", real)
+    return out
+
+
+def test_the_cache_keeps_ast_made_fixes_from_a_run_that_asks_for_libcsts(tmp_path, monkeypatch):
+    """Switch off: a --diff after a cached --check (whose fixes the ast pass made) does not read that analysis: libcst
+    analyses the file; a second --diff reads the first's.  Switch on: --check and --diff ask the same, and the --diff
+    reads the --check's analysis (no pass runs).  The diffs are the same either way."""
+    off = _cached_runs(tmp_path, monkeypatch, False, ("check", "diff", "diff"))
+    assert off[0][:3] == (0, 1, 1)  # --check: the ast pass decided, no libcst
+    assert off[1][:3] == (1, 1, 1)  # --diff: not the --check's entry; libcst made the fix (the ast pass declined)
+    assert off[2][:3] == (0, 0, 1)  # the second --diff: the first --diff's entry
+    on = _cached_runs(tmp_path, monkeypatch, True, ("check", "diff"))
+    assert on[0][:3] == (0, 1, 1) and on[1][:3] == (0, 0, 1)
+    assert on[1][3] == off[1][3] == off[2][3] and on[1][3].startswith("---")
+
+
+def test_the_key_says_whether_ast_made_fixes_may_be_in_it():
+    from cpasync_migrate import cache
+    from cpasync_migrate.engine import RunSettings
+
+    s = RunSettings(mode="diff")
+    keys = {cache.key(s, "k.py", "python", b"x", ast_fixes=a) for a in (False, True)}
+    assert len(keys) == 2
+    assert cache.key(s, "k.py", "python", b"x") == cache.key(s, "k.py", "python", b"x", ast_fixes=False)
