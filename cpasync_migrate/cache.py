@@ -5,7 +5,8 @@ a run over a large tree.  The analysis is a pure function of the file's bytes, i
 language, the options that change results (those options.py marks so: target, source generation, style,
 --migrate-tvm, line length), the rules,
 the Python version and the code of the tool and of its parsers (libcst, tree-sitter and its C++
-grammar), so the key is a SHA-256 over all of them, each by content (an edited rule, an edited
+grammar), and, for Python, whether the ``ast`` pass may have made its fixes (``key``'s ``ast_fixes``), so the
+key is a SHA-256 over all of them, each by content (an edited rule, an edited
 tool or another build of a parser never reads an old entry).  No modification time plays a
 part: a fresh CI checkout and a fresh install of the same tool with a restored cache hit.
 
@@ -233,7 +234,10 @@ def salt(settings) -> bytes:
 
 
 def key(settings, path: str, language: str, raw: bytes, kind: str = "analysis", line_length: int = 88,
-        layout=None) -> str:
+        layout=None, ast_fixes: bool = False) -> str:
+    """``ast_fixes``: the analysis may hold fixes the Python front end's ``ast`` pass made (``python.fast_fixes``);
+    such an analysis is never read by a run that asks for libcst's fixes only (``CPASYNC_MIGRATE_FAST_WRITE=0``
+    in write mode, ``--diff`` or ``--verify``), and the other way round."""
     import hashlib
 
     from .options import result_values
@@ -243,6 +247,8 @@ def key(settings, path: str, language: str, raw: bytes, kind: str = "analysis", 
     opts = (kind, path, language, result_values(settings, line_length=line_length))
     if layout is not None:  # the C++ layout options (clang_format.py); absent for Python, keys unchanged
         opts = opts + (list(layout),)
+    if ast_fixes:  # which pass may have made the fixes (absent: libcst's only)
+        opts = opts + ("ast-fixes",)
     h.update(json.dumps(opts).encode() + b"\0")
     h.update(raw)
     return h.hexdigest()

@@ -167,11 +167,15 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
         from . import clang_format
 
         cpp_style = clang_format.style_of(path)
+    # whether the Python front end's ast pass may decide legacy calls with their fixes (python.fast_fixes: --check
+    # alone, and write mode, --diff and --verify while CPASYNC_MIGRATE_FAST_WRITE is on); the cache's key says so
+    fixes = language == "python" and front_end(language).fast_fixes(settings.mode, settings.verify)
     if settings.cache_dir:
         from . import cache
 
         ck = cache.key(settings, path, language, raw, line_length=line_length,
-                       layout=None if cpp_style is None else (cpp_style.column_limit, cpp_style.continuation))
+                       layout=None if cpp_style is None else (cpp_style.column_limit, cpp_style.continuation),
+                       ast_fixes=fixes)
         if settings.mode != "write":  # write mode applies only edits it computed in this run
             analysis = cache.load_analysis(settings.cache_dir, ck, path)
     if analysis is None and only_cached:
@@ -185,9 +189,7 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
     fresh = analysis is None
     if fresh:
         fe, opts = front_end(language), front_end_options(settings, line_length, cpp_style)
-        # --check alone (no --diff, --verify or write): the Python front end's ast pass may decide legacy calls
-        # with their fixes (python/fast.py: DECIDE_FIXES), so a run it decides never imports libcst
-        kw = {"fixes": True} if language == "python" and settings.mode == "check" and not settings.verify else {}
+        kw = {"fixes": True} if fixes else {}  # (python/fast.py: DECIDE_FIXES; a run it decides never imports libcst)
         try:
             analysis = fe.analyze(text, path, opts, **kw)
         except (RecursionError, MemoryError):  # nesting past what files.nesting bounds (a long chain of a + a + ...)

@@ -341,9 +341,9 @@ def test_file_changed_between_read_and_write_is_not_overwritten(tmp_path, monkey
     f = write(tmp_path / "k.py", LEGACY)
     real = pyfe.analyze
 
-    def racing(text, path, options):
+    def racing(text, path, options, **kw):  # (kw: the engine's ``fixes``)
         Path(path).write_text(text + "# edited meanwhile\n")
-        return real(text, path, options)
+        return real(text, path, options, **kw)
 
     monkeypatch.setattr(pyfe, "analyze", racing)
     o = engine.process_file(str(f), engine.RunSettings(mode="write"))
@@ -359,8 +359,8 @@ def test_rewrite_that_does_not_reparse_is_not_written(tmp_path, monkeypatch):
     f = write(tmp_path / "k.py", LEGACY)
     real = pyfe.analyze
 
-    def broken(text, path, options):
-        a = real(text, path, options)
+    def broken(text, path, options, **kw):  # (kw: the engine's ``fixes``)
+        a = real(text, path, options, **kw)
         for fd in a.findings:
             if fd.fix:
                 fd.fix.edits.append(Edit(0, 0, "def (:\n"))

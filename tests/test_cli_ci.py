@@ -153,8 +153,8 @@ def test_write_mode_refuses_a_file_whose_kernel_mismatches(tmp_path, monkeypatch
     f = write(tmp_path / "k.py", LEGACY)
     real = pyfe.analyze
 
-    def buggy(text, path, options):
-        a = real(text, path, options)
+    def buggy(text, path, options, **kw):  # (kw: the engine's ``fixes``, python.fast_fixes)
+        a = real(text, path, options, **kw)
         for fd in a.findings:
             for i, e in enumerate(fd.fix.edits if fd.fix else []):
                 if "A.data, tx * 8, 8, 1)" in e.replacement:  # the source access pointer: drop its offset

@@ -128,8 +128,8 @@ def test_verify_mismatch_carries_the_counterexample(tmp_path, monkeypatch):
     write(tmp_path / "k.py", LEGACY)
     real = pyfe.analyze
 
-    def buggy(text, path, options):
-        a = real(text, path, options)
+    def buggy(text, path, options, **kw):  # (kw: the engine's ``fixes``)
+        a = real(text, path, options, **kw)
         for fd in a.findings:
             for i, e in enumerate(fd.fix.edits if fd.fix else []):
                 if "A.data, tx * 8, 8, 1)" in e.replacement:

@@ -14,13 +14,30 @@ Two passes (the layout of this package, by job):
 - ``window.py``: a large file analysed a few top-level definitions at a time, where that is exact.
 
 ``tests/test_python_fastpath.py`` checks that the two passes agree wherever the first answers.
+
+Which runs let the fast pass decide legacy calls with their fixes (``fast.DECIDE_FIXES``) is ``fast_fixes``'s: a
+``--check`` without ``--verify`` always; write mode, ``--diff`` and ``--verify`` while ``FAST_WRITE`` is on
+(environment ``CPASYNC_MIGRATE_FAST_WRITE=0`` turns it off: those runs then send every legacy call that needs a
+rewrite to libcst, as before).  Either way the engine applies the edits and re-parses the result before it is
+written or shown; ``tests/test_fast_write.py`` checks that written files, diffs, reports and exit codes are the
+same with the switch on and off.
 """
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 from ..findings import Analysis, FrontEndOptions
 from .calls import INTRINSIC, SUFFIXES, SUPPRESS_RE, call_shape  # noqa: F401 (the front end's names)
+
+
+FAST_WRITE = os.environ.get("CPASYNC_MIGRATE_FAST_WRITE", "1") != "0"
+
+
+def fast_fixes(mode: str, verify: bool) -> bool:
+    """Whether the fast pass may decide legacy calls with their fixes in a run of ``mode`` ("check", "diff",
+    "write"): ``--check`` alone (its reports carry each fix's edit text), else while ``FAST_WRITE`` is on."""
+    return (mode == "check" and not verify) or FAST_WRITE
 
 
 def analyze(text: str, path: str, options: FrontEndOptions, fast: bool = True, windowed: bool = True,
