@@ -74,6 +74,59 @@ def exit_code(outcomes: list[FileOutcome], mode: str, usage_error: bool = False)
 # ------------------------------------------------------------------ after a write
 
 
+# A switch (environment ``CPASYNC_MIGRATE_RELOCATE_BISECT=0``: every finding's offsets are shifted by a walk of the
+# file's edits from the first, as before).  On: by binary search over the edits' starts and running sums, so
+# relocating a large written file's findings costs O(findings log edits) instead of O(findings x edits);
+# tests/test_report_relocate.py compares the two on random edit sets and on written files.
+BISECT = os.environ.get("CPASYNC_MIGRATE_RELOCATE_BISECT", "1") != "0"
+
+
+def _linear_shift(edits):
+    """``shift(off, insertions_before)``: where ``off`` of the old text stands in the new one (``edits`` sorted by
+    (start, end)): shifted by every edit before it; inside an edit, that edit's start; with
+    ``insertions_before``, past the insertions at ``off`` too."""
+    def shift(off: int, insertions_before: bool) -> int:
+        d = 0
+        for e in edits:
+            if e.start < off or (insertions_before and e.start == e.end == off):
+                if e.end <= off:
+                    d += len(e.replacement) - (e.end - e.start)
+                else:  # inside an edit: its start
+                    return e.start + d
+            else:
+                break
+        return off + d
+    return shift
+
+
+class _Shifts:
+    """``_linear_shift``'s answers by binary search: the edits' starts, the running sums of their length changes
+    and the running maxima of their ends (the first edit, of those that start before ``off``, that ends after it
+    is the one ``off`` is inside)."""
+
+    def __init__(self, edits):
+        import itertools
+
+        self.edits = edits
+        self.starts = [e.start for e in edits]
+        self.before = [0, *itertools.accumulate(len(e.replacement) - (e.end - e.start) for e in edits)]
+        self.reach = list(itertools.accumulate((e.end for e in edits), max))
+
+    def shift(self, off: int, insertions_before: bool) -> int:
+        import bisect
+
+        k = bisect.bisect_left(self.starts, off)  # the edits that start before off
+        j = bisect.bisect_right(self.reach, off)  # the first edit that ends after off
+        if j < k:
+            return self.edits[j].start + self.before[j]
+        d = self.before[k]
+        if insertions_before:
+            while k < len(self.edits) and self.edits[k].start == self.edits[k].end == off:
+                d += len(self.edits[k].replacement)
+                k += 1
+        return off + d
+
+
 def relocate_written(outcomes: Iterable[FileOutcome]) -> None:
     """Move every finding of a file write mode wrote to where it now stands in the new text.
 
@@ -92,18 +145,7 @@ def relocate_written(outcomes: Iterable[FileOutcome]) -> None:
         old_starts, new_starts = line_starts(o.old_text), line_starts(o.new_text)
         n_old, n_new = len(o.old_text), len(o.new_text)
 
-        def shift(off: int, insertions_before: bool) -> int:
-            d = 0
-            for e in edits:
-                if e.start < off or (insertions_before and e.start == e.end == off):
-                    if e.end <= off:
-                        d += len(e.replacement) - (e.end - e.start)
-                    else:  # inside an edit: its start
-                        return e.start + d
-                else:
-                    break
-            return off + d
-
+        shift = _Shifts(edits).shift if BISECT else _linear_shift(edits)
         for f in o.findings:
             if f.line < 1 or f.line > len(old_starts) or f.end_line > len(old_starts):
                 continue
