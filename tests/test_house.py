@@ -761,5 +761,5 @@ def test_trace_call_traces_the_tree_it_is_given(tmp_path):
         text = (ROOT / "scripts" / "trace_inputs" / src).read_text()
         assert text.count(_rules_intrinsic() + "(") == 1
     py_files, cpp_files = ([f for f, _ in t["files"]] for t in (py, cpp))
-    assert "python/rewrite.py" in py_files and not [f for f in py_files if f.startswith("cpp/")]
+    assert "python/fast.py" in py_files and not [f for f in py_files if f.startswith("cpp/")]
     assert "cpp/analyzer.py" in cpp_files and "python/rewrite.py" not in cpp_files
