@@ -44,6 +44,10 @@ which decides it and makes the edit text of its fix, except in ``--check``: ``DE
 whose facts ``fast_legacy.fix_facts`` reads (CPA001 with its fix's edit text from ``fast_edit.py``, or CPA002
 with the reason); off, or for any other legacy call, the file goes to libcst as before.
 
+``PARENTS`` (``CPASYNC_MIGRATE_FAST_PARENTS=0`` turns it off): a fix's layout asks only for the parents of calls
+(``fast_edit.root_span``), which ``fast_scan.scan`` records in its own walk; off, a map of every node's parent is
+built per text, as before.
+
 Which check a call goes to is ``decide/dispatch.py``'s, as for the libcst pass (``rewrite.visit_call``);
 what an access-pointer call's facts mean is ``decide/access_ptr.py``'s.
 
@@ -81,6 +85,7 @@ DECIDE_DEFINITIONS = os.environ.get("CPASYNC_MIGRATE_FAST_DEFINITIONS", "1") != 
 DECIDE_READS = os.environ.get("CPASYNC_MIGRATE_FAST_READS", "1") != "0"
 DECIDE_LEGACY = os.environ.get("CPASYNC_MIGRATE_FAST_LEGACY", "1") != "0"
 DECIDE_FIXES = os.environ.get("CPASYNC_MIGRATE_FAST_FIXES", "1") != "0"
+PARENTS = os.environ.get("CPASYNC_MIGRATE_FAST_PARENTS", "1") != "0"
 
 
 _NAME = re.escape(INTRINSIC)
@@ -247,7 +252,7 @@ def decide(text: str, path: str, options: FrontEndOptions, fixes: bool = False, 
                     found = None
                     if fixes and DECIDE_FIXES and not route.switch_callee and not re.search(r"\r(?!\n)", text):
                         if fix_src is None:
-                            fix_src, parents = fast_edit.Source(text), _parents(tree)
+                            fix_src, parents = fast_edit.Source(text), s.call_parents if PARENTS else _parents(tree)
                         found = fast_legacy.verdict(c, s, fix_src, parents, options, style)
                     if found is None:
                         return None, ("--migrate-tvm" if route.switch_callee else "legacy call")

@@ -15,6 +15,7 @@ in the legacy order.  ``Unsupported`` anywhere else: libcst makes the edits.
 from __future__ import annotations
 
 import ast
+import os
 import re
 from typing import Optional
 
@@ -24,6 +25,9 @@ from .decide.legacy import merge_point_edits
 from .layout_render import _Arg, _Atom, _Call, _render, _Style, line_context, requote, str_width
 
 DEFAULT_LINE_LENGTH = 88  # (layout.DEFAULT_LINE_LENGTH)
+# a text's lines split once and each node's offsets read once per text, not at each call laid out and each question
+# (environment CPASYNC_MIGRATE_FAST_EDIT_MEMO=0 turns it off)
+MEMO = os.environ.get("CPASYNC_MIGRATE_FAST_EDIT_MEMO", "1") != "0"
 
 
 # What may stand between tokens of a call that holds no comment (``root_span`` sends a call with a "#" to libcst).
@@ -40,6 +44,16 @@ class Source:
     def __init__(self, text: str):
         self.text = text
         self.starts = line_starts(text)
+        self._lines: Optional[list[str]] = None
+        self._spans: dict = {}
+
+    def lines(self) -> list[str]:
+        """``text.splitlines(True)``, split once per text (``MEMO``; off: split at each call laid out)."""
+        if not MEMO:
+            return self.text.splitlines(True)
+        if self._lines is None:
+            self._lines = self.text.splitlines(True)
+        return self._lines
 
     def off(self, lineno: int, col: int) -> int:
         s = self.starts[lineno - 1]
@@ -50,6 +64,13 @@ class Source:
         return s + len(line.encode("utf-8", "surrogatepass")[:col].decode("utf-8", "replace"))
 
     def span(self, node) -> tuple[int, int]:
+        """The node's character offsets (``MEMO``: read once per node; the tree outlives its ``Source``'s use)."""
+        if MEMO:
+            got = self._spans.get(node)
+            if got is None:
+                got = self._spans[node] = (self.off(node.lineno, node.col_offset),
+                                           self.off(node.end_lineno, node.end_col_offset))
+            return got
         return self.off(node.lineno, node.col_offset), self.off(node.end_lineno, node.end_col_offset)
 
     def vspan(self, node, lo: int, hi: int) -> tuple[int, int]:
@@ -148,7 +169,8 @@ def root_span(src: Source, call: ast.Call, parents: dict) -> tuple[int, int]:
     """The span ``layout.lay_out`` re-renders: the call, or for a call on one line the outermost one-line call whose
     sole argument it is (``layout._wrapper``); ``Unsupported`` where this pass does not tell whether parentheses
     wrap the call (it is neither a statement's whole value nor the sole argument of a call), and for a call that
-    holds a comment or an argument over lines (libcst moves their lines)."""
+    holds a comment or an argument over lines (libcst moves their lines).  ``parents``: id(node) -> its parent, for
+    every call at least (only calls are asked about: the call and the calls it is the sole argument of)."""
     t = src.text
     cs, ce = src.span(call)
     if "#" in t[cs:ce]:
@@ -310,7 +332,7 @@ def _style(src: Source, call: ast.Call, line_indent: str, line_length: int, habi
     stood, arguments aligned after ``(``), or, for a call on one line, the file's habits."""
     text = src.text
     width = line_length or DEFAULT_LINE_LENGTH
-    lines = text.splitlines(True)  # (as the libcst pass's context indexes them)
+    lines = src.lines()  # (as the libcst pass's context indexes them)
     unit = style.unit() if style is not None else file_style.indent_unit(lines)
     cs, ce = src.span(call)
     args = arg_nodes(call)

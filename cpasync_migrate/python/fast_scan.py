@@ -26,7 +26,7 @@ class Scan:
 
     __slots__ = ("calls", "defs", "imports", "other", "nested", "assigned", "bindings", "scopes",
                  "values", "callee_names", "getattr_intrinsic", "lookup_intrinsic", "alias_names", "loops",
-                 "shadows")
+                 "shadows", "memo", "call_parents")
 
 
 # Binding kinds a buffer or dtype lookup can use (rewrite.py's declaration_of / dtype_of_expr):
@@ -84,6 +84,7 @@ def scan(tree: ast.Module, shadows: Optional[dict] = None) -> Scan:
         other.add(name)
         bindings.setdefault(name, []).append((kind, node, extra))
 
+    call_parents: dict = {}  # id(call) -> its parent, for every call
     stack = [tree]
     pop, push = stack.pop, stack.append
     while stack:
@@ -94,8 +95,12 @@ def scan(tree: ast.Module, shadows: Optional[dict] = None) -> Scan:
                 for x in v:
                     if isinstance(x, AST):
                         push(x)
+                        if type(x) is Call:
+                            call_parents[id(x)] = node
             elif isinstance(v, AST):
                 push(v)
+                if type(v) is Call:
+                    call_parents[id(v)] = node
         t = type(node)
         if t is Call:
             calls.append(node)
@@ -225,6 +230,8 @@ def scan(tree: ast.Module, shadows: Optional[dict] = None) -> Scan:
     s.bindings, s.scopes, s.values, s.callee_names = bindings, scopes, values, callee_names
     s.getattr_intrinsic, s.alias_names, s.loops = getattr_intrinsic, alias_names, loops
     s.lookup_intrinsic = lookup_intrinsic
+    s.memo = {}  # what later questions index once per scan (fast_scopes.py)
+    s.call_parents = call_parents
     return s
 
 

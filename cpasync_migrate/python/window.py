@@ -63,6 +63,7 @@ from .calls import INTRINSIC
 ENABLED = os.environ.get("CPASYNC_MIGRATE_WINDOW", "1") != "0"
 MIN_CHARS = int(os.environ.get("CPASYNC_MIGRATE_WINDOW_MIN_CHARS", "131072"))
 FREEZE = os.environ.get("CPASYNC_MIGRATE_GC_FREEZE", "1") != "0"
+QUICK = os.environ.get("CPASYNC_MIGRATE_WINDOW_QUICK", "1") != "0"
 WINDOW_CHARS = 16384  # definitions' text per window (the per-wrapper cost of libcst's metadata, amortised)
 
 _ODD_BREAKS = re.compile("\r(?!\n)|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
@@ -152,8 +153,30 @@ def _parse(text: str):
         return None
 
 
+# The last text cut (``_segments``) and what each of its pieces parsed to: (text, segments, piece -> (kind, name)).
+_last: list = [None, None, {}]
+
+
 def _segments(text: str) -> Optional[list[_Segment]]:
-    """The file cut at each top-level statement; each piece checked to parse alone (None: it does not)."""
+    """The file cut at each top-level statement; each piece checked to parse alone (None: it does not).
+
+    ``QUICK``: the text cut last is not cut again (``plan``, then ``parses_in_pieces`` of the same file), and a
+    piece that is a piece of it, unchanged, is not parsed again (a rewritten file's re-parse check parses only the
+    pieces its edits changed): a piece's parse depends on its text alone."""
+    if not QUICK:
+        return _cut(text, {})
+    if _last[0] is not None and (_last[0] is text or _last[0] == text):
+        return _last[1]
+    seen: dict = {}
+    segs = _cut(text, _last[2], seen)
+    if segs is not None:
+        _last[:] = [text, segs, seen]
+    return segs
+
+
+def _cut(text: str, known: dict, seen: Optional[dict] = None) -> Optional[list[_Segment]]:
+    """``_segments``' cut and parse of each piece (``known``: piece -> (kind, name) of pieces that parsed;
+    ``seen``: filled in the same way for this text)."""
     starts = _starts(text)
     if starts is None:
         return None
@@ -172,12 +195,18 @@ def _segments(text: str) -> Optional[list[_Segment]]:
         piece = text[s:e]
         if k and _FUTURE.search(piece):
             return None
-        tree = _parse(piece)
-        if tree is None:
-            return None
-        seg = _Segment(s, e, line)
-        if len(tree.body) == 1 and isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            seg.kind, seg.name = "def", tree.body[0].name
+        got = known.get(piece)
+        if got is None:
+            tree = _parse(piece)
+            if tree is None:
+                return None
+            got = ("stmt", "")
+            if len(tree.body) == 1 and isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                got = ("def", tree.body[0].name)
+            del tree
+        if seen is not None:
+            seen[piece] = got
+        seg = _Segment(s, e, line, *got)
         segs.append(seg)
         line += piece.count("\n")
     return segs
@@ -281,10 +310,7 @@ def _window(text: str, segs: list[_Segment], group: set) -> Window:
             while j <= last and not (segs[j].kind == "stmt" or j in group):
                 j += 1
             gap = text[s.start:segs[j - 1].end]
-            breaks = ["\r\n" if x.endswith("\r") else "\n" for x in gap.split("\n")[:-1]]
-            if not gap.endswith("\n"):
-                breaks.append("")  # the file's last line
-            piece = '0 or """' + "".join(breaks[:-1]) + '"""' + breaks[-1]
+            piece = _gap(gap)
             k = j
         parts.append(piece)
         at += len(piece)
@@ -292,6 +318,18 @@ def _window(text: str, segs: list[_Segment], group: set) -> Window:
     if "\r\n" in text and "\r\n" not in out:  # the passes read the file's newline from the text
         out += '0 or """\r\n"""\r\n'  # (only after a tail left out: the last kept piece ends its line)
     return Window(out, pieces, lines)
+
+
+def _gap(gap: str) -> str:
+    """The string expression statement holding the line breaks of ``gap`` (``QUICK``: counted, where every break
+    is ``\\n``, rather than listed one by one)."""
+    if QUICK and "\r" not in gap:
+        n = gap.count("\n") + (0 if gap.endswith("\n") else 1)  # (the file's last line: no break of its own)
+        return '0 or """' + "\n" * (n - 1) + '"""' + ("\n" if gap.endswith("\n") else "")
+    breaks = ["\r\n" if x.endswith("\r") else "\n" for x in gap.split("\n")[:-1]]
+    if not gap.endswith("\n"):
+        breaks.append("")  # the file's last line
+    return '0 or """' + "".join(breaks[:-1]) + '"""' + breaks[-1]
 
 
 def _to_file(w: Window, offset: int) -> Optional[int]:

@@ -1,0 +1,230 @@
+"""The fast pass's per-call speed-ups (issue 26, large files): each switch on and off gives the same findings and
+edits, on every Python fixture, realtl kernel and example, windowed and whole, and on generated large files through
+the whole pipeline; the scope index answers every question as the scan over all scopes does."""
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from cpasync_migrate import engine
+from cpasync_migrate import python as pyfe
+from cpasync_migrate.engine import RunSettings, front_end_options
+from cpasync_migrate.python import fast, fast_edit, fast_scan, fast_scopes, window
+from conftest import ROOT
+from fixture_args import fixture_options
+from fixture_cases import cases
+
+PY_CASES = cases("python")
+CORPUS = sorted({*(ROOT / "tests" / "fixtures" / "python").glob("*.py"),
+                 *(ROOT / "tests" / "realtl" / "kernels").glob("*.py"),
+                 *(ROOT / "examples").rglob("*.py"),
+                 *(ROOT / "cpasync_migrate" / "python").rglob("*.py")})
+
+# (module, attribute) of every switch of these speed-ups
+SWITCHES = [(fast_scopes, "INDEX"), (fast, "PARENTS"), (fast_edit, "MEMO"), (window, "QUICK")]
+
+
+def _set(monkeypatch, on: bool, only=None):
+    for mod, name in SWITCHES:
+        if only is None or (mod, name) == only:
+            monkeypatch.setattr(mod, name, on)
+
+
+def _options(meta=None):
+    opts = front_end_options(RunSettings(mode="check"))
+    if meta:
+        o = fixture_options(opts.rules, meta.get("args", []))
+        opts = front_end_options(RunSettings(mode="check", target=o["target"], source=o["source"] or "legacy"))
+    return opts
+
+
+def _analysis(text, opts, windowed):
+    a = pyfe.analyze(text, "f.py", opts, windowed=windowed, fixes=True)
+    return a.error, a.migrated, a.findings  # findings compare with their messages, fixes and edits
+
+
+def _texts():
+    for p in CORPUS:
+        try:
+            yield p, p.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+
+
+@pytest.mark.parametrize("case", PY_CASES, ids=str)
+def test_fixture_same_with_switches_off(case, monkeypatch):
+    monkeypatch.setattr(window, "MIN_CHARS", 0)
+    monkeypatch.setattr(window, "WINDOW_CHARS", 1)  # one definition per window: the most windows
+    opts = _options(case.meta)
+    try:
+        text = case.input.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        pytest.skip("not UTF-8: the engine decodes it (test_fixtures)")
+    got = {}
+    for on in (True, False):
+        _set(monkeypatch, on)
+        got[on] = [_analysis(text, opts, w) for w in (True, False)]
+    assert got[True] == got[False]
+
+
+@pytest.mark.slow  # an equality run over a corpus (the fixtures stay in the default run)
+def test_corpus_same_with_switches_off(monkeypatch):
+    monkeypatch.setattr(window, "MIN_CHARS", 0)
+    monkeypatch.setattr(window, "WINDOW_CHARS", 2000)
+    opts = _options()
+    n = 0
+    for p, text in _texts():
+        got = {}
+        for on in (True, False):
+            _set(monkeypatch, on)
+            got[on] = [_analysis(text, opts, w) for w in (True, False)]
+        assert got[True] == got[False], p
+        n += bool(got[True][1][2])
+    assert n > 100  # not vacuous: most of the corpus has findings
+
+
+KERNEL = '''
+
+@T.prim_func
+def copy_{i}(A: T.Tensor((256,), "float16"), B: T.Tensor((256,), {dt})):
+    with T.Kernel(1, threads=32) as bx:
+        S = T.alloc_shared((256,), "float16")
+        tx = T.get_thread_binding()
+        T.ptx_cp_async("float16", S.data, tx * 8, A.data, tx * 8, 16)  # {note}
+        T.ptx_cp_async("float16",
+                       S.data, tx * 8 + 4, A.data, tx * 8 + 4, 8)
+        T.evaluate(T.ptx_cp_async(T.float16, S.data, 0, B.data, 0, 4))
+        f = lambda v: [v for v in range(v)]
+        for i in T.serial(8):
+            B[tx * 8 + i] = S[tx * 8 + i]
+'''
+
+OTHER = '''
+
+class Shape_{i}:
+    def area(self, n,
+             m):
+        return [n,
+                m, 'x']
+'''
+
+
+def _module(n: int) -> str:
+    parts = ["import tilelang.language as T\n"]
+    for i in range(n):
+        note = "cpasync-migrate: ignore" if i == 4 else f"copy {i}"
+        parts.append(KERNEL.format(i=i, note=note, dt='"float16"' if i % 3 else "T.float16")
+                     if i % 2 == 0 else OTHER.format(i=i))
+    return "".join(parts)
+
+
+def _summary(o):
+    return ([(f.line, f.column, f.code, f.status, f.message, f.original, f.replacement) for f in o.findings],
+            o.new_text, o.written, o.error)
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+@pytest.mark.parametrize("switch", [None, *SWITCHES], ids=lambda s: "all" if s is None else f"{s[0].__name__}.{s[1]}")
+def test_big_file_same_with_switches_off(tmp_path, newline, switch, monkeypatch):
+    """The whole --check pipeline on a generated windowed file: findings, statuses, edits and the re-parse
+    check the same with the speed-ups on and off (all, or one at a time)."""
+    monkeypatch.setattr(window, "MIN_CHARS", 0)
+    monkeypatch.setattr(window, "WINDOW_CHARS", 3000)
+    text = _module(30).replace("\n", newline)
+    assert window.plan(text, front_end_options(RunSettings(mode="check")), 0) is not None
+    outs = {}
+    for on in (True, False):
+        _set(monkeypatch, True)
+        _set(monkeypatch, on, switch)
+        p = tmp_path / f"{on}.py"
+        p.write_bytes(text.encode())
+        o = engine.process_file(str(p), RunSettings(mode="check", keep_texts=True))
+        outs[on] = _summary(o)
+    assert outs[True] == outs[False]
+    codes = [f[2] for f in outs[True][0]]
+    assert codes.count("CPA001") >= 30, codes  # the legacy calls are decided with their fixes
+
+
+# ------------------------------------------------------------------------------------- the scope index
+
+
+def _brute(monkeypatch, fn, *args):
+    monkeypatch.setattr(fast_scopes, "INDEX", False)
+    try:
+        return fn(*args)
+    finally:
+        monkeypatch.setattr(fast_scopes, "INDEX", True)
+
+
+@pytest.mark.slow  # every name of a corpus
+def test_scope_index_answers_as_the_scan(monkeypatch):
+    """Every binding's scope, every name's visible scopes and every name's resolution, on the whole corpus."""
+    n = 0
+    for p, text in _texts():
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        s = fast_scan.scan(tree)
+        assert fast_scopes._index(s) is not None, p  # the extents of real code nest
+        for bs in s.bindings.values():
+            for b in bs:
+                assert fast_scopes.owner(b, s) is _brute(monkeypatch, fast_scopes.owner, b, s), p
+        for node in ast.walk(tree):
+            if type(node) is ast.Name:
+                assert fast_scopes.visible(node, s) == _brute(monkeypatch, fast_scopes.visible, node, s), p
+                assert fast_scopes.resolve(node.id, node, s) == _brute(monkeypatch, fast_scopes.resolve, node.id,
+                                                                       node, s), p
+                n += 1
+    assert n > 10000
+
+
+def test_scope_index_small_cases(monkeypatch):
+    text = ("x = 1\n@dec(lambda a: a)\ndef f(p=lambda q: q, *, r: int = 2):\n    y = [z for z in range(3)]\n"
+            "    class C:\n        w = x\n        def g(self):\n            return w, y\n    return C\n"
+            "g = (lambda: [t for t in (lambda: 1)()])\n")
+    tree = ast.parse(text)
+    s = fast_scan.scan(tree)
+    assert fast_scopes._index(s) is not None
+    names = [n for n in ast.walk(tree) if type(n) is ast.Name]
+    assert len(names) > 15
+    for node in names:
+        assert fast_scopes.visible(node, s) == _brute(monkeypatch, fast_scopes.visible, node, s)
+        assert fast_scopes.resolve(node.id, node, s) == _brute(monkeypatch, fast_scopes.resolve, node.id, node, s)
+    for bs in s.bindings.values():
+        for b in bs:
+            assert fast_scopes.owner(b, s) is _brute(monkeypatch, fast_scopes.owner, b, s)
+
+
+class _Sc:
+    def __init__(self, a, b, c, d):
+        self.lineno, self.col_offset, self.end_lineno, self.end_col_offset = a, b, c, d
+
+
+def test_scope_index_refuses_extents_that_overlap():
+    assert fast_scopes._Index([("lambda", _Sc(1, 0, 3, 0)), ("comp", _Sc(2, 0, 4, 0))]).laminar is False
+    assert fast_scopes._Index([("lambda", _Sc(1, 0, 3, 0)), ("comp", _Sc(1, 0, 3, 0))]).laminar is False
+    assert fast_scopes._Index([("lambda", _Sc(1, 0, 3, 0)), ("comp", _Sc(3, 0, 4, 0))]).laminar is False  # touch
+    assert fast_scopes._Index([("lambda", _Sc(1, 0, 3, 0)), ("comp", _Sc(2, 0, 3, 0)),
+                               ("comp", _Sc(3, 1, 4, 0))]).laminar is True
+
+
+# ------------------------------------------------------------------------------- the re-parse check
+
+
+def test_piece_memo_gives_the_same_cut(monkeypatch):
+    good = _module(12)
+    bad = good.replace("return [n,", "return [n,,", 1)
+    moved = good.replace("def copy_2(", "def copy_2b(", 1)
+    for on in (True, False):
+        monkeypatch.setattr(window, "QUICK", on)
+        window._last[:] = [None, None, {}]
+        got = [window.parses_in_pieces(t) for t in (good, good, bad, moved, good)]
+        assert got == [True, True, False, True, True]
+    monkeypatch.setattr(window, "QUICK", True)
+    a = window._segments(good)
+    b = window._segments(moved)  # its unchanged pieces are not parsed again, their kinds and names kept
+    monkeypatch.setattr(window, "QUICK", False)
+    assert a == window._segments(good) and b == window._segments(moved)
+    assert [s.name for s in b if s.kind == "def"][1] == "Shape_1" and any(s.name == "copy_2b" for s in b)
