@@ -22,7 +22,7 @@ CORPUS = sorted({*(ROOT / "tests" / "fixtures" / "python").glob("*.py"),
                  *(ROOT / "cpasync_migrate" / "python").rglob("*.py")})
 
 # (module, attribute) of every switch of these speed-ups
-SWITCHES = [(fast_scopes, "INDEX"), (fast, "PARENTS"), (fast_edit, "MEMO"), (window, "QUICK")]
+SWITCHES = [(fast_scopes, "INDEX"), (fast, "PARENTS"), (fast_edit, "MEMO"), (window, "QUICK"), (fast_scan, "QUICK")]
 
 
 def _set(monkeypatch, on: bool, only=None):
@@ -228,3 +228,77 @@ def test_piece_memo_gives_the_same_cut(monkeypatch):
     monkeypatch.setattr(window, "QUICK", False)
     assert a == window._segments(good) and b == window._segments(moved)
     assert [s.name for s in b if s.kind == "def"][1] == "Shape_1" and any(s.name == "copy_2b" for s in b)
+
+
+# ------------------------------------------------------------------------------------- the scan's own time
+
+
+def _scan_facts(tree):
+    s = fast_scan.scan(tree)
+    ids = lambda xs: [id(x) for x in xs]  # noqa: E731
+    return (ids(s.calls), ids(s.defs), s.imports, s.other, s.nested, s.assigned,
+            {k: [(kind, id(n), id(e)) for kind, n, e in v] for k, v in s.bindings.items()},
+            [(k, id(n)) for k, n in s.scopes], [(t, id(v)) for t, v in s.values], s.callee_names,
+            s.getattr_intrinsic, s.lookup_intrinsic, s.alias_names, ids(s.loops), s.call_parents), s
+
+
+def _reads(tree, s, opts, path="f.py"):
+    tl, tvm = set(opts.rules.tilelang_modules), set(opts.rules.tvm_modules)
+    try:
+        return [(id(n), r) for n, r in fast_scan.value_reads(tree, s, tl, tvm, path)]
+    except fast_scan.Undecided:
+        return "undecided"
+
+
+CALLS = "import tilelang.language as T\n"
+READ_CASES = [
+    CALLS + "def k(A):\n    f(T.ptx_cp_async)\n    T.ptx_cp_async(1, 2, 3)\n",
+    CALLS + "cp = T.ptx_cp_async\ndef k():\n    cp(1)\n",
+    CALLS + "a = T.ptx_cp_async\nb = a\nc = b\ndef k():\n    c(1)\n",
+    CALLS + "a = T.ptx_cp_async\nb = a\ndef k():\n    b2 = 1\n    T.ptx_cp_async(a)\n",
+    CALLS + "x = [T.ptx_cp_async]\nprint(x)\n@d(T.ptx_cp_async)\ndef k():\n    return {1: T.ptx_cp_async}\n",
+    CALLS + "ptx_cp_async = _f(T.ptx_cp_async)\n__all__ = ['ptx_cp_async']\nv = T.__dict__['ptx_cp_async']\n",
+    "from tilelang.language import ptx_cp_async as cp\nlst = [cp]\ncp(1)\n",
+    CALLS + "g = T.ptx_cp_async\nh = g\nprint(h)\nh(1)\n",
+    CALLS + "@d\ndef k():\n    yield T.ptx_cp_async\n    return (T.ptx_cp_async, 1)\nprint(k, T.ptx_cp_async.__doc__)\n",
+    CALLS + "class C:\n    def m(self):\n        return {'a': T.ptx_cp_async}\n",
+]
+
+
+@pytest.mark.parametrize("text", READ_CASES)
+def test_scan_quick_same_facts_small(text, monkeypatch):
+    opts = _options()
+    tree = ast.parse(text)
+    got = {}
+    for on in (True, False):
+        monkeypatch.setattr(fast_scan, "QUICK", on)
+        facts, s = _scan_facts(tree)
+        got[on] = (facts, _reads(tree, s, opts), fast_scan.reaches_by_binding(s))
+    assert got[True] == got[False]
+
+
+@pytest.mark.slow  # the whole corpus
+def test_scan_quick_same_facts(monkeypatch):
+    """Every fact of the scan, the reads and the binding question, with the scan's speed-ups on and off."""
+    opts = _options()
+    n = 0
+    for p, text in _texts():
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        got = {}
+        for on in (True, False):
+            monkeypatch.setattr(fast_scan, "QUICK", on)
+            facts, s = _scan_facts(tree)
+            got[on] = (facts, _reads(tree, s, opts), fast_scan.reaches_by_binding(s))
+            mentions = s.mentions if on else mentions
+        assert got[True] == got[False], p
+        n += bool(mentions) and got[True][1] != "undecided"
+    assert n > 50  # not vacuous: the statements holding mentions are walked in many files
+
+
+def test_scan_quick_cases_find_reads():
+    opts = _options()
+    found = [_reads(tree, fast_scan.scan(tree), opts) for tree in map(ast.parse, READ_CASES)]
+    assert sum(bool(r) and r != "undecided" for r in found) >= 3 and "undecided" in found
