@@ -119,8 +119,6 @@ REASON = "Over 80 lines:"  # a function that stays longer says why in its docstr
 OTHERS = {
     "cpasync_migrate.cli:build_parser", "cpasync_migrate.cli:run",
     "cpasync_migrate.engine:process_file", "cpasync_migrate.python.checks.legacy_call:LegacyCall.rewrite",
-    "cpasync_migrate.python.fast:decide", "cpasync_migrate.python.fast_scan:scan",
-    "cpasync_migrate.python.fast_scan:value_reads",
     "cpasync_migrate.discovery:_git_files", "cpasync_migrate.importers:_read_importer",
     "cpasync_migrate.importers:settle",
 }
