@@ -10,7 +10,7 @@ import pytest
 from cpasync_migrate import engine
 from cpasync_migrate import python as pyfe
 from cpasync_migrate.engine import RunSettings, front_end_options
-from cpasync_migrate.python import fast, fast_edit, fast_scan, fast_scopes, window
+from cpasync_migrate.python import fast, fast_edit, fast_scan, fast_scopes, file_style, window
 from conftest import ROOT
 from fixture_args import fixture_options
 from fixture_cases import cases
@@ -226,7 +226,8 @@ def test_piece_memo_gives_the_same_cut(monkeypatch):
     a = window._segments(good)
     b = window._segments(moved)  # its unchanged pieces are not parsed again, their kinds and names kept
     monkeypatch.setattr(window, "QUICK", False)
-    assert a == window._segments(good) and b == window._segments(moved)
+    cut = lambda segs: [(s.start, s.end, s.line, s.kind, s.name) for s in segs]  # noqa: E731 (flat: QUICK only)
+    assert cut(a) == cut(window._segments(good)) and cut(b) == cut(window._segments(moved))
     assert [s.name for s in b if s.kind == "def"][1] == "Shape_1" and any(s.name == "copy_2b" for s in b)
 
 
@@ -302,3 +303,45 @@ def test_scan_quick_cases_find_reads():
     opts = _options()
     found = [_reads(tree, fast_scan.scan(tree), opts) for tree in map(ast.parse, READ_CASES)]
     assert sum(bool(r) and r != "undecided" for r in found) >= 3 and "undecided" in found
+
+
+# ------------------------------------------------------------------------------- habits without the tokenizer
+
+FLAT = ['x = 1\ny = [1, 2]\n', 'def f(a, b=(1, 2)):\n    """Doc\n    more."""\n    return {a: b}\n',
+        '@d(1)\n@e\nclass C(B):\n    def m(self): return f(x)\n',
+        'try:\n    f()\nexcept (A, B) as e:\n    g()\nelse:\n    pass\nfinally:\n    h()\n',
+        'if a:\n    b\nelif (c):\n    d\n', 'for i in range(3): f(i)\n']
+NOT_FLAT = ['x = (1,\n     2)\n', 'def f(\n):\n    pass\n', 'def f(a,\n      b): return 1\n', '@d(\n)\ndef f(): pass\n',
+            '@(d\n)\ndef f(): pass\n', 'x = f(a\n)\n', 'for i in [1,\n          2]:\n    pass\n',
+            'class C(\n    B):\n    pass\n', 'try:\n    f()\nexcept (A,\n        B):\n    g()\n', '("""a\nb""")\n',
+            'if a:\n    # c\n    b\n', 'match x:\n    case 1:\n        pass\n', 'x = [\n    1,\n]\n']
+
+
+@pytest.mark.parametrize("text", FLAT)
+def test_flat_pieces_give_the_tokenizers_habits(text):
+    assert window._flat(ast.parse(text), text)
+    assert file_style.quick_habits(text, True) == file_style.habits(text) == (True, '"', frozenset())
+
+
+@pytest.mark.parametrize("text", NOT_FLAT)
+def test_pieces_that_may_split_a_list_are_not_flat(text):
+    assert not window._flat(ast.parse(text), text)
+
+
+@pytest.mark.slow  # the whole corpus
+def test_quick_habits_equal_the_tokenizers(monkeypatch):
+    """Wherever a text's pieces are flat, its habits are the tokenizer's (and they are flat often enough)."""
+    monkeypatch.setattr(window, "QUICK", True)
+    n = 0
+    for p, text in _texts():
+        segs = window._segments(text)
+        for piece in ([text[s.start:s.end] for s in segs] if segs else []):
+            flat = window._flat(ast.parse(piece), piece)
+            if flat:
+                assert file_style.habits(piece)[0] is True, (p, piece)
+                n += 1
+            if flat and "'" not in piece:
+                assert file_style.quick_habits(piece, True) == file_style.habits(piece), (p, piece)
+        if segs and all(s.flat for s in segs):
+            assert file_style.quick_habits(text, True) in (None, file_style.habits(text)), p
+    assert n > 400

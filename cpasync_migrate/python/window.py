@@ -84,6 +84,7 @@ class _Segment:
     line: int  # 1-based number of its first line
     kind: str = "stmt"  # "def": one top-level def or class; "stmt": module-level statements, kept in every window
     name: str = ""
+    flat: bool = False  # (QUICK) no bracket of the piece spans lines (``_flat``)
 
 
 def _starts(text: str) -> Optional[list[int]]:
@@ -200,9 +201,10 @@ def _cut(text: str, known: dict, seen: Optional[dict] = None) -> Optional[list[_
             tree = _parse(piece)
             if tree is None:
                 return None
-            got = ("stmt", "")
+            flat = QUICK and _flat(tree, piece)
+            got = ("stmt", "", flat)
             if len(tree.body) == 1 and isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                got = ("def", tree.body[0].name)
+                got = ("def", tree.body[0].name, flat)
             del tree
         if seen is not None:
             seen[piece] = got
@@ -210,6 +212,60 @@ def _cut(text: str, known: dict, seen: Optional[dict] = None) -> Optional[list[_
         segs.append(seg)
         line += piece.count("\n")
     return segs
+
+
+def _flat(tree: ast.Module, piece: str) -> bool:
+    """No bracket of ``piece`` (``tree``: its parse) holds a line break: every simple statement lies on one line, and
+    every compound statement's header on one line (its decorators on lines of their own, one after another; its body
+    on the same line or starting a line of its own after it; each ``except`` clause likewise).  Every bracket lies in
+    a simple statement, a header or a decorator, so then the tokenizer gives no line break inside brackets.  False
+    also where this does not tell (a ``match`` statement, comment lines between a header and its body).  A string
+    literal alone as a statement (a docstring) may span lines: a line break inside a string is no line break
+    between tokens."""
+    lines = None
+    stack = list(tree.body)
+    while stack:
+        st = stack.pop()
+        body = getattr(st, "body", None)
+        if type(body) is not list:
+            if st.lineno != st.end_lineno and not _bare_string(st):
+                return False
+            continue
+        if type(st) is ast.Match:
+            return False
+        if lines is None:
+            lines = piece.split("\n")
+        heads = [st, *getattr(st, "handlers", ())]
+        if not all(_flat_header(h, lines) for h in heads) or not _flat_decorators(st, lines):
+            return False
+        for h in heads:
+            stack.extend(h.body)
+        stack.extend(getattr(st, "orelse", ()))
+        stack.extend(getattr(st, "finalbody", ()))
+    return True
+
+
+def _bare_string(st) -> bool:
+    """A statement that is a string literal and nothing else (a docstring): no bracket in it."""
+    v = getattr(st, "value", None)
+    return type(st) is ast.Expr and type(v) is ast.Constant and \
+        (st.lineno, st.col_offset, st.end_lineno, st.end_col_offset) == \
+        (v.lineno, v.col_offset, v.end_lineno, v.end_col_offset)
+
+
+def _flat_header(node, lines: list) -> bool:
+    first = node.body[0]
+    if first.lineno == node.lineno:
+        return True
+    return first.lineno == node.lineno + 1 and not lines[first.lineno - 1].encode("utf-8")[:first.col_offset].strip()
+
+
+def _flat_decorators(node, lines: list) -> bool:
+    decorators = getattr(node, "decorator_list", ())
+    for d, after in zip(decorators, [*decorators[1:], node]):
+        if d.lineno != d.end_lineno or after.lineno != d.lineno + 1 or not lines[d.lineno - 1].lstrip().startswith("@"):
+            return False
+    return True
 
 
 def parses_in_pieces(text: str) -> bool:
@@ -350,7 +406,8 @@ def analyze(text: str, options, analyze_text: Callable[[str, object], Analysis],
         return None
     from .file_style import FileStyle
 
-    style = FileStyle(text)
+    # (QUICK) no bracket of the file spans lines: the style reads its habits without the tokenizer where that is exact
+    style = FileStyle(text, flat=QUICK and all(s.flat for s in (_segments(text) or ())))
     frozen = FREEZE and gc.get_freeze_count() == 0  # (a freeze made by someone else is left as it is)
     if frozen:
         gc.freeze()  # what lives before the windows is not walked again by each window's collection
