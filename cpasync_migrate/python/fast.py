@@ -45,8 +45,9 @@ whose facts ``fast_legacy.fix_facts`` reads (CPA001 with its fix's edit text fro
 with the reason); off, or for any other legacy call, the file goes to libcst as before.
 
 ``PARENTS`` (``CPASYNC_MIGRATE_FAST_PARENTS=0`` turns it off): a fix's layout asks only for the parents of calls
-(``fast_edit.root_span``), which ``fast_scan.scan`` records in its own walk; off, a map of every node's parent is
-built per text, as before.
+(``fast_edit.root_span``), which ``fast_scan.scan`` records in its own walk, and whether the text holds a lone
+``\r`` is asked once per text; off, a map of every node's parent is built per text and the question asked at each
+legacy call, as before.
 
 Which check a call goes to is ``decide/dispatch.py``'s, as for the libcst pass (``rewrite.visit_call``);
 what an access-pointer call's facts mean is ``decide/access_ptr.py``'s.
@@ -246,6 +247,7 @@ class _Decision:
         self.fix_src = self.parents = None  # (for legacy calls decided with their fixes)
         self.dtype_kw = rules.legacy.python_params[0]
         self.migrated: set = set()
+        self.lone_cr: Optional[bool] = None
 
     def reads(self) -> list:
         """CPA008 of the reads of the intrinsic as a value (``fast_scan.value_reads``)."""
@@ -257,7 +259,7 @@ class _Decision:
         if self.star:
             raise _ToLibcst("star import")  # a bare name read under TileLang's or TVM's star import: libcst
         try:
-            return [_read_finding(r, self.lines, self.path, s.defs)
+            return [_read_finding(r, self.lines, self.path, s)
                     for r in value_reads(self.tree, s, self.tl, self.tvm, self.path)]
         except Undecided:
             raise _ToLibcst("value") from None  # a read whose value libcst follows (bound to a name, looked up by string)
@@ -301,7 +303,7 @@ class _Decision:
         else:  # TVM's wrapper (CPA003), or TileLang's op in an argument layout no release takes (CPA002)
             code, message = route.code, route.message
         lines = self.lines
-        f = _finding(c, lines, self.path, code, message, s.defs)
+        f = _finding(c, lines, self.path, code, message, s)
         f.fix = fix
         if info:
             f.legacy_site, f.status, f.severity = False, Status.INFO, "warning"
@@ -311,13 +313,21 @@ class _Decision:
         f.role = dispatch.role(call, f.legacy_site)
         return f
 
+    def _lone_cr(self) -> bool:
+        """The text holds a lone ``\\r`` (``PARENTS``: asked once per text, not at each legacy call)."""
+        if not PARENTS:
+            return re.search(r"\r(?!\n)", self.text) is not None
+        if self.lone_cr is None:
+            self.lone_cr = re.search(r"\r(?!\n)", self.text) is not None
+        return self.lone_cr
+
     def _access_ptr(self, c: ast.Call, call, keywords: tuple) -> Optional[tuple]:
         """(code, message, info) of a call in the access-pointer shape; None where it is no finding."""
         if not DECIDE_NEW_FORM:
             raise _ToLibcst("new form")
         options = self.options
         if dispatch.marks_migrated(call):
-            self.migrated.add(enclosing(self.s.defs, c) or "")  # (half-migrated files: findings.half_migrated)
+            self.migrated.add(enclosing(self.s.defs, c, self.s.memo) or "")  # (half-migrated files: findings.half_migrated)
         question = access_ptr.check(self.dtype_kw in keywords, options.source, options.target)
         if question == access_ptr.CONVERT:
             raise _ToLibcst("--from")  # convert_new: libcst
@@ -338,7 +348,7 @@ class _Decision:
         if why is not None:
             return codes.LEGACY_CALL_MANUAL, legacy.manual_message(why), None
         found = None
-        if self.fixes and DECIDE_FIXES and not route.switch_callee and not re.search(r"\r(?!\n)", self.text):
+        if self.fixes and DECIDE_FIXES and not route.switch_callee and not self._lone_cr():
             if self.fix_src is None:
                 self.fix_src = fast_edit.Source(self.text)
                 self.parents = self.s.call_parents if PARENTS else _parents(self.tree)
@@ -357,21 +367,21 @@ def _parents(tree: ast.Module) -> dict:
     return out
 
 
-def _read_finding(read: tuple, lines: list[str], path: str, defs) -> Finding:
+def _read_finding(read: tuple, lines: list[str], path: str, s) -> Finding:
     """CPA008 for one of ``fast_scan.value_reads``'s reads (the decision is ``route_rules``')."""
     node, r = read
-    f = _finding(node, lines, path, codes.INTRINSIC_READ_AS_VALUE, route_rules.message(r), defs)
+    f = _finding(node, lines, path, codes.INTRINSIC_READ_AS_VALUE, route_rules.message(r), s)
     if SUPPRESS_RE.search(lines[node.lineno - 1]):
         f.status = Status.SUPPRESSED
     return f
 
 
-def _finding(c: ast.Call, lines: list[str], path: str, code: str, message: str, defs) -> Finding:
+def _finding(c: ast.Call, lines: list[str], path: str, code: str, message: str, s) -> Finding:
     first = lines[c.lineno - 1]
     last = lines[c.end_lineno - 1]
     col = len(first.encode("utf-8")[: c.col_offset].decode("utf-8", "replace")) + 1
     end_col = len(last.encode("utf-8")[: c.end_col_offset].decode("utf-8", "replace")) + 1
     return Finding(path=path, line=c.lineno, column=col, end_line=c.end_lineno, end_column=end_col,
-                   code=code, message=message, function=enclosing(defs, c))
+                   code=code, message=message, function=enclosing(s.defs, c, s.memo))
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+from itertools import accumulate
 from typing import Optional
 
 from ..findings import Edit, apply_edits, line_starts
@@ -38,12 +39,20 @@ class Unsupported(Exception):
     """The ast side does not make this edit text exactly as libcst's path does: libcst decides."""
 
 
+def _line_starts(text: str) -> list[int]:
+    """``findings.line_starts`` summed by the interpreter's own iterators (a window of a large file has as many lines
+    as the file)."""
+    starts = list(accumulate(map((1).__add__, map(len, text.split("\n"))), initial=0))
+    starts.pop()  # the offset one past the end
+    return starts
+
+
 class Source:
     """Character offsets of ``ast`` positions (which count UTF-8 bytes in a line) in one text."""
 
     def __init__(self, text: str):
         self.text = text
-        self.starts = line_starts(text)
+        self.starts = _line_starts(text) if MEMO else line_starts(text)
         self._lines: Optional[list[str]] = None
         self._spans: dict = {}
 

@@ -420,7 +420,7 @@ def qualify(func: ast.expr, s: Scan) -> Optional[str]:
     return through(imports[root][0], reversed(parts), s.shadows)
 
 
-def enclosing(defs: list, node) -> Optional[str]:
+def enclosing(defs: list, node, memo: Optional[dict] = None) -> Optional[str]:
     """Dotted names of the function and class definitions around ``node`` (its ancestors in the tree).
 
     A definition's extent starts at its first decorator; extents of AST nodes nest, so the
@@ -428,11 +428,22 @@ def enclosing(defs: list, node) -> Optional[str]:
     """
     pos, end = (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
     around = []
-    for d in defs:
-        start = min([(d.lineno, d.col_offset)] + [(x.lineno, x.col_offset) for x in d.decorator_list])
-        if start <= pos and end <= (d.end_lineno, d.end_col_offset):
-            around.append((start, d.name))
+    for start, stop, name in _extents(defs, memo):
+        if start <= pos and end <= stop:
+            around.append((start, name))
     return ".".join(name for _, name in sorted(around)) or None
+
+
+def _extents(defs: list, memo: Optional[dict]) -> list:
+    """(start, decorators included; end; name) of each definition (``QUICK``, given the scan's ``memo``: computed
+    once per scan)."""
+    if QUICK and memo is not None and "extents" in memo:
+        return memo["extents"]
+    out = [(min([(d.lineno, d.col_offset)] + [(x.lineno, x.col_offset) for x in d.decorator_list]),
+            (d.end_lineno, d.end_col_offset), d.name) for d in defs]
+    if QUICK and memo is not None:
+        memo["extents"] = out
+    return out
 
 
 # A call of the intrinsic needs its name followed by "(" (whitespace, comments and line
