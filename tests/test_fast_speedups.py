@@ -10,7 +10,7 @@ import pytest
 from cpasync_migrate import engine
 from cpasync_migrate import python as pyfe
 from cpasync_migrate.engine import RunSettings, front_end_options
-from cpasync_migrate.python import fast, fast_edit, fast_scan, fast_scopes, file_style, window
+from cpasync_migrate.python import fast, fast_edit, fast_scan, fast_scopes, file_style, layout_render, window
 from conftest import ROOT
 from fixture_args import fixture_options
 from fixture_cases import cases
@@ -22,7 +22,8 @@ CORPUS = sorted({*(ROOT / "tests" / "fixtures" / "python").glob("*.py"),
                  *(ROOT / "cpasync_migrate" / "python").rglob("*.py")})
 
 # (module, attribute) of every switch of these speed-ups
-SWITCHES = [(fast_scopes, "INDEX"), (fast, "PARENTS"), (fast_edit, "MEMO"), (window, "QUICK"), (fast_scan, "QUICK")]
+SWITCHES = [(fast_scopes, "INDEX"), (fast, "PARENTS"), (fast_edit, "MEMO"), (layout_render, "BOUNDED"), (window, "QUICK"),
+            (fast_scan, "QUICK")]
 
 
 def _set(monkeypatch, on: bool, only=None):
@@ -345,3 +346,18 @@ def test_quick_habits_equal_the_tokenizers(monkeypatch):
         if segs and all(s.flat for s in segs):
             assert file_style.quick_habits(text, True) in (None, file_style.habits(text)), p
     assert n > 400
+
+
+def test_line_context_bounded_search_same(monkeypatch):
+    import random
+
+    rnd = random.Random(7)
+    for _ in range(20000):
+        text = "".join(rnd.choice("ab \r\n") for _ in range(rnd.randint(0, 14)))
+        rs = rnd.randint(0, len(text))
+        re_ = rnd.randint(rs, len(text))
+        got = []
+        for on in (True, False):
+            monkeypatch.setattr(layout_render, "BOUNDED", on)
+            got.append(layout_render.line_context(text, rs, re_))
+        assert got[0] == got[1], (text, rs, re_)

@@ -55,6 +55,7 @@ class Source:
         self.starts = _line_starts(text) if MEMO else line_starts(text)
         self._lines: Optional[list[str]] = None
         self._spans: dict = {}
+        self._crlf: Optional[bool] = None
 
     def lines(self) -> list[str]:
         """``text.splitlines(True)``, split once per text (``MEMO``; off: split at each call laid out)."""
@@ -71,6 +72,14 @@ class Source:
         if line.isascii():
             return s + col
         return s + len(line.encode("utf-8", "surrogatepass")[:col].decode("utf-8", "replace"))
+
+    def crlf(self) -> bool:
+        """The text holds ``\\r\\n`` (``MEMO``: asked once per text, not at each call laid out)."""
+        if not MEMO:
+            return "\r\n" in self.text
+        if self._crlf is None:
+            self._crlf = "\r\n" in self.text
+        return self._crlf
 
     def span(self, node) -> tuple[int, int]:
         """The node's character offsets (``MEMO``: read once per node; the tree outlives its ``Source``'s use)."""
@@ -330,7 +339,7 @@ def lay_out(src: Source, call: ast.Call, rs: int, re_: int, edits: list[Edit], l
     prefix, suffix, line_indent = line_context(text, rs, re_)
     lstyle = _style(src, call, line_indent, line_length, habits, style)
     lines = _render(tree, str_width(prefix), line_indent, str_width(suffix), lstyle, top=True)
-    out = ("\r\n" if "\r\n" in text else "\n").join(lines)
+    out = ("\r\n" if src.crlf() else "\n").join(lines)
     if out == text[rs:re_]:
         return []
     return [Edit(rs, re_, out)]

@@ -317,6 +317,9 @@ def plan(text: str, options, min_chars: Optional[int] = None) -> Optional[list[W
     kept = sum(s.end - s.start for s in segs if s.kind == "stmt")
     if len(groups) * kept > len(text):
         return None
+    if QUICK:
+        stmts, crlf = [k for k, s in enumerate(segs) if s.kind == "stmt"], "\r\n" in text
+        return [_window(text, segs, set(g), stmts, crlf) for g in groups]
     return [_window(text, segs, set(g)) for g in groups]
 
 
@@ -342,36 +345,39 @@ def _names_closed(text: str, segs: list[_Segment], options) -> bool:
     return True
 
 
-def _window(text: str, segs: list[_Segment], group: set) -> Window:
+def _window(text: str, segs: list[_Segment], group: set, stmts: Optional[list] = None,
+            crlf: Optional[bool] = None) -> Window:
+    """The window of the definitions ``group`` (indices into ``segs``).  ``QUICK``: ``stmts`` (the module-level
+    pieces' indices) and ``crlf`` (the text holds ``\\r\\n``) come from ``plan``, found once per file, so a window
+    costs its own pieces and runs, not a look at every piece and the whole text."""
+    if stmts is None:
+        kept = [k for k, s in enumerate(segs) if s.kind == "stmt" or k in group]
+    else:
+        kept = sorted(set(stmts) | group)
     parts: list[str] = []
     pieces: list = []
     lines: list = []
     at = 0
-    last = max(k for k, s in enumerate(segs) if s.kind == "stmt" or k in group)
-    k = 0
-    while k <= last:  # the definitions after the last kept piece are left out: nothing after them moves
+    expected = 0  # the definitions after the last kept piece are left out: nothing after them moves
+    for k in kept:
+        if k > expected:  # a run of definitions left out: one string holding their line breaks
+            piece = _gap(text[segs[expected].start:segs[k - 1].end])
+            parts.append(piece)
+            at += len(piece)
         s = segs[k]
-        if s.kind == "stmt" or k in group:
-            piece = text[s.start:s.end]
-            if pieces and pieces[-1][1] + pieces[-1][2] == s.start and pieces[-1][0] + pieces[-1][2] == at:
-                w, f, n = pieces[-1]
-                pieces[-1] = (w, f, n + len(piece))
-            else:
-                pieces.append((at, s.start, len(piece)))
-            if k in group:
-                lines.append((s.line, s.line + piece.count("\n")))
-            k += 1
-        else:  # a run of definitions left out: one string holding their line breaks
-            j = k
-            while j <= last and not (segs[j].kind == "stmt" or j in group):
-                j += 1
-            gap = text[s.start:segs[j - 1].end]
-            piece = _gap(gap)
-            k = j
+        piece = text[s.start:s.end]
+        if pieces and pieces[-1][1] + pieces[-1][2] == s.start and pieces[-1][0] + pieces[-1][2] == at:
+            w, f, n = pieces[-1]
+            pieces[-1] = (w, f, n + len(piece))
+        else:
+            pieces.append((at, s.start, len(piece)))
+        if k in group:
+            lines.append((s.line, s.line + piece.count("\n")))
         parts.append(piece)
         at += len(piece)
+        expected = k + 1
     out = "".join(parts)
-    if "\r\n" in text and "\r\n" not in out:  # the passes read the file's newline from the text
+    if ("\r\n" in text if crlf is None else crlf) and "\r\n" not in out:  # the passes read the file's newline
         out += '0 or """\r\n"""\r\n'  # (only after a tail left out: the last kept piece ends its line)
     return Window(out, pieces, lines)
 
