@@ -40,6 +40,12 @@ meanwhile (``gc.freeze``; unfrozen when the file is done), so each of those coll
 its own window made, not the whole heap again (``FREEZE``; environment
 ``CPASYNC_MIGRATE_GC_FREEZE=0`` turns it off; it changes no result, only what each collection walks).
 
+``QUICK`` (environment ``CPASYNC_MIGRATE_WINDOW_QUICK=0`` turns it off): the cut of the text cut last is reused
+and a piece an edit left unchanged is not parsed again (``_segments``), a run's line breaks are counted
+(``_gap``), each window is built from ``plan``'s list of module-level pieces, and a file whose pieces are all
+``_flat`` gets its habits without the tokenizer where ``file_style.quick_habits`` answers
+(``tests/test_fast_speedups.py`` checks the same results on and off).
+
 ``ENABLED`` (environment ``CPASYNC_MIGRATE_WINDOW=0`` turns it off) is the switch;
 ``MIN_CHARS`` (``CPASYNC_MIGRATE_WINDOW_MIN_CHARS``, default 131072) the size from which a file
 is windowed (smaller files are cheaper whole).  ``tests/test_window.py`` checks that windowed and
