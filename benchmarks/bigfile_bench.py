@@ -2,7 +2,7 @@
 """Big single files: `cpasync-migrate` on generated 1 MiB, 5 and 50 MB Python files.
 
     python benchmarks/bigfile_bench.py [--sizes 1MiB,5,50] [--reps 3] [--timeout 120] [--keep DIR] [--no-off]
-                                       [--speedups-off] [--only ROWS]
+                                       [--speedups-off] [--fast-off] [--only ROWS]
 
 Each file is a module of many small legacy TileLang kernels (one `T.ptx_cp_async` call each).
 For every size it times, in one run, the rows alternating in each of --reps rounds:
@@ -20,6 +20,8 @@ For every size it times, in one run, the rows alternating in each of --reps roun
   --check and write with the per-call speed-ups off  (--speedups-off adds them) the switches of
                                                   python/positions.py, python/scopes.py and
                                                   window.FREEZE at 0: the analysis as it was before them
+  --check with the fast pass's speed-ups off      (--fast-off adds them) FAST_SPEEDUPS at 0: the stdlib-ast
+                                                  pass's per-call costs as they were before them
 
 --only keeps the rows whose names hold one of its comma-separated words (``--only check,write``).
 
@@ -63,6 +65,9 @@ def copy_{i}(A: T.Tensor((256,), "float16"), B: T.Tensor((256,), "float16")):
 # the per-call speed-ups' switches (docs/usage.md#environment): --speedups-off sets them all to 0
 SPEEDUPS = ("CPASYNC_MIGRATE_FAST_POSITIONS", "CPASYNC_MIGRATE_RENDER_WALK", "CPASYNC_MIGRATE_DIRECT_SCOPES",
             "CPASYNC_MIGRATE_GC_FREEZE")
+# the stdlib-ast pass's per-call speed-ups (docs/benchmarks.md, big files): --fast-off sets them all to 0
+FAST_SPEEDUPS = ("CPASYNC_MIGRATE_FAST_SCOPE_INDEX", "CPASYNC_MIGRATE_FAST_PARENTS", "CPASYNC_MIGRATE_FAST_EDIT_MEMO",
+                 "CPASYNC_MIGRATE_WINDOW_QUICK", "CPASYNC_MIGRATE_FAST_SCAN_QUICK")
 
 
 def generate(path: Path, size: str) -> int:
@@ -140,6 +145,8 @@ def main() -> int:
     ap.add_argument("--no-off", action="store_true", help="leave out the CPASYNC_MIGRATE_WINDOW=0 rows")
     ap.add_argument("--speedups-off", action="store_true",
                     help="add --check and write rows with the per-call speed-ups' switches at 0")
+    ap.add_argument("--fast-off", action="store_true",
+                    help="add --check rows with the stdlib-ast pass's per-call speed-ups' switches at 0")
     ap.add_argument("--only", help="keep the rows whose names hold one of these comma-separated words")
     a = ap.parse_args()
     exe = shutil.which("cpasync-migrate") or str(Path(sys.executable).with_name("cpasync-migrate"))
@@ -155,6 +162,7 @@ def main() -> int:
     on = dict(os.environ)
     off = dict(os.environ, CPASYNC_MIGRATE_WINDOW="0")
     slow = dict(os.environ, **{k: "0" for k in SPEEDUPS})
+    fast_off = dict(os.environ, **{k: "0" for k in FAST_SPEEDUPS})
     try:
         for size in a.sizes.split(","):
             f = work / f"big_{size}.py"
@@ -175,6 +183,11 @@ def main() -> int:
                           [*base, "--check", "--max-file-size", "0", str(f)], slow, None),
                          ("write, --max-file-size 0, speed-ups off",
                           [*base, "--max-file-size", "0", str(copy)], slow, copy)]
+            if a.fast_off:
+                rows += [("--check (default limit), fast-pass speed-ups off", [*base, "--check", str(f)], fast_off,
+                          None),
+                         ("--check --max-file-size 0, fast-pass speed-ups off",
+                          [*base, "--check", "--max-file-size", "0", str(f)], fast_off, None)]
             if a.only:
                 words = a.only.split(",")
                 rows = [r for r in rows if any(w in r[0] for w in words)]

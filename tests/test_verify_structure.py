@@ -117,8 +117,6 @@ REASON = "Over 80 lines:"  # a function that stays longer says why in its docstr
 # long functions of the modules other work is changing at the same time (issue 28, section 5): theirs to
 # split or to give a reason; the verifier (verify/, runner.py, pool.py) has none here
 OTHERS = {
-    "cpasync_migrate.python.fast:decide", "cpasync_migrate.python.fast_scan:scan",
-    "cpasync_migrate.python.fast_scan:value_reads",
 }
 
 

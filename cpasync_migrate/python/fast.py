@@ -44,6 +44,11 @@ which decides it and makes the edit text of its fix, except in ``--check``: ``DE
 whose facts ``fast_legacy.fix_facts`` reads (CPA001 with its fix's edit text from ``fast_edit.py``, or CPA002
 with the reason); off, or for any other legacy call, the file goes to libcst as before.
 
+``PARENTS`` (``CPASYNC_MIGRATE_FAST_PARENTS=0`` turns it off): a fix's layout asks only for the parents of calls
+(``fast_edit.root_span``), which ``fast_scan.scan`` records in its own walk, and whether the text holds a lone
+``\r`` is asked once per text; off, a map of every node's parent is built per text and the question asked at each
+legacy call, as before.
+
 Which check a call goes to is ``decide/dispatch.py``'s, as for the libcst pass (``rewrite.visit_call``);
 what an access-pointer call's facts mean is ``decide/access_ptr.py``'s.
 
@@ -81,6 +86,7 @@ DECIDE_DEFINITIONS = os.environ.get("CPASYNC_MIGRATE_FAST_DEFINITIONS", "1") != 
 DECIDE_READS = os.environ.get("CPASYNC_MIGRATE_FAST_READS", "1") != "0"
 DECIDE_LEGACY = os.environ.get("CPASYNC_MIGRATE_FAST_LEGACY", "1") != "0"
 DECIDE_FIXES = os.environ.get("CPASYNC_MIGRATE_FAST_FIXES", "1") != "0"
+PARENTS = os.environ.get("CPASYNC_MIGRATE_FAST_PARENTS", "1") != "0"
 
 
 _NAME = re.escape(INTRINSIC)
@@ -138,8 +144,27 @@ def findings(text: str, path: str, options: FrontEndOptions, fixes: bool = False
     return decide(text, path, options, fixes, style)[0]
 
 
+class _ToLibcst(Exception):
+    """libcst decides the file; ``reason`` says why (``decide``'s second value)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
 def decide(text: str, path: str, options: FrontEndOptions, fixes: bool = False, style=None):
-    """(findings or None, why libcst decides or what decided it): ``findings`` with its reason, for the benchmark."""
+    """(findings or None, why libcst decides or what decided it): ``findings`` with its reason, for the benchmark.
+
+    The steps: the text's gate, the parse, the definitions (``_definitions``), the bindings libcst follows, the
+    reads of the intrinsic as a value (``_Decision.reads``), each call (``_Decision.call``), the findings put
+    together (``_combined``); a step that leaves the file to libcst raises ``_ToLibcst`` with the reason."""
+    try:
+        return _decide(text, path, options, fixes, style)
+    except _ToLibcst as e:
+        return None, e.reason
+
+
+def _decide(text: str, path: str, options: FrontEndOptions, fixes: bool, style):
     names = [INTRINSIC, *options.rules.python_api.get("helpers", {}).get("names", [])]
     may_define = re.search(r"\bdef(?:\s|\\)+(?:%s)\b" % "|".join(map(re.escape, names)), text) is not None
     calls = may_call(text)
@@ -152,121 +177,50 @@ def decide(text: str, path: str, options: FrontEndOptions, fixes: bool = False, 
     defined = []
     s = None
     if may_define and _defines(tree, options):
-        if not DECIDE_DEFINITIONS:
-            return None, "definition"
-        from . import definitions_ast
-
-        s = scan(tree, options.rules.attributes)
-        try:
-            defined = definitions_ast.find(tree, text, path, options, INTRINSIC, lambda e: qualify(e, s))
-        except (definitions_ast.Undecided, Undecided):
-            return None, "definition"
+        s, defined = _definitions(tree, text, path, options)
     if not calls:
         return Analysis(defined), "text"
     if s is None:
         s = scan(tree, options.rules.attributes)
     if DECIDE_NEW_FORM:
         if reaches_by_binding(s):
-            return None, "binding"  # a name bound to the intrinsic is called: libcst follows it
+            raise _ToLibcst("binding")  # a name bound to the intrinsic is called: libcst follows it
     elif used_as_value(tree):
-        return None, "value"
-    rules = options.rules
-    tl = set(rules.tilelang_modules)
-    tvm = set(rules.tvm_modules)
-    star = "*" in s.nested or any(m in tl or m in tvm for m in s.imports.get("*", []))
-    lines = text.splitlines(True)
+        raise _ToLibcst("value")
+    d = _Decision(text, path, options, fixes, style, tree, s)
     if s.lookup_intrinsic:
-        return None, "lookup"  # `T.__dict__["ptx_cp_async"]`: libcst reads it (reach.string_route)
-    reads = []
-    if _may_read(text, s):
-        if not DECIDE_READS:
-            return None, "value"
-        if star:
-            return None, "star import"  # a bare name read under TileLang's or TVM's star import: libcst
-        try:
-            reads = [_read_finding(r, lines, path, s.defs) for r in value_reads(tree, s, tl, tvm, path)]
-        except Undecided:
-            return None, "value"  # a read whose value libcst follows (bound to a name, looked up by string)
+        raise _ToLibcst("lookup")  # `T.__dict__["ptx_cp_async"]`: libcst reads it (reach.string_route)
+    reads = d.reads()
     if not s.calls:
         return Analysis(sorted(defined + reads, key=lambda f: (f.line, f.column))), "no call"
-    if star:
-        return None, "star import"  # TileLang's or TVM's star import binds the bare names: libcst decides
-    new_form = None
-    fix_src = parents = None  # (for legacy calls decided with their fixes)
-    dtype_kw = rules.legacy.python_params[0]
+    if d.star:
+        raise _ToLibcst("star import")  # TileLang's or TVM's star import binds the bare names: libcst decides
     out = []
-    migrated = set()
     try:
         for c in s.calls:
-            q = qualify(c.func, s)
-            if q is None:
-                continue
-            mod, _, name = q.rpartition(".")
-            if name != INTRINSIC:
-                continue  # an alias of something else: not the intrinsic
-            if mod not in tl and mod not in tvm:
-                if shadowed_module(q, rules.attributes):
-                    return None, "attribute route"  # through a shadowing attribute to no known module: libcst
-                continue  # some other library's ptx_cp_async
-            keywords = tuple(k.arg for k in c.keywords if k.arg)
-            absent = presence.unimported(mod, options.target, rules) if mod in tl else None
-            call = dispatch.Call(None if absent else "tilelang" if mod in tl else "tvm",
-                                 call_shape(rules, any(isinstance(a, ast.Starred) for a in c.args) or
-                                            any(k.arg is None for k in c.keywords),
-                                            len(c.args) + len(c.keywords), list(keywords)),
-                                 len(c.args) + len(c.keywords), keywords,
-                                 unresolved=f"reached through `{ast.get_source_segment(text, c.func)}`: {absent}"
-                                 if absent else "")
-            route = dispatch.route(call, options.migrate_tvm)  # (the callee here is never a walrus: qualify)
-            if route.check == dispatch.NONE:
-                continue
-            info = False
-            fix = None
-            if route.check == dispatch.ACCESS_PTR:
-                if not DECIDE_NEW_FORM:
-                    return None, "new form"
-                if dispatch.marks_migrated(call):
-                    migrated.add(enclosing(s.defs, c) or "")  # (half-migrated files: findings.half_migrated)
-                question = access_ptr.check(dtype_kw in keywords, options.source, options.target)
-                if question == access_ptr.CONVERT:
-                    return None, "--from"  # convert_new: libcst
-                if question == access_ptr.DTYPE_KEYWORD:
-                    code, message = codes.DTYPE_KEYWORD_ON_NEW_CALL, access_ptr.DTYPE_KW_MESSAGE
-                else:
-                    if new_form is None:
-                        new_form = NewForm(s, lines, options)
-                    message = new_form.size_warning(c)
-                    if message is None:
-                        continue  # already migrated: not a finding
-                    code, info = codes.SUSPICIOUS_SIZE, True
-            elif route.check == dispatch.LEGACY:
-                why = manual_reason(c, list(rules.legacy.python_params), lines) if DECIDE_LEGACY else None
-                if why is not None:
-                    code, message = codes.LEGACY_CALL_MANUAL, legacy.manual_message(why)
-                else:
-                    found = None
-                    if fixes and DECIDE_FIXES and not route.switch_callee and not re.search(r"\r(?!\n)", text):
-                        if fix_src is None:
-                            fix_src, parents = fast_edit.Source(text), _parents(tree)
-                        found = fast_legacy.verdict(c, s, fix_src, parents, options, style)
-                    if found is None:
-                        return None, ("--migrate-tvm" if route.switch_callee else "legacy call")
-                    code, message, fix = found
-            elif route.check == dispatch.MANUAL and not DECIDE_LEGACY:
-                return None, "neither form"
-            else:  # TVM's wrapper (CPA003), or TileLang's op in an argument layout no release takes (CPA002)
-                code, message = route.code, route.message
-            f = _finding(c, lines, path, code, message, s.defs)
-            f.fix = fix
-            if info:
-                f.legacy_site, f.status, f.severity = False, Status.INFO, "warning"
-            if SUPPRESS_RE.search(lines[c.lineno - 1]):
-                f.status = Status.SUPPRESSED
-                f.fix = None
-            f.role = dispatch.role(call, f.legacy_site)
-            out.append(f)
+            f = d.call(c)
+            if f is not None:
+                out.append(f)
     except Undecided:
         return None, "undecided"
+    return _combined(out, defined, reads, d.migrated), "decided"
+
+
+def _definitions(tree: ast.Module, text: str, path: str, options: FrontEndOptions) -> tuple:
+    """(the scan, the findings of ``definitions_ast.py``) of a file with a module-level definition it reports."""
+    if not DECIDE_DEFINITIONS:
+        raise _ToLibcst("definition")
+    from . import definitions_ast
+
+    s = scan(tree, options.rules.attributes)
+    try:
+        return s, definitions_ast.find(tree, text, path, options, INTRINSIC, lambda e: qualify(e, s))
+    except (definitions_ast.Undecided, Undecided):
+        raise _ToLibcst("definition") from None
+
+
+def _combined(out: list, defined: list, reads: list, migrated: set) -> Analysis:
+    """The calls' findings with the definitions' and the reads', in order."""
     if defined:
         # the definition's own forward to TVM's wrapper is part of the definition's site (as rewrite.analyze)
         inside = [(d.line, d.end_line) for d in defined if d.code == codes.LEGACY_API_DEFINITION]
@@ -274,7 +228,134 @@ def decide(text: str, path: str, options: FrontEndOptions, fixes: bool = False, 
         out.extend(defined)
     out.extend(reads)
     out.sort(key=lambda f: (f.line, f.column))
-    return Analysis(out, migrated=sorted(migrated)), "decided"
+    return Analysis(out, migrated=sorted(migrated))
+
+
+class _Decision:
+    """What the decisions of one file's calls share: the text, its tree and scan, the rules' module sets, and what
+    is built once when first needed (the size facts, the source offsets and parents a fix is laid out by)."""
+
+    def __init__(self, text: str, path: str, options: FrontEndOptions, fixes: bool, style, tree, s):
+        self.text, self.path, self.options, self.fixes, self.style, self.tree, self.s = \
+            text, path, options, fixes, style, tree, s
+        rules = self.rules = options.rules
+        self.tl = set(rules.tilelang_modules)
+        self.tvm = set(rules.tvm_modules)
+        self.star = "*" in s.nested or any(m in self.tl or m in self.tvm for m in s.imports.get("*", []))
+        self.lines = text.splitlines(True)
+        self.new_form = None
+        self.fix_src = self.parents = None  # (for legacy calls decided with their fixes)
+        self.dtype_kw = rules.legacy.python_params[0]
+        self.migrated: set = set()
+        self.lone_cr: Optional[bool] = None
+
+    def reads(self) -> list:
+        """CPA008 of the reads of the intrinsic as a value (``fast_scan.value_reads``)."""
+        s = self.s
+        if not _may_read(self.text, s):
+            return []
+        if not DECIDE_READS:
+            raise _ToLibcst("value")
+        if self.star:
+            raise _ToLibcst("star import")  # a bare name read under TileLang's or TVM's star import: libcst
+        try:
+            return [_read_finding(r, self.lines, self.path, s)
+                    for r in value_reads(self.tree, s, self.tl, self.tvm, self.path)]
+        except Undecided:
+            raise _ToLibcst("value") from None  # a read whose value libcst follows (bound to a name, looked up by string)
+
+    def call(self, c: ast.Call) -> Optional[Finding]:
+        """The finding of one candidate call; None where it is none (another function, already migrated)."""
+        s, rules, options = self.s, self.rules, self.options
+        q = qualify(c.func, s)
+        if q is None:
+            return None
+        mod, _, name = q.rpartition(".")
+        if name != INTRINSIC:
+            return None  # an alias of something else: not the intrinsic
+        if mod not in self.tl and mod not in self.tvm:
+            if shadowed_module(q, rules.attributes):
+                raise _ToLibcst("attribute route")  # through a shadowing attribute to no known module: libcst
+            return None  # some other library's ptx_cp_async
+        keywords = tuple(k.arg for k in c.keywords if k.arg)
+        absent = presence.unimported(mod, options.target, rules) if mod in self.tl else None
+        call = dispatch.Call(None if absent else "tilelang" if mod in self.tl else "tvm",
+                             call_shape(rules, any(isinstance(a, ast.Starred) for a in c.args) or
+                                        any(k.arg is None for k in c.keywords),
+                                        len(c.args) + len(c.keywords), list(keywords)),
+                             len(c.args) + len(c.keywords), keywords,
+                             unresolved=f"reached through `{ast.get_source_segment(self.text, c.func)}`: {absent}"
+                             if absent else "")
+        route = dispatch.route(call, options.migrate_tvm)  # (the callee here is never a walrus: qualify)
+        if route.check == dispatch.NONE:
+            return None
+        info = False
+        fix = None
+        if route.check == dispatch.ACCESS_PTR:
+            got = self._access_ptr(c, call, keywords)
+            if got is None:
+                return None  # already migrated: not a finding
+            code, message, info = got
+        elif route.check == dispatch.LEGACY:
+            code, message, fix = self._legacy(c, route)
+        elif route.check == dispatch.MANUAL and not DECIDE_LEGACY:
+            raise _ToLibcst("neither form")
+        else:  # TVM's wrapper (CPA003), or TileLang's op in an argument layout no release takes (CPA002)
+            code, message = route.code, route.message
+        lines = self.lines
+        f = _finding(c, lines, self.path, code, message, s)
+        f.fix = fix
+        if info:
+            f.legacy_site, f.status, f.severity = False, Status.INFO, "warning"
+        if SUPPRESS_RE.search(lines[c.lineno - 1]):
+            f.status = Status.SUPPRESSED
+            f.fix = None
+        f.role = dispatch.role(call, f.legacy_site)
+        return f
+
+    def _lone_cr(self) -> bool:
+        """The text holds a lone ``\\r`` (``PARENTS``: asked once per text, not at each legacy call)."""
+        if not PARENTS:
+            return re.search(r"\r(?!\n)", self.text) is not None
+        if self.lone_cr is None:
+            self.lone_cr = re.search(r"\r(?!\n)", self.text) is not None
+        return self.lone_cr
+
+    def _access_ptr(self, c: ast.Call, call, keywords: tuple) -> Optional[tuple]:
+        """(code, message, info) of a call in the access-pointer shape; None where it is no finding."""
+        if not DECIDE_NEW_FORM:
+            raise _ToLibcst("new form")
+        options = self.options
+        if dispatch.marks_migrated(call):
+            self.migrated.add(enclosing(self.s.defs, c, self.s.memo) or "")  # (half-migrated files: findings.half_migrated)
+        question = access_ptr.check(self.dtype_kw in keywords, options.source, options.target)
+        if question == access_ptr.CONVERT:
+            raise _ToLibcst("--from")  # convert_new: libcst
+        if question == access_ptr.DTYPE_KEYWORD:
+            return codes.DTYPE_KEYWORD_ON_NEW_CALL, access_ptr.DTYPE_KW_MESSAGE, False
+        if self.new_form is None:
+            self.new_form = NewForm(self.s, self.lines, options)
+        message = self.new_form.size_warning(c)
+        if message is None:
+            return None
+        return codes.SUSPICIOUS_SIZE, message, True
+
+    def _legacy(self, c: ast.Call, route) -> tuple:
+        """(code, message, fix) of a legacy call: CPA002 where its arguments leave it for a person, else the verdict
+        with its fix (``--check``: ``DECIDE_FIXES``); libcst anywhere else."""
+        rules = self.rules
+        why = manual_reason(c, list(rules.legacy.python_params), self.lines) if DECIDE_LEGACY else None
+        if why is not None:
+            return codes.LEGACY_CALL_MANUAL, legacy.manual_message(why), None
+        found = None
+        if self.fixes and DECIDE_FIXES and not route.switch_callee and not self._lone_cr():
+            if self.fix_src is None:
+                self.fix_src = fast_edit.Source(self.text)
+                self.parents = self.s.call_parents if PARENTS else _parents(self.tree)
+            found = fast_legacy.verdict(c, self.s, self.fix_src, self.parents, self.options, self.style)
+        if found is None:
+            raise _ToLibcst("--migrate-tvm" if route.switch_callee else "legacy call")
+        return found
 
 
 def _parents(tree: ast.Module) -> dict:
@@ -286,21 +367,21 @@ def _parents(tree: ast.Module) -> dict:
     return out
 
 
-def _read_finding(read: tuple, lines: list[str], path: str, defs) -> Finding:
+def _read_finding(read: tuple, lines: list[str], path: str, s) -> Finding:
     """CPA008 for one of ``fast_scan.value_reads``'s reads (the decision is ``route_rules``')."""
     node, r = read
-    f = _finding(node, lines, path, codes.INTRINSIC_READ_AS_VALUE, route_rules.message(r), defs)
+    f = _finding(node, lines, path, codes.INTRINSIC_READ_AS_VALUE, route_rules.message(r), s)
     if SUPPRESS_RE.search(lines[node.lineno - 1]):
         f.status = Status.SUPPRESSED
     return f
 
 
-def _finding(c: ast.Call, lines: list[str], path: str, code: str, message: str, defs) -> Finding:
+def _finding(c: ast.Call, lines: list[str], path: str, code: str, message: str, s) -> Finding:
     first = lines[c.lineno - 1]
     last = lines[c.end_lineno - 1]
     col = len(first.encode("utf-8")[: c.col_offset].decode("utf-8", "replace")) + 1
     end_col = len(last.encode("utf-8")[: c.end_col_offset].decode("utf-8", "replace")) + 1
     return Finding(path=path, line=c.lineno, column=col, end_line=c.end_lineno, end_column=end_col,
-                   code=code, message=message, function=enclosing(defs, c))
+                   code=code, message=message, function=enclosing(s.defs, c, s.memo))
 
 

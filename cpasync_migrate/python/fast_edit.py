@@ -15,7 +15,9 @@ in the legacy order.  ``Unsupported`` anywhere else: libcst makes the edits.
 from __future__ import annotations
 
 import ast
+import os
 import re
+from itertools import accumulate
 from typing import Optional
 
 from ..findings import Edit, apply_edits, line_starts
@@ -24,6 +26,9 @@ from .decide.legacy import merge_point_edits
 from .layout_render import _Arg, _Atom, _Call, _render, _Style, line_context, requote, str_width
 
 DEFAULT_LINE_LENGTH = 88  # (layout.DEFAULT_LINE_LENGTH)
+# a text's lines split once and each node's offsets read once per text, not at each call laid out and each question
+# (environment CPASYNC_MIGRATE_FAST_EDIT_MEMO=0 turns it off)
+MEMO = os.environ.get("CPASYNC_MIGRATE_FAST_EDIT_MEMO", "1") != "0"
 
 
 # What may stand between tokens of a call that holds no comment (``root_span`` sends a call with a "#" to libcst).
@@ -34,12 +39,31 @@ class Unsupported(Exception):
     """The ast side does not make this edit text exactly as libcst's path does: libcst decides."""
 
 
+def _line_starts(text: str) -> list[int]:
+    """``findings.line_starts`` summed by the interpreter's own iterators (a window of a large file has as many lines
+    as the file)."""
+    starts = list(accumulate(map((1).__add__, map(len, text.split("\n"))), initial=0))
+    starts.pop()  # the offset one past the end
+    return starts
+
+
 class Source:
     """Character offsets of ``ast`` positions (which count UTF-8 bytes in a line) in one text."""
 
     def __init__(self, text: str):
         self.text = text
-        self.starts = line_starts(text)
+        self.starts = _line_starts(text) if MEMO else line_starts(text)
+        self._lines: Optional[list[str]] = None
+        self._spans: dict = {}
+        self._crlf: Optional[bool] = None
+
+    def lines(self) -> list[str]:
+        """``text.splitlines(True)``, split once per text (``MEMO``; off: split at each call laid out)."""
+        if not MEMO:
+            return self.text.splitlines(True)
+        if self._lines is None:
+            self._lines = self.text.splitlines(True)
+        return self._lines
 
     def off(self, lineno: int, col: int) -> int:
         s = self.starts[lineno - 1]
@@ -49,7 +73,22 @@ class Source:
             return s + col
         return s + len(line.encode("utf-8", "surrogatepass")[:col].decode("utf-8", "replace"))
 
+    def crlf(self) -> bool:
+        """The text holds ``\\r\\n`` (``MEMO``: asked once per text, not at each call laid out)."""
+        if not MEMO:
+            return "\r\n" in self.text
+        if self._crlf is None:
+            self._crlf = "\r\n" in self.text
+        return self._crlf
+
     def span(self, node) -> tuple[int, int]:
+        """The node's character offsets (``MEMO``: read once per node; the tree outlives its ``Source``'s use)."""
+        if MEMO:
+            got = self._spans.get(node)
+            if got is None:
+                got = self._spans[node] = (self.off(node.lineno, node.col_offset),
+                                           self.off(node.end_lineno, node.end_col_offset))
+            return got
         return self.off(node.lineno, node.col_offset), self.off(node.end_lineno, node.end_col_offset)
 
     def vspan(self, node, lo: int, hi: int) -> tuple[int, int]:
@@ -148,7 +187,8 @@ def root_span(src: Source, call: ast.Call, parents: dict) -> tuple[int, int]:
     """The span ``layout.lay_out`` re-renders: the call, or for a call on one line the outermost one-line call whose
     sole argument it is (``layout._wrapper``); ``Unsupported`` where this pass does not tell whether parentheses
     wrap the call (it is neither a statement's whole value nor the sole argument of a call), and for a call that
-    holds a comment or an argument over lines (libcst moves their lines)."""
+    holds a comment or an argument over lines (libcst moves their lines).  ``parents``: id(node) -> its parent, for
+    every call at least (only calls are asked about: the call and the calls it is the sole argument of)."""
     t = src.text
     cs, ce = src.span(call)
     if "#" in t[cs:ce]:
@@ -299,7 +339,7 @@ def lay_out(src: Source, call: ast.Call, rs: int, re_: int, edits: list[Edit], l
     prefix, suffix, line_indent = line_context(text, rs, re_)
     lstyle = _style(src, call, line_indent, line_length, habits, style)
     lines = _render(tree, str_width(prefix), line_indent, str_width(suffix), lstyle, top=True)
-    out = ("\r\n" if "\r\n" in text else "\n").join(lines)
+    out = ("\r\n" if src.crlf() else "\n").join(lines)
     if out == text[rs:re_]:
         return []
     return [Edit(rs, re_, out)]
@@ -310,7 +350,7 @@ def _style(src: Source, call: ast.Call, line_indent: str, line_length: int, habi
     stood, arguments aligned after ``(``), or, for a call on one line, the file's habits."""
     text = src.text
     width = line_length or DEFAULT_LINE_LENGTH
-    lines = text.splitlines(True)  # (as the libcst pass's context indexes them)
+    lines = src.lines()  # (as the libcst pass's context indexes them)
     unit = style.unit() if style is not None else file_style.indent_unit(lines)
     cs, ce = src.span(call)
     args = arg_nodes(call)

@@ -24,7 +24,7 @@ from typing import NamedTuple, Optional
 
 from .. import codes
 from ..findings import Fix
-from . import fast_edit
+from . import fast_edit, fast_scopes
 from .decide import legacy as decide
 from .fast_scan import Undecided, qualify
 
@@ -112,63 +112,7 @@ class FixFacts(NamedTuple):
 _FUNC = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-def _holds(kind: str, sc, node) -> bool:
-    """The scope ``sc`` holds ``node``: a function's or class's body (its decorators, defaults and annotations are
-    evaluated around it), a lambda or comprehension whole."""
-    if kind in ("def", "class"):
-        first = sc.body[0]
-        return (first.lineno, first.col_offset) <= (node.lineno, node.col_offset) and \
-            (node.end_lineno, node.end_col_offset) <= (sc.end_lineno, sc.end_col_offset)
-    return _inside(node, sc)
-
-
-def _owner(binding, s):
-    """The scope a binding binds in (a function, class, lambda or comprehension node), or None for the module."""
-    kind, node, extra = binding
-    if kind == "param":
-        return extra
-    best = None
-    for k, sc in s.scopes:
-        if sc is not node and _holds(k, sc, node) and (best is None or _inside(sc, best)):
-            best = sc
-    return best
-
-
-def _visible(node, s) -> Optional[list]:
-    """The scopes a name read at ``node`` is looked up in, innermost first (a class's only from its own body);
-    None inside a lambda or comprehension (libcst decides)."""
-    around = [(k, sc) for k, sc in s.scopes if _holds(k, sc, node)]
-    if any(k in ("lambda", "comp") for k, _ in around):
-        return None
-    around.sort(key=lambda x: (x[1].lineno, x[1].col_offset), reverse=True)
-    return [sc for i, (k, sc) in enumerate(around) if i == 0 or k != "class"]
-
-
-def _resolve(name: str, at, s) -> Optional[tuple]:
-    """What libcst's scopes give for ``name`` read at ``at``: (the scope that binds it, None for the module; its
-    bindings there, in source order); None where this pass does not follow Python's rule exactly (``global``,
-    ``nonlocal``, ``del``, match captures, a comprehension or lambda around)."""
-    bs = s.bindings.get(name, [])
-    if any(k == "uncertain" for k, _, _ in bs):
-        return None
-    chain = _visible(at, s)
-    if chain is None:
-        return None
-    owners: dict = {}
-    for b in bs:
-        sc = _owner(b, s)
-        if sc is not None and type(sc) not in _FUNC and type(sc) is not ast.ClassDef:
-            return None  # bound in a lambda or comprehension (a walrus there binds around it)
-        owners.setdefault(id(sc), (sc, []))[1].append(b)
-    for sc in chain:
-        if id(sc) in owners:
-            return owners[id(sc)]
-    return owners.get(id(None), (None, []))
-
-
-def _inside(node, outer) -> bool:
-    return (outer.lineno, outer.col_offset) <= (node.lineno, node.col_offset) and \
-        (node.end_lineno, node.end_col_offset) <= (outer.end_lineno, outer.end_col_offset)
+_resolve = fast_scopes.resolve  # (the scope that binds a name read somewhere: fast_scopes.py)
 
 
 def _macro_decorated(fdef, s, rules) -> Optional[bool]:

@@ -8,10 +8,18 @@ through an assignment libcst follows.  ``Undecided``: libcst decides the file.
 from __future__ import annotations
 
 import ast
+import bisect
+import os
 from typing import Optional
 
 from .calls import INTRINSIC
 from .decide.attributes import through
+
+# The scan's own time (environment CPASYNC_MIGRATE_FAST_SCAN_QUICK=0 turns it off): node types with no fields are not
+# visited; the scan records the mentions of the intrinsic (``Scan.mentions``), so ``value_reads`` walks only the
+# top-level statements that hold one and ``reaches_by_binding`` reads only the assignments whose targets a call can
+# reach; off, both walk every node, as before.
+QUICK = os.environ.get("CPASYNC_MIGRATE_FAST_SCAN_QUICK", "1") != "0"
 
 
 class Undecided(Exception):
@@ -26,7 +34,7 @@ class Scan:
 
     __slots__ = ("calls", "defs", "imports", "other", "nested", "assigned", "bindings", "scopes",
                  "values", "callee_names", "getattr_intrinsic", "lookup_intrinsic", "alias_names", "loops",
-                 "shadows")
+                 "shadows", "memo", "call_parents", "mentions")
 
 
 # Binding kinds a buffer or dtype lookup can use (rewrite.py's declaration_of / dtype_of_expr):
@@ -59,173 +67,257 @@ def scan(tree: ast.Module, shadows: Optional[dict] = None) -> Scan:
     the other ``_DECL_KINDS``); ``scopes``: (kind, node) of every function, class, lambda and
     comprehension; ``values``: (target names, value) of every assignment; ``callee_names``: names
     called; ``getattr_intrinsic``: a ``getattr(..., "ptx_cp_async")`` occurs; ``lookup_intrinsic``: a
-    subscript or ``.get`` names it in a string (``T.__dict__["ptx_cp_async"]``); ``loops``: every ``for``.
+    subscript or ``.get`` names it in a string (``T.__dict__["ptx_cp_async"]``); ``loops``: every ``for``;
+    ``call_parents``: id(call) -> its parent; ``mentions``: the attributes and names ``ptx_cp_async`` and
+    the strings equal to it (``value_reads`` and ``reaches_by_binding`` start from them).
     """
     if shadows is None:
         shadows = _default_shadows()
-    imports: dict[str, list[str]] = {}
-    other: set[str] = set()
-    nested: set[str] = set()
-    assigned: set[str] = set()
-    bindings: dict[str, list] = {}
-    alias_names = {INTRINSIC}
-    calls, defs, scopes, values, loops = [], [], [], [], []
-    callee_names: set[str] = set()
-    getattr_intrinsic = False
-    lookup_intrinsic = False
-    kinds: dict[int, tuple] = {}  # id(node) -> (kind, its def (param) or statement / with item)
-    top = set(id(s) for s in tree.body)
-    AST, Call, Attribute, Name, Store, Del = ast.AST, ast.Call, ast.Attribute, ast.Name, ast.Store, ast.Del
-    Import, ImportFrom = ast.Import, ast.ImportFrom
-    FuncDefs = (ast.FunctionDef, ast.AsyncFunctionDef)
-    Comps = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+    w = _Walk(tree, shadows)
+    w.walk(tree)
+    return w.result()
 
-    def bind(name, node, kind="other", extra=None):
-        other.add(name)
-        bindings.setdefault(name, []).append((kind, node, extra))
 
-    stack = [tree]
-    pop, push = stack.pop, stack.append
-    while stack:
-        node = pop()
-        for field in node._fields:
-            v = getattr(node, field, None)
-            if isinstance(v, list):
-                for x in v:
-                    if isinstance(x, AST):
-                        push(x)
-            elif isinstance(v, AST):
-                push(v)
-        t = type(node)
-        if t is Call:
-            calls.append(node)
-            f = node.func
-            if type(f) is Name:
-                callee_names.add(f.id)
-                if f.id == "getattr" and any(type(a) is ast.Constant and a.value == INTRINSIC
-                                             for a in list(node.args) + [k.value for k in node.keywords]):
-                    getattr_intrinsic = True
-            elif type(f) is Attribute and f.attr == "get" and any(type(a) is ast.Constant and a.value == INTRINSIC
-                                                                  for a in node.args):
-                lookup_intrinsic = True  # `T.__dict__.get("ptx_cp_async")`
-        elif t is ast.Subscript:
-            if type(node.slice) is ast.Constant and node.slice.value == INTRINSIC:
-                lookup_intrinsic = True  # `T.__dict__["ptx_cp_async"]`
-        elif t is Name:
-            if isinstance(node.ctx, (Store, Del)):
-                kind = kinds.get(id(node))
-                if kind is not None and isinstance(node.ctx, Store):
-                    bind(node.id, node, kind[0], kind[1])
-                else:
-                    bind(node.id, node, "other" if isinstance(node.ctx, Store) else "uncertain")
-        elif t is Attribute:
-            pass
-        elif t is ast.For:
-            loops.append(node)
-        elif t is ast.Assign:
-            names = [x.id for x in node.targets if type(x) is Name]
-            assigned.update(names)
-            values.append((names, node.value))
-            if len(node.targets) == 1 and type(node.targets[0]) is Name:
-                kinds[id(node.targets[0])] = ("assign", node)
-            elif len(node.targets) > 1:
-                for x in node.targets:
-                    if type(x) is Name:
-                        kinds[id(x)] = ("chain", node)  # `a = b = v`: rewrite.declaration_of follows it
-            elif len(node.targets) == 1 and type(node.targets[0]) is ast.Tuple:
-                for x in node.targets[0].elts:
-                    if type(x) is Name:
-                        kinds[id(x)] = ("tuple", node)  # rewrite.declaration_of unpacks these
-        elif t is ast.AnnAssign:
-            if type(node.target) is Name and node.value is not None:
-                assigned.add(node.target.id)
-                values.append(([node.target.id], node.value))
-                kinds[id(node.target)] = ("annassign", node)
-        elif t is ast.withitem:
-            if type(node.optional_vars) is Name:
-                kinds[id(node.optional_vars)] = ("with", node)
-        elif t is Import or t is ImportFrom:
-            names = []
-            if t is Import:
-                for a in node.names:
-                    if a.asname:  # bound to the last module of the chain, reached attribute by attribute
-                        head, *steps = a.name.split(".")
-                        names.append((a.asname, through(head, steps, shadows)))
-                    else:
-                        head = a.name.split(".")[0]
-                        names.append((head, head))
+# Node types with no fields (contexts, operators): nothing of theirs is read, and they hold nothing (``QUICK``: not
+# visited).
+_LEAVES = frozenset(c for c in vars(ast).values() if isinstance(c, type) and issubclass(c, ast.AST) and
+                    c is not ast.AST and not c._fields and issubclass(c, (ast.expr_context, ast.boolop, ast.operator,
+                                                                          ast.unaryop, ast.cmpop)))
+
+
+# Fields that never hold a node with fields (``QUICK``: not read): identifiers, strings, numbers, flags, a constant's
+# value, contexts and operators; by node type (None: every type's).
+_COMMON = frozenset({"id", "attr", "ctx", "arg", "asname", "module", "level", "kind", "type_comment", "conversion",
+                     "is_async", "tag", "name", "op", "ops", "simple", "rest", "kwd_attrs"})
+_NOT_NODES = {None: _COMMON, ast.Constant: _COMMON | {"value"}, ast.MatchSingleton: _COMMON | {"value"},
+              ast.Global: _COMMON | {"names"}, ast.Nonlocal: _COMMON | {"names"}}
+_FIELDS: dict = {}  # node type -> the fields the walk reads
+
+
+class _Walk:
+    """One scan's state and its steps, one per kind of node (``_STEPS``)."""
+
+    def __init__(self, tree: ast.Module, shadows: dict):
+        self.shadows = shadows
+        self.imports: dict[str, list[str]] = {}
+        self.other: set[str] = set()
+        self.nested: set[str] = set()
+        self.assigned: set[str] = set()
+        self.bindings: dict[str, list] = {}
+        self.alias_names = {INTRINSIC}
+        self.calls, self.defs, self.scopes, self.values, self.loops = [], [], [], [], []
+        self.callee_names: set[str] = set()
+        self.getattr_intrinsic = False
+        self.lookup_intrinsic = False
+        self.kinds: dict[int, tuple] = {}  # id(node) -> (kind, its def (param) or statement / with item)
+        self.top = set(id(s) for s in tree.body)
+        self.call_parents: dict = {}  # id(call) -> its parent, for every call
+        self.mentions: list = []
+
+    def walk(self, tree: ast.Module) -> None:
+        AST, Call, Name, Store = ast.AST, ast.Call, ast.Name, ast.Store
+        steps, leaves, quick = _STEPS, (_LEAVES if QUICK else ()), QUICK
+        call_parents, mentions, bind = self.call_parents, self.mentions, self.bind
+        fields_of = _FIELDS if QUICK else None
+        stack = [tree]
+        pop, push = stack.pop, stack.append
+        while stack:
+            node = pop()
+            t = type(node)
+            if fields_of is None:
+                fields = node._fields
             else:
-                for a in node.names:
-                    if a.name == INTRINSIC and a.asname:
-                        alias_names.add(a.asname)
-                if node.level or node.module is None:
-                    for a in node.names:
-                        bind(a.asname or a.name, node)
-                    continue
-                for a in node.names:
-                    if a.name == "*":
-                        names.append(("*", node.module))
+                fields = fields_of.get(t)
+                if fields is None:
+                    fields = fields_of[t] = tuple(f for f in t._fields if f not in _NOT_NODES.get(t, _NOT_NODES[None]))
+            for field in fields:
+                v = getattr(node, field, None)
+                if isinstance(v, list):
+                    for x in v:
+                        if isinstance(x, AST):
+                            push(x)
+                            if type(x) is Call:
+                                call_parents[id(x)] = node
+                elif isinstance(v, AST):
+                    if type(v) in leaves:
                         continue
-                    names.append((a.asname or a.name, through(node.module, (a.name,), shadows)))
-            for bound, target in names:
-                if id(node) in top:
-                    imports.setdefault(bound, []).append(target)
+                    push(v)
+                    if type(v) is Call:
+                        call_parents[id(v)] = node
+            if t is Name:  # (the commonest node: its step inline)
+                if node.id == INTRINSIC and quick:
+                    mentions.append(node)
+                if type(node.ctx) is not ast.Load:
+                    kind = self.kinds.get(id(node))
+                    if kind is not None and type(node.ctx) is Store:
+                        bind(node.id, node, kind[0], kind[1])
+                    else:
+                        bind(node.id, node, "other" if type(node.ctx) is Store else "uncertain")
+                continue
+            step = steps.get(t)
+            if step is not None:
+                step(self, node)
+
+    def bind(self, name, node, kind="other", extra=None):
+        self.other.add(name)
+        self.bindings.setdefault(name, []).append((kind, node, extra))
+
+    def call(self, node) -> None:
+        self.calls.append(node)
+        f = node.func
+        if type(f) is ast.Name:
+            self.callee_names.add(f.id)
+            if f.id == "getattr" and any(type(a) is ast.Constant and a.value == INTRINSIC
+                                         for a in list(node.args) + [k.value for k in node.keywords]):
+                self.getattr_intrinsic = True
+        elif type(f) is ast.Attribute and f.attr == "get" and any(type(a) is ast.Constant and a.value == INTRINSIC
+                                                                  for a in node.args):
+            self.lookup_intrinsic = True  # `T.__dict__.get("ptx_cp_async")`
+
+    def subscript(self, node) -> None:
+        if type(node.slice) is ast.Constant and node.slice.value == INTRINSIC:
+            self.lookup_intrinsic = True  # `T.__dict__["ptx_cp_async"]`
+
+    def attribute(self, node) -> None:
+        if node.attr == INTRINSIC and QUICK:
+            self.mentions.append(node)
+
+    def constant(self, node) -> None:
+        if QUICK and isinstance(node.value, str) and node.value == INTRINSIC:
+            self.mentions.append(node)
+
+    def assign(self, node) -> None:
+        names = [x.id for x in node.targets if type(x) is ast.Name]
+        self.assigned.update(names)
+        self.values.append((names, node.value))
+        kinds = self.kinds
+        if len(node.targets) == 1 and type(node.targets[0]) is ast.Name:
+            kinds[id(node.targets[0])] = ("assign", node)
+        elif len(node.targets) > 1:
+            for x in node.targets:
+                if type(x) is ast.Name:
+                    kinds[id(x)] = ("chain", node)  # `a = b = v`: rewrite.declaration_of follows it
+        elif len(node.targets) == 1 and type(node.targets[0]) is ast.Tuple:
+            for x in node.targets[0].elts:
+                if type(x) is ast.Name:
+                    kinds[id(x)] = ("tuple", node)  # rewrite.declaration_of unpacks these
+
+    def annassign(self, node) -> None:
+        if type(node.target) is ast.Name and node.value is not None:
+            self.assigned.add(node.target.id)
+            self.values.append(([node.target.id], node.value))
+            self.kinds[id(node.target)] = ("annassign", node)
+
+    def withitem(self, node) -> None:
+        if type(node.optional_vars) is ast.Name:
+            self.kinds[id(node.optional_vars)] = ("with", node)
+
+    def import_(self, node) -> None:
+        names = []
+        if type(node) is ast.Import:
+            for a in node.names:
+                if a.asname:  # bound to the last module of the chain, reached attribute by attribute
+                    head, *steps = a.name.split(".")
+                    names.append((a.asname, through(head, steps, self.shadows)))
                 else:
-                    nested.add(bound)
-                bindings.setdefault(bound, []).append(("other", node, None))
-        elif t in FuncDefs:
-            bind(node.name, node)
-            defs.append(node)
-            scopes.append(("def", node))
-            a = node.args
-            for x in a.posonlyargs + a.args + a.kwonlyargs + [y for y in (a.vararg, a.kwarg) if y is not None]:
-                kinds[id(x)] = ("param", node)
-            positional = a.posonlyargs + a.args
-            for x in positional[len(positional) - len(a.defaults):]:
-                assigned.add(x.arg)  # reach.py follows a default to a module (a route it names)
-            for x, d in zip(a.kwonlyargs, a.kw_defaults):
-                if d is not None:
-                    assigned.add(x.arg)
-        elif t is ast.NamedExpr:
-            if type(node.target) is Name:
-                assigned.add(node.target.id)
-        elif t is ast.ClassDef:
-            bind(node.name, node)
-            defs.append(node)
-            scopes.append(("class", node))
-        elif t is ast.Lambda:
-            scopes.append(("lambda", node))
-        elif t in Comps:
-            scopes.append(("comp", node))
-        elif t is ast.arg:
-            kind = kinds.get(id(node))
-            if kind is not None:
-                bind(node.arg, node, "param", kind[1])
+                    head = a.name.split(".")[0]
+                    names.append((head, head))
+        else:
+            for a in node.names:
+                if a.name == INTRINSIC and a.asname:
+                    self.alias_names.add(a.asname)
+            if node.level or node.module is None:
+                for a in node.names:
+                    self.bind(a.asname or a.name, node)
+                return
+            for a in node.names:
+                if a.name == "*":
+                    names.append(("*", node.module))
+                    continue
+                names.append((a.asname or a.name, through(node.module, (a.name,), self.shadows)))
+        for bound, target in names:
+            if id(node) in self.top:
+                self.imports.setdefault(bound, []).append(target)
             else:
-                bind(node.arg, node)
-        elif t is ast.Global or t is ast.Nonlocal:
-            for n in node.names:
-                bind(n, node, "uncertain")
-        elif t is ast.ExceptHandler:
-            if node.name:
-                bind(node.name, node)
-        elif t is ast.MatchAs or t is ast.MatchStar:
-            if node.name:
-                bind(node.name, node, "uncertain")
-        elif t is ast.MatchMapping:
-            if node.rest:
-                bind(node.rest, node, "uncertain")
-        elif t in _TYPE_PARAMS:
-            bind(node.name, node, "uncertain")
-    s = Scan()
-    s.shadows = shadows
-    s.calls = [c for c in calls if (isinstance(c.func, Attribute) and c.func.attr == INTRINSIC) or (
-        isinstance(c.func, Name) and c.func.id in alias_names)]
-    s.defs, s.imports, s.other, s.nested, s.assigned = defs, imports, other, nested, assigned
-    s.bindings, s.scopes, s.values, s.callee_names = bindings, scopes, values, callee_names
-    s.getattr_intrinsic, s.alias_names, s.loops = getattr_intrinsic, alias_names, loops
-    s.lookup_intrinsic = lookup_intrinsic
-    return s
+                self.nested.add(bound)
+            self.bindings.setdefault(bound, []).append(("other", node, None))
+
+    def function(self, node) -> None:
+        self.bind(node.name, node)
+        self.defs.append(node)
+        self.scopes.append(("def", node))
+        a = node.args
+        for x in a.posonlyargs + a.args + a.kwonlyargs + [y for y in (a.vararg, a.kwarg) if y is not None]:
+            self.kinds[id(x)] = ("param", node)
+        positional = a.posonlyargs + a.args
+        for x in positional[len(positional) - len(a.defaults):]:
+            self.assigned.add(x.arg)  # reach.py follows a default to a module (a route it names)
+        for x, d in zip(a.kwonlyargs, a.kw_defaults):
+            if d is not None:
+                self.assigned.add(x.arg)
+
+    def namedexpr(self, node) -> None:
+        if type(node.target) is ast.Name:
+            self.assigned.add(node.target.id)
+
+    def class_(self, node) -> None:
+        self.bind(node.name, node)
+        self.defs.append(node)
+        self.scopes.append(("class", node))
+
+    def lambda_(self, node) -> None:
+        self.scopes.append(("lambda", node))
+
+    def comprehension(self, node) -> None:
+        self.scopes.append(("comp", node))
+
+    def arg(self, node) -> None:
+        kind = self.kinds.get(id(node))
+        if kind is not None:
+            self.bind(node.arg, node, "param", kind[1])
+        else:
+            self.bind(node.arg, node)
+
+    def scope_words(self, node) -> None:
+        for n in node.names:
+            self.bind(n, node, "uncertain")
+
+    def handler(self, node) -> None:
+        if node.name:
+            self.bind(node.name, node)
+
+    def capture(self, node) -> None:
+        name = node.rest if type(node) is ast.MatchMapping else node.name
+        if name:
+            self.bind(name, node, "uncertain")
+
+    def result(self) -> Scan:
+        s = Scan()
+        s.shadows = self.shadows
+        aliases = self.alias_names
+        s.calls = [c for c in self.calls if (isinstance(c.func, ast.Attribute) and c.func.attr == INTRINSIC) or (
+            isinstance(c.func, ast.Name) and c.func.id in aliases)]
+        s.defs, s.imports, s.other, s.nested, s.assigned = self.defs, self.imports, self.other, self.nested, \
+            self.assigned
+        s.bindings, s.scopes, s.values, s.callee_names = self.bindings, self.scopes, self.values, self.callee_names
+        s.getattr_intrinsic, s.alias_names, s.loops = self.getattr_intrinsic, aliases, self.loops
+        s.lookup_intrinsic = self.lookup_intrinsic
+        s.memo = {}  # what later questions index once per scan (fast_scopes.py)
+        s.call_parents = self.call_parents
+        s.mentions = self.mentions if QUICK else None
+        return s
+
+
+_STEPS = {ast.Call: _Walk.call, ast.Subscript: _Walk.subscript, ast.Attribute: _Walk.attribute,
+          ast.Constant: _Walk.constant, ast.For: lambda w, n: w.loops.append(n), ast.Assign: _Walk.assign,
+          ast.AnnAssign: _Walk.annassign, ast.withitem: _Walk.withitem, ast.Import: _Walk.import_,
+          ast.ImportFrom: _Walk.import_, ast.FunctionDef: _Walk.function, ast.AsyncFunctionDef: _Walk.function,
+          ast.NamedExpr: _Walk.namedexpr, ast.ClassDef: _Walk.class_, ast.Lambda: _Walk.lambda_,
+          ast.ListComp: _Walk.comprehension, ast.SetComp: _Walk.comprehension, ast.DictComp: _Walk.comprehension,
+          ast.GeneratorExp: _Walk.comprehension, ast.arg: _Walk.arg, ast.Global: _Walk.scope_words,
+          ast.Nonlocal: _Walk.scope_words, ast.ExceptHandler: _Walk.handler, ast.MatchAs: _Walk.capture,
+          ast.MatchStar: _Walk.capture, ast.MatchMapping: _Walk.capture,
+          **{t: (lambda w, n: w.bind(n.name, n, "uncertain")) for t in _TYPE_PARAMS}}
 
 
 def reaches_by_binding(s: Scan) -> bool:
@@ -248,7 +340,10 @@ def reaches_by_binding(s: Scan) -> bool:
     tainted: set[str] = set()
     names = s.alias_names
     mentions = []
+    reach = _reaching(s) if QUICK else None
     for targets, value in s.values:
+        if reach is not None and reach.isdisjoint(targets):
+            continue  # no call reaches these targets: what taints them taints no callee
         direct = False
         for n in ast.walk(value):
             t = type(n)
@@ -266,6 +361,22 @@ def reaches_by_binding(s: Scan) -> bool:
                 tainted.update(targets)
                 changed = True
     return bool(tainted & s.callee_names)
+
+
+def _reaching(s: Scan) -> set:
+    """The names from which a called name is reached through alias assignments (``b = a``: a reaches b): the called
+    names, and the value of every alias assignment whose targets hold one of them, to a fixed point.  A taint of
+    any other name reaches no called name, so ``reaches_by_binding`` reads only the assignments to these."""
+    out = set(s.callee_names)
+    aliases = [(targets, value.id) for targets, value in s.values if type(value) is ast.Name]
+    changed = True
+    while changed:
+        changed = False
+        for targets, source in aliases:
+            if source not in out and not out.isdisjoint(targets):
+                out.add(source)
+                changed = True
+    return out
 
 
 def used_as_value(tree: ast.Module) -> bool:
@@ -309,7 +420,7 @@ def qualify(func: ast.expr, s: Scan) -> Optional[str]:
     return through(imports[root][0], reversed(parts), s.shadows)
 
 
-def enclosing(defs: list, node) -> Optional[str]:
+def enclosing(defs: list, node, memo: Optional[dict] = None) -> Optional[str]:
     """Dotted names of the function and class definitions around ``node`` (its ancestors in the tree).
 
     A definition's extent starts at its first decorator; extents of AST nodes nest, so the
@@ -317,11 +428,22 @@ def enclosing(defs: list, node) -> Optional[str]:
     """
     pos, end = (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
     around = []
-    for d in defs:
-        start = min([(d.lineno, d.col_offset)] + [(x.lineno, x.col_offset) for x in d.decorator_list])
-        if start <= pos and end <= (d.end_lineno, d.end_col_offset):
-            around.append((start, d.name))
+    for start, stop, name in _extents(defs, memo):
+        if start <= pos and end <= stop:
+            around.append((start, name))
     return ".".join(name for _, name in sorted(around)) or None
+
+
+def _extents(defs: list, memo: Optional[dict]) -> list:
+    """(start, decorators included; end; name) of each definition (``QUICK``, given the scan's ``memo``: computed
+    once per scan)."""
+    if QUICK and memo is not None and "extents" in memo:
+        return memo["extents"]
+    out = [(min([(d.lineno, d.col_offset)] + [(x.lineno, x.col_offset) for x in d.decorator_list]),
+            (d.end_lineno, d.end_col_offset), d.name) for d in defs]
+    if QUICK and memo is not None:
+        memo["extents"] = out
+    return out
 
 
 # A call of the intrinsic needs its name followed by "(" (whitespace, comments and line
@@ -357,86 +479,134 @@ def value_reads(tree: ast.Module, s: Scan, tl: set, tvm: set, path: str = "") ->
     from . import route_rules as rr
 
     roots = rr.api_roots(tl, tvm)
-
-    parents: dict = {}
-    cands = []
-    used: dict = {}  # name -> how many Name nodes spell it (any context), strings and global/nonlocal included
-    aliases = s.alias_names
-    AST = ast.AST
-    stack = [tree]
-    pop, push = stack.pop, stack.append
-    while stack:
-        node = pop()
-        for field in node._fields:
-            v = getattr(node, field, None)
-            if type(v) is list:
-                for x in v:
-                    if isinstance(x, AST):
-                        parents[id(x)] = node
-                        push(x)
-            elif isinstance(v, AST):
-                parents[id(v)] = node
-                push(v)
-        t = type(node)
-        if t is ast.Attribute:
-            if node.attr == INTRINSIC and type(node.ctx) is ast.Load:
-                cands.append(node)
-        elif t is ast.Name:
-            used[node.id] = used.get(node.id, 0) + 1
-            if node.id in aliases and type(node.ctx) is ast.Load:
-                cands.append(node)
-        elif t is ast.Constant:
-            if isinstance(node.value, str):
-                used[node.value] = used.get(node.value, 0) + 2
-                if node.value == INTRINSIC:
-                    cands.append(node)
-        elif t is ast.Global or t is ast.Nonlocal:
-            for n in node.names:
-                used[n] = used.get(n, 0) + 2
+    walk = _Reads(tree, s)
     out = []
-    for node in cands:
-        par = parents.get(id(node))
-        if type(node) is ast.Constant:
-            if type(par) is ast.Subscript or type(par) is ast.Call and (
-                    type(par.func) is ast.Name and par.func.id == "getattr" or
-                    type(par.func) is ast.Attribute and par.func.attr == "get"):
-                raise Undecided  # a string lookup: libcst reads it (reach.string_route)
-            continue  # `__all__`, hasattr, a docstring: no read
-        q = qualify(node, s)
-        if q is None:
-            continue
-        mod, _, name = q.rpartition(".")
-        if name != INTRINSIC or (mod not in tl and mod not in tvm):
-            continue
-        api = "tilelang" if mod in tl else "tvm"
-        if type(par) is ast.Call and par.func is node:
-            continue  # the callee of a call the passes analyse
-        if _defines_api(par, node, parents, path, roots):
-            continue  # the read is the whole value of the API's own definition
-        route = _route(node, par, parents)
-        if route is None:
-            continue
-        callee = ""
-        if route[0] == rr.ARGUMENT:
-            callee = _callee_name((par if type(par) is ast.Call else parents[id(par)]).func, s)
-        # the innermost binding whose value holds the read (libcst follows its uses)
-        prev, cur = node, par
-        while not isinstance(cur, ast.stmt):
-            if type(cur) is ast.NamedExpr or type(cur) is ast.arguments:
-                raise Undecided
-            prev, cur = cur, parents.get(id(cur))
-        if type(cur) is ast.Assign and cur.value is prev and len(cur.targets) == 1 and \
-                type(cur.targets[0]) is ast.Name or type(cur) is ast.AnnAssign and cur.value is prev and \
-                type(cur.target) is ast.Name:
-            target = (cur.targets[0] if type(cur) is ast.Assign else cur.target).id
-            if target == INTRINSIC and rr.defines_api(path, _module_level(cur, parents), target, roots):
-                continue  # the API's own definition (checks/value_read.py: its carrier)
-            if target == INTRINSIC or used.get(target, 0) > 1:
-                raise Undecided  # the API's own re-export, or a name the file uses: libcst
-        read = rr.Read(api, _dotted(node), route[0], route[1], callee=callee)
-        if rr.is_finding(read):
+    for node in walk.cands:
+        read = _read_of(node, walk, s, tl, tvm, path, roots)
+        if read is not None:
             out.append((node, read))
     return out
+
+
+class _Reads:
+    """The candidate reads of the intrinsic (attributes and names read, strings equal to it), in the order of one
+    walk over the tree, with their parents (``parents``) and the file's uses of each name (``used``).
+
+    ``QUICK`` (where the intrinsic has no alias): only the top-level statements that hold one of the scan's
+    mentions are walked, last first, as a walk of the whole tree meets them; every node's parent is the same in
+    its statement's walk, every candidate is a mention, and the uses are counted over the whole tree when first
+    asked for.  Anywhere a mention is not found in the statements walked, the whole tree is walked."""
+
+    def __init__(self, tree: ast.Module, s: Scan):
+        self.tree, self.aliases = tree, s.alias_names
+        self.parents: dict = {}
+        self.cands: list = []
+        self._used: Optional[dict] = None
+        if QUICK and s.mentions is not None and self.aliases == {INTRINSIC}:
+            starts = [min([(x.lineno, x.col_offset)] + [(d.lineno, d.col_offset)
+                                                         for d in getattr(x, "decorator_list", ())])
+                      for x in tree.body]
+            held = {bisect.bisect_right(starts, (m.lineno, m.col_offset)) - 1 for m in s.mentions}
+            for k in sorted((k for k in held if k >= 0), reverse=True):
+                self.parents[id(tree.body[k])] = tree
+                self._walk(tree.body[k], None)
+            if all(id(m) in self.parents for m in s.mentions):
+                return
+            self.parents, self.cands = {}, []
+        self._used = {}
+        self._walk(tree, self._used)
+
+    def used(self, name: str) -> int:
+        """How many Name nodes spell ``name`` (any context), strings and global/nonlocal names counted twice."""
+        if self._used is None:
+            self._used = {}
+            self._walk(self.tree, self._used, record=False)
+        return self._used.get(name, 0)
+
+    def _walk(self, top, used: Optional[dict], record: bool = True) -> None:
+        parents, cands, aliases = self.parents, self.cands, self.aliases
+        AST = ast.AST
+        stack = [top]
+        pop, push = stack.pop, stack.append
+        while stack:
+            node = pop()
+            for field in node._fields:
+                v = getattr(node, field, None)
+                if type(v) is list:
+                    for x in v:
+                        if isinstance(x, AST):
+                            if record:
+                                parents[id(x)] = node
+                            push(x)
+                elif isinstance(v, AST):
+                    if record:
+                        parents[id(v)] = node
+                    push(v)
+            t = type(node)
+            if t is ast.Attribute:
+                if record and node.attr == INTRINSIC and type(node.ctx) is ast.Load:
+                    cands.append(node)
+            elif t is ast.Name:
+                if used is not None:
+                    used[node.id] = used.get(node.id, 0) + 1
+                if record and node.id in aliases and type(node.ctx) is ast.Load:
+                    cands.append(node)
+            elif t is ast.Constant:
+                if isinstance(node.value, str):
+                    if used is not None:
+                        used[node.value] = used.get(node.value, 0) + 2
+                    if record and node.value == INTRINSIC:
+                        cands.append(node)
+            elif (t is ast.Global or t is ast.Nonlocal) and used is not None:
+                for n in node.names:
+                    used[n] = used.get(n, 0) + 2
+
+
+def _read_of(node, walk: _Reads, s: Scan, tl: set, tvm: set, path: str, roots):
+    """The route_rules.Read of one candidate, None where it is no read this pass reports (``value_reads``)."""
+    from . import route_rules as rr
+
+    parents = walk.parents
+    par = parents.get(id(node))
+    if type(node) is ast.Constant:
+        if type(par) is ast.Subscript or type(par) is ast.Call and (
+                type(par.func) is ast.Name and par.func.id == "getattr" or
+                type(par.func) is ast.Attribute and par.func.attr == "get"):
+            raise Undecided  # a string lookup: libcst reads it (reach.string_route)
+        return None  # `__all__`, hasattr, a docstring: no read
+    q = qualify(node, s)
+    if q is None:
+        return None
+    mod, _, name = q.rpartition(".")
+    if name != INTRINSIC or (mod not in tl and mod not in tvm):
+        return None
+    api = "tilelang" if mod in tl else "tvm"
+    if type(par) is ast.Call and par.func is node:
+        return None  # the callee of a call the passes analyse
+    if _defines_api(par, node, parents, path, roots):
+        return None  # the read is the whole value of the API's own definition
+    route = _route(node, par, parents)
+    if route is None:
+        return None
+    callee = ""
+    if route[0] == rr.ARGUMENT:
+        callee = _callee_name((par if type(par) is ast.Call else parents[id(par)]).func, s)
+    # the innermost binding whose value holds the read (libcst follows its uses)
+    prev, cur = node, par
+    while not isinstance(cur, ast.stmt):
+        if type(cur) is ast.NamedExpr or type(cur) is ast.arguments:
+            raise Undecided
+        prev, cur = cur, parents.get(id(cur))
+    if type(cur) is ast.Assign and cur.value is prev and len(cur.targets) == 1 and \
+            type(cur.targets[0]) is ast.Name or type(cur) is ast.AnnAssign and cur.value is prev and \
+            type(cur.target) is ast.Name:
+        target = (cur.targets[0] if type(cur) is ast.Assign else cur.target).id
+        if target == INTRINSIC and rr.defines_api(path, _module_level(cur, parents), target, roots):
+            return None  # the API's own definition (checks/value_read.py: its carrier)
+        if target == INTRINSIC or walk.used(target) > 1:
+            raise Undecided  # the API's own re-export, or a name the file uses: libcst
+    read = rr.Read(api, _dotted(node), route[0], route[1], callee=callee)
+    return read if rr.is_finding(read) else None
 
 
 def _module_level(stmt, parents) -> bool:

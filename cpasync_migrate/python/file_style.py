@@ -70,13 +70,23 @@ def habits(text: str) -> tuple[bool, str, frozenset]:
     return yes >= no, "'" if single else '"', frozenset(doubles) if single else frozenset()
 
 
-class FileStyle:
-    """Both facts of one file's text, each computed when first asked for."""
+def quick_habits(text: str, flat: bool) -> Optional[tuple]:
+    """``habits(text)`` without the tokenizer where the text shows it: ``flat`` (no bracket holds a line break:
+    no list of one item per line, so "yes") and no ``'`` in the text (no string opens with one: the quote is ``"``
+    and no double-quoted strings are kept); None elsewhere."""
+    if flat and "'" not in text:
+        return True, '"', frozenset()
+    return None
 
-    def __init__(self, text: str):
+
+class FileStyle:
+    """Both facts of one file's text, each computed when first asked for.  ``flat``: the caller has shown that no
+    bracket of the text holds a line break (``window._flat``), so ``quick_habits`` may answer."""
+
+    def __init__(self, text: str, flat: bool = False):
         self.text = text
         self._unit: Optional[str] = None
-        self._habits: Optional[tuple] = None
+        self._habits: Optional[tuple] = quick_habits(text, flat)
 
     def unit(self) -> str:
         if self._unit is None:

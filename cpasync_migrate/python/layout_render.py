@@ -8,12 +8,17 @@ model, so both lay a fix out by one code.  Nothing here imports a parser.
 """
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from ..findings import Edit
+
+# line_context looks for the call's line end up to the first "\n", not through the rest of the text (a window of a
+# large file is as long as the file's lines): environment CPASYNC_MIGRATE_FAST_EDIT_MEMO=0 turns it off, with fast_edit's
+BOUNDED = os.environ.get("CPASYNC_MIGRATE_FAST_EDIT_MEMO", "1") != "0"
 
 
 @dataclass
@@ -69,10 +74,15 @@ def line_context(text: str, rs: int, re_: int) -> tuple[str, str, str]:
     ls = text.rfind("\n", 0, rs) + 1
     prefix = text[ls:rs]
     le = len(text)
-    for nl in ("\r\n", "\n", "\r"):
-        i = text.find(nl, re_)
-        if i != -1:
-            le = min(le, i)
+    if BOUNDED:  # the first "\n" bounds the search for "\r" (a "\r\n" starts with one): not the rest of the text
+        i = text.find("\n", re_)
+        j = text.find("\r", re_, len(text) if i == -1 else i)
+        le = min(x for x in (i, j, le) if x != -1)
+    else:
+        for nl in ("\r\n", "\n", "\r"):
+            i = text.find(nl, re_)
+            if i != -1:
+                le = min(le, i)
     return prefix, text[re_:le], prefix[: len(prefix) - len(prefix.lstrip(" \t"))]
 
 

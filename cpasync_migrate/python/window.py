@@ -40,6 +40,12 @@ meanwhile (``gc.freeze``; unfrozen when the file is done), so each of those coll
 its own window made, not the whole heap again (``FREEZE``; environment
 ``CPASYNC_MIGRATE_GC_FREEZE=0`` turns it off; it changes no result, only what each collection walks).
 
+``QUICK`` (environment ``CPASYNC_MIGRATE_WINDOW_QUICK=0`` turns it off): the cut of the text cut last is reused
+and a piece an edit left unchanged is not parsed again (``_segments``), a run's line breaks are counted
+(``_gap``), each window is built from ``plan``'s list of module-level pieces, and a file whose pieces are all
+``_flat`` gets its habits without the tokenizer where ``file_style.quick_habits`` answers
+(``tests/test_fast_speedups.py`` checks the same results on and off).
+
 ``ENABLED`` (environment ``CPASYNC_MIGRATE_WINDOW=0`` turns it off) is the switch;
 ``MIN_CHARS`` (``CPASYNC_MIGRATE_WINDOW_MIN_CHARS``, default 131072) the size from which a file
 is windowed (smaller files are cheaper whole).  ``tests/test_window.py`` checks that windowed and
@@ -63,6 +69,7 @@ from .calls import INTRINSIC
 ENABLED = os.environ.get("CPASYNC_MIGRATE_WINDOW", "1") != "0"
 MIN_CHARS = int(os.environ.get("CPASYNC_MIGRATE_WINDOW_MIN_CHARS", "131072"))
 FREEZE = os.environ.get("CPASYNC_MIGRATE_GC_FREEZE", "1") != "0"
+QUICK = os.environ.get("CPASYNC_MIGRATE_WINDOW_QUICK", "1") != "0"
 WINDOW_CHARS = 16384  # definitions' text per window (the per-wrapper cost of libcst's metadata, amortised)
 
 _ODD_BREAKS = re.compile("\r(?!\n)|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
@@ -83,6 +90,7 @@ class _Segment:
     line: int  # 1-based number of its first line
     kind: str = "stmt"  # "def": one top-level def or class; "stmt": module-level statements, kept in every window
     name: str = ""
+    flat: bool = False  # (QUICK) no bracket of the piece spans lines (``_flat``)
 
 
 def _starts(text: str) -> Optional[list[int]]:
@@ -152,8 +160,30 @@ def _parse(text: str):
         return None
 
 
+# The last text cut (``_segments``) and what each of its pieces parsed to: (text, segments, piece -> (kind, name)).
+_last: list = [None, None, {}]
+
+
 def _segments(text: str) -> Optional[list[_Segment]]:
-    """The file cut at each top-level statement; each piece checked to parse alone (None: it does not)."""
+    """The file cut at each top-level statement; each piece checked to parse alone (None: it does not).
+
+    ``QUICK``: the text cut last is not cut again (``plan``, then ``parses_in_pieces`` of the same file), and a
+    piece that is a piece of it, unchanged, is not parsed again (a rewritten file's re-parse check parses only the
+    pieces its edits changed): a piece's parse depends on its text alone."""
+    if not QUICK:
+        return _cut(text, {})
+    if _last[0] is not None and (_last[0] is text or _last[0] == text):
+        return _last[1]
+    seen: dict = {}
+    segs = _cut(text, _last[2], seen)
+    if segs is not None:
+        _last[:] = [text, segs, seen]
+    return segs
+
+
+def _cut(text: str, known: dict, seen: Optional[dict] = None) -> Optional[list[_Segment]]:
+    """``_segments``' cut and parse of each piece (``known``: piece -> (kind, name) of pieces that parsed;
+    ``seen``: filled in the same way for this text)."""
     starts = _starts(text)
     if starts is None:
         return None
@@ -172,15 +202,76 @@ def _segments(text: str) -> Optional[list[_Segment]]:
         piece = text[s:e]
         if k and _FUTURE.search(piece):
             return None
-        tree = _parse(piece)
-        if tree is None:
-            return None
-        seg = _Segment(s, e, line)
-        if len(tree.body) == 1 and isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            seg.kind, seg.name = "def", tree.body[0].name
+        got = known.get(piece)
+        if got is None:
+            tree = _parse(piece)
+            if tree is None:
+                return None
+            flat = QUICK and _flat(tree, piece)
+            got = ("stmt", "", flat)
+            if len(tree.body) == 1 and isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                got = ("def", tree.body[0].name, flat)
+            del tree
+        if seen is not None:
+            seen[piece] = got
+        seg = _Segment(s, e, line, *got)
         segs.append(seg)
         line += piece.count("\n")
     return segs
+
+
+def _flat(tree: ast.Module, piece: str) -> bool:
+    """No bracket of ``piece`` (``tree``: its parse) holds a line break: every simple statement lies on one line, and
+    every compound statement's header on one line (its decorators on lines of their own, one after another; its body
+    on the same line or starting a line of its own after it; each ``except`` clause likewise).  Every bracket lies in
+    a simple statement, a header or a decorator, so then the tokenizer gives no line break inside brackets.  False
+    also where this does not tell (a ``match`` statement, comment lines between a header and its body).  A string
+    literal alone as a statement (a docstring) may span lines: a line break inside a string is no line break
+    between tokens."""
+    lines = None
+    stack = list(tree.body)
+    while stack:
+        st = stack.pop()
+        body = getattr(st, "body", None)
+        if type(body) is not list:
+            if st.lineno != st.end_lineno and not _bare_string(st):
+                return False
+            continue
+        if type(st) is ast.Match:
+            return False
+        if lines is None:
+            lines = piece.split("\n")
+        heads = [st, *getattr(st, "handlers", ())]
+        if not all(_flat_header(h, lines) for h in heads) or not _flat_decorators(st, lines):
+            return False
+        for h in heads:
+            stack.extend(h.body)
+        stack.extend(getattr(st, "orelse", ()))
+        stack.extend(getattr(st, "finalbody", ()))
+    return True
+
+
+def _bare_string(st) -> bool:
+    """A statement that is a string literal and nothing else (a docstring): no bracket in it."""
+    v = getattr(st, "value", None)
+    return type(st) is ast.Expr and type(v) is ast.Constant and \
+        (st.lineno, st.col_offset, st.end_lineno, st.end_col_offset) == \
+        (v.lineno, v.col_offset, v.end_lineno, v.end_col_offset)
+
+
+def _flat_header(node, lines: list) -> bool:
+    first = node.body[0]
+    if first.lineno == node.lineno:
+        return True
+    return first.lineno == node.lineno + 1 and not lines[first.lineno - 1].encode("utf-8")[:first.col_offset].strip()
+
+
+def _flat_decorators(node, lines: list) -> bool:
+    decorators = getattr(node, "decorator_list", ())
+    for d, after in zip(decorators, [*decorators[1:], node]):
+        if d.lineno != d.end_lineno or after.lineno != d.lineno + 1 or not lines[d.lineno - 1].lstrip().startswith("@"):
+            return False
+    return True
 
 
 def parses_in_pieces(text: str) -> bool:
@@ -232,6 +323,9 @@ def plan(text: str, options, min_chars: Optional[int] = None) -> Optional[list[W
     kept = sum(s.end - s.start for s in segs if s.kind == "stmt")
     if len(groups) * kept > len(text):
         return None
+    if QUICK:
+        stmts, crlf = [k for k, s in enumerate(segs) if s.kind == "stmt"], "\r\n" in text
+        return [_window(text, segs, set(g), stmts, crlf) for g in groups]
     return [_window(text, segs, set(g)) for g in groups]
 
 
@@ -257,41 +351,53 @@ def _names_closed(text: str, segs: list[_Segment], options) -> bool:
     return True
 
 
-def _window(text: str, segs: list[_Segment], group: set) -> Window:
+def _window(text: str, segs: list[_Segment], group: set, stmts: Optional[list] = None,
+            crlf: Optional[bool] = None) -> Window:
+    """The window of the definitions ``group`` (indices into ``segs``).  ``QUICK``: ``stmts`` (the module-level
+    pieces' indices) and ``crlf`` (the text holds ``\\r\\n``) come from ``plan``, found once per file, so a window
+    costs its own pieces and runs, not a look at every piece and the whole text."""
+    if stmts is None:
+        kept = [k for k, s in enumerate(segs) if s.kind == "stmt" or k in group]
+    else:
+        kept = sorted(set(stmts) | group)
     parts: list[str] = []
     pieces: list = []
     lines: list = []
     at = 0
-    last = max(k for k, s in enumerate(segs) if s.kind == "stmt" or k in group)
-    k = 0
-    while k <= last:  # the definitions after the last kept piece are left out: nothing after them moves
+    expected = 0  # the definitions after the last kept piece are left out: nothing after them moves
+    for k in kept:
+        if k > expected:  # a run of definitions left out: one string holding their line breaks
+            piece = _gap(text[segs[expected].start:segs[k - 1].end])
+            parts.append(piece)
+            at += len(piece)
         s = segs[k]
-        if s.kind == "stmt" or k in group:
-            piece = text[s.start:s.end]
-            if pieces and pieces[-1][1] + pieces[-1][2] == s.start and pieces[-1][0] + pieces[-1][2] == at:
-                w, f, n = pieces[-1]
-                pieces[-1] = (w, f, n + len(piece))
-            else:
-                pieces.append((at, s.start, len(piece)))
-            if k in group:
-                lines.append((s.line, s.line + piece.count("\n")))
-            k += 1
-        else:  # a run of definitions left out: one string holding their line breaks
-            j = k
-            while j <= last and not (segs[j].kind == "stmt" or j in group):
-                j += 1
-            gap = text[s.start:segs[j - 1].end]
-            breaks = ["\r\n" if x.endswith("\r") else "\n" for x in gap.split("\n")[:-1]]
-            if not gap.endswith("\n"):
-                breaks.append("")  # the file's last line
-            piece = '0 or """' + "".join(breaks[:-1]) + '"""' + breaks[-1]
-            k = j
+        piece = text[s.start:s.end]
+        if pieces and pieces[-1][1] + pieces[-1][2] == s.start and pieces[-1][0] + pieces[-1][2] == at:
+            w, f, n = pieces[-1]
+            pieces[-1] = (w, f, n + len(piece))
+        else:
+            pieces.append((at, s.start, len(piece)))
+        if k in group:
+            lines.append((s.line, s.line + piece.count("\n")))
         parts.append(piece)
         at += len(piece)
+        expected = k + 1
     out = "".join(parts)
-    if "\r\n" in text and "\r\n" not in out:  # the passes read the file's newline from the text
+    if ("\r\n" in text if crlf is None else crlf) and "\r\n" not in out:  # the passes read the file's newline
         out += '0 or """\r\n"""\r\n'  # (only after a tail left out: the last kept piece ends its line)
     return Window(out, pieces, lines)
+
+
+def _gap(gap: str) -> str:
+    """The string expression statement holding the line breaks of ``gap`` (``QUICK``: counted, where every break
+    is ``\\n``, rather than listed one by one)."""
+    if QUICK and "\r" not in gap:
+        n = gap.count("\n") + (0 if gap.endswith("\n") else 1)  # (the file's last line: no break of its own)
+        return '0 or """' + "\n" * (n - 1) + '"""' + ("\n" if gap.endswith("\n") else "")
+    breaks = ["\r\n" if x.endswith("\r") else "\n" for x in gap.split("\n")[:-1]]
+    if not gap.endswith("\n"):
+        breaks.append("")  # the file's last line
+    return '0 or """' + "".join(breaks[:-1]) + '"""' + breaks[-1]
 
 
 def _to_file(w: Window, offset: int) -> Optional[int]:
@@ -312,7 +418,8 @@ def analyze(text: str, options, analyze_text: Callable[[str, object], Analysis],
         return None
     from .file_style import FileStyle
 
-    style = FileStyle(text)
+    # (QUICK) no bracket of the file spans lines: the style reads its habits without the tokenizer where that is exact
+    style = FileStyle(text, flat=QUICK and all(s.flat for s in (_segments(text) or ())))
     frozen = FREEZE and gc.get_freeze_count() == 0  # (a freeze made by someone else is left as it is)
     if frozen:
         gc.freeze()  # what lives before the windows is not walked again by each window's collection
