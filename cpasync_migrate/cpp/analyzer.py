@@ -47,8 +47,9 @@ class CppAnalyzer(CppContext):
 
     gate = True  # look for consumers and constructions only in _hot_ranges; tests compare both settings
 
-    def __init__(self, text: str, path: str, options: FrontEndOptions, window: Optional[list] = None):
-        super().__init__(text, path, options, window)
+    def __init__(self, text: str, path: str, options: FrontEndOptions, window: Optional[list] = None,
+                 old_tree=None, data: Optional[bytes] = None):
+        super().__init__(text, path, options, window, old_tree, data)
         self.constructions = ConstructionChecks(self)
         self.merge = MergeRebase(self, constructions=self.constructions)
         self.consumers = ConsumerChecks(self, self.merge)

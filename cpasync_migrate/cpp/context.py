@@ -129,13 +129,16 @@ class CppContext:
     sites: list[PendingSite]
     nl: str
 
-    def __init__(self, text: str, path: str, options: FrontEndOptions, window: Optional[list] = None):
+    def __init__(self, text: str, path: str, options: FrontEndOptions, window: Optional[list] = None,
+                 old_tree=None, data: Optional[bytes] = None):
         self.text = text
         self.path = path
         self.options = options
         self.rules = options.rules
         self.cpp = load_cpp_rules(options.rules)
-        self.src = Source(text, window)  # window: byte ranges parsed alone (window.py), None: the whole file
+        # window: byte ranges parsed alone (window.py), None: the whole file; old_tree: a window's tree the
+        # whole file's parse reuses; data: the text's UTF-8 bytes where the caller has them
+        self.src = Source(text, window, old_tree, data)
         self.errors = error_nodes(self.src.root)
         self.legacy = self.rules.legacy
         self.target = options.target

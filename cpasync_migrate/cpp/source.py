@@ -60,8 +60,13 @@ def parser() -> tree_sitter.Parser:
     return tree_sitter.Parser(_language())
 
 
-def parse_bytes(data: bytes) -> tree_sitter.Tree:
-    return parser().parse(data)
+def parse_bytes(data: bytes, old_tree: Optional[tree_sitter.Tree] = None) -> tree_sitter.Tree:
+    """``data`` parsed whole; with ``old_tree`` (a parse of the same bytes over some of their ranges, window.py)
+    tree-sitter reuses that tree's nodes where the ranges did not change, and the tree is the one a fresh
+    parse gives (tests/test_cpp_window.py compares both)."""
+    if old_tree is None:
+        return parser().parse(data)
+    return parser().parse(data, old_tree)
 
 
 def parse_ranges(data: bytes, ranges: list[tuple[int, int]]) -> tree_sitter.Tree:
@@ -138,12 +143,13 @@ class Source:
     """One file's text, its UTF-8 bytes, its parse tree and offset maps.
 
     With ``window`` (byte ranges, window.py) only those ranges are parsed; the text, the bytes and
-    every position stay the whole file's."""
+    every position stay the whole file's.  ``old_tree``: such a window's tree, reused by the whole
+    file's parse (:func:`parse_bytes`)."""
 
-    def __init__(self, text: str, window: Optional[list] = None):
+    def __init__(self, text: str, window: Optional[list] = None, old_tree=None, data: Optional[bytes] = None):
         self.text = text
-        self.data = text.encode("utf-8", "surrogatepass")
-        self.tree = parse_bytes(self.data) if window is None else parse_ranges(self.data, window)
+        self.data = text.encode("utf-8", "surrogatepass") if data is None else data
+        self.tree = parse_bytes(self.data, old_tree) if window is None else parse_ranges(self.data, window)
         self.root = self.tree.root_node
         self._starts: Optional[list[int]] = None
         if len(self.data) == len(text):

@@ -63,6 +63,11 @@ from typing import Optional
 
 ENABLED = os.environ.get("CPASYNC_MIGRATE_CPP_WINDOW", "1") != "0"
 MIN_BYTES = int(os.environ.get("CPASYNC_MIGRATE_CPP_WINDOW_MIN_BYTES", "16384"))
+# A window that does not decide the file hands its tree to the whole file's parse, which reuses the nodes
+# inside the window (tree-sitter's incremental parse over changed included ranges): each byte is parsed
+# once.  CPASYNC_MIGRATE_CPP_WINDOW_REUSE=0 parses the whole file afresh; tests/test_cpp_window.py checks
+# both give the same tree and the same analysis.
+REUSE = os.environ.get("CPASYNC_MIGRATE_CPP_WINDOW_REUSE", "1") != "0"
 MAX_SHARE = 0.5  # a window holding more of the file than this is not tried (the whole file is parsed)
 
 # What the scan stops at, at namespace scope and inside a declaration (where ``;`` does not matter).
@@ -444,24 +449,33 @@ def _helper_calls_closed(an, ranges: list[tuple[int, int]]) -> bool:
 def analyze(text: str, path: str, options):
     """The file's analysis when a window shows it has no site (the empty analysis); None otherwise
     (the caller analyses the whole file)."""
+    return attempt(text, path, options)[0]
+
+
+def attempt(text: str, path: str, options, data: Optional[bytes] = None):
+    """``(analysis, tree)``: the analysis as :func:`analyze` gives it; where that is None and a window was
+    parsed, ``tree`` is the window's tree (its nodes are reused by the whole file's parse when ``REUSE``
+    is on), else None."""
     if not ENABLED:
-        return None
-    data = text.encode("utf-8", "surrogatepass")
+        return None, None
+    if data is None:
+        data = text.encode("utf-8", "surrogatepass")
     if len(data) < MIN_BYTES:
-        return None
+        return None, None
     from ..findings import Analysis
     from .analyzer import CppAnalyzer
     from .cpprules import load_cpp_rules
 
     ranges = plan(data, load_cpp_rules(options.rules))
     if ranges is None or sum(b - a for a, b in ranges) > len(data) * MAX_SHARE:
-        return None  # little to gain from a window of most of the file, and a site would cost both parses
-    an = CppAnalyzer(text, path, options, window=ranges)
+        return None, None  # little to gain from a window of most of the file, and a site would cost both parses
+    an = CppAnalyzer(text, path, options, window=ranges, data=data)
+    tree = an.src.tree if REUSE else None
     if an.errors or an.src.root.has_error:
-        return None
+        return None, tree
     if not _helper_calls_closed(an, ranges):
-        return None
+        return None, tree
     an.collect(until_site=True)
     if an.sites:
-        return None
-    return Analysis(findings=[])
+        return None, tree
+    return Analysis(findings=[]), None
