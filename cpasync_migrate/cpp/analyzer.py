@@ -27,6 +27,7 @@ character-offset edits out.
 from __future__ import annotations
 
 import bisect
+import os
 from typing import Optional
 
 from ..findings import Analysis, Edit, Finding, Fix, FrontEndOptions, Status, apply_edits
@@ -35,7 +36,14 @@ from .consumers import ConsumerChecks
 from .context import CppContext, PendingSite
 from .declarations import DeclarationChecks
 from .merge import MergeRebase
-from .source import error_summary, nodes_of_types
+from .source import error_summary, nodes_around, nodes_of_types
+
+# The lean walk (CPASYNC_MIGRATE_CPP_LEAN=0 turns it off): the nodes the checks read are found from the
+# bytes first (the occurrences of the op's name, the offset-like names) and the tree is searched only
+# around them, instead of one query over the whole tree for every definition, declarator and macro
+# (see CppAnalyzer._lean_nodes).  tests/test_cpp.py and tests/test_cpp_window.py compare both settings.
+LEAN = os.environ.get("CPASYNC_MIGRATE_CPP_LEAN", "1") != "0"
+_MACROS = ("preproc_def", "preproc_function_def")
 
 
 class CppAnalyzer(CppContext):
@@ -66,21 +74,10 @@ class CppAnalyzer(CppContext):
     def collect(self, until_site: bool = False) -> None:
         """Walk the file and give each node to its site family (``self.sites``); window.py calls it alone,
         ``until_site``: stopping once there is a site (it only asks whether there is one)."""
-        fdecls, macros = [], []
-        for n in nodes_of_types(self.src.root, ("function_definition", "function_declarator",
-                                                "preproc_function_def", "preproc_def")):
-            kind = n.type
-            if kind == "function_definition":
-                self.fns.append(n)
-                self.fn_starts.append(n.start_byte)
-            elif kind == "function_declarator":
-                fdecls.append(n)
-            else:
-                macros.append(n)
-        ifs, calls = [], []
-        for n in nodes_of_types(self.src.root, ("if_statement", "call_expression"),
-                                self._hot_ranges() if self.gate else None):
-            (ifs if n.type == "if_statement" else calls).append(n)
+        if LEAN and self.gate:
+            ifs, calls, fdecls, macros = self._lean_nodes()
+        else:
+            ifs, calls, fdecls, macros = self._all_nodes()
         for s in ifs:
             self._tagged(self.consumers.consumer, s)
             if until_site and self.sites:
@@ -95,6 +92,85 @@ class CppAnalyzer(CppContext):
             self.declarations.helper(f)
         for m in macros:
             self.declarations.macro(m)
+
+    def _all_nodes(self) -> tuple[list, list, list, list]:
+        """(if statements, calls, function declarators, macro definitions) to check, in document order: every
+        definition, declarator and macro of the file, the ifs and calls in ``_hot_ranges`` (all with ``gate``
+        off); ``fns`` is filled on the way."""
+        fdecls, macros, fns = [], [], []
+        for n in nodes_of_types(self.src.root, ("function_definition", "function_declarator",
+                                                "preproc_function_def", "preproc_def")):
+            kind = n.type
+            if kind == "function_definition":
+                fns.append(n)
+            elif kind == "function_declarator":
+                fdecls.append(n)
+            else:
+                macros.append(n)
+        self._fns, self._fn_starts = fns, [f.start_byte for f in fns]
+        ifs, calls = [], []
+        for n in nodes_of_types(self.src.root, ("if_statement", "call_expression"),
+                                self._hot_ranges() if self.gate else None):
+            (ifs if n.type == "if_statement" else calls).append(n)
+        return ifs, calls, fdecls, macros
+
+    def _lean_nodes(self) -> tuple[list, list, list, list]:
+        """What :meth:`_all_nodes` gives the checks, found from the bytes (LEAN).
+
+        Around each occurrence of the op's name (a query over its bytes): its outermost function definition
+        (the hot ranges are those, and the occurrences outside every function, as ``_hot_ranges`` has
+        them) and the macro definitions around it (a macro site names the op in its value).  One query
+        over the hot ranges gives their ifs, calls and function definitions (every definition around a
+        node inside such a range: ``func_of`` reads those, ``fns`` the whole file's when asked).  A
+        printer helper (CPA105) has two parameters named like ``[helpers] offset_param``: the declarators
+        around two or more such names (every declarator when the pattern is not a plain suffix).  The
+        checks then see the same nodes in the same order, less those they would return from at once."""
+        from .window import _offset_regex
+
+        data, root = self.src.data, self.src.root
+        name = self.cpp.op_name.encode()
+        width = len(name)
+        occ = []
+        i = data.find(name)
+        while i != -1:
+            occ.append(i)
+            i = data.find(name, i + 1)
+        tops: dict = {}
+        macros: dict = {}
+        loose_at = []
+        for o, around in zip(occ, nodes_around(root, ("function_definition",) + _MACROS,
+                                               [(o, o + width) for o in occ])):
+            top = None
+            for n in around:
+                if n.type == "function_definition":
+                    if top is None or n.start_byte < top.start_byte:
+                        top = n
+                else:
+                    macros[n.id] = n
+            if top is None:
+                loose_at.append(o)
+            else:
+                tops[top.id] = top
+        spans = sorted((t.start_byte, t.end_byte) for t in tops.values())
+        hot = sorted(spans + [(o, o + width) for o in loose_at])
+        ifs, calls, fns = [], [], []
+        for n in nodes_of_types(root, ("if_statement", "call_expression", "function_definition"), hot):
+            kind = n.type
+            (ifs if kind == "if_statement" else calls if kind == "call_expression" else fns).append(n)
+        self._local = (spans, fns, [f.start_byte for f in fns])
+        offset = _offset_regex(self.cpp)
+        if offset is None:
+            fdecls = nodes_of_types(root, ("function_declarator",))
+        else:
+            seen: dict = {}
+            count: dict = {}
+            found = nodes_around(root, ("function_declarator",), [m.span() for m in offset.finditer(data)])
+            for around in found:
+                for n in around:
+                    seen[n.id] = n
+                    count[n.id] = count.get(n.id, 0) + 1
+            fdecls = sorted((n for k, n in seen.items() if count[k] >= 2), key=lambda n: (n.start_byte, -n.end_byte))
+        return ifs, calls, fdecls, sorted(macros.values(), key=lambda n: (n.start_byte, -n.end_byte))
 
     def _tagged(self, method, node) -> None:
         """Run ``method(node)``; the sites it adds get the op and role it left in ``self.tag``."""

@@ -117,8 +117,8 @@ class CppContext:
     src: Source
     errors: list
     style: Style
-    fns: list  # function definitions in document order (filled by the walk)
-    fn_starts: list[int]
+    # fns, fn_starts: every function definition in document order and their starts (properties: filled by
+    # the walk, or by one query of the whole tree the first time they are asked for)
     dead_ranges: list[tuple[int, int]]  # dead branches (consumers.py): no site inside
     array_helpers_seen: set  # functions returning an argument array, already judged (constructions.py)
     hoisted: list  # (function, block start, block end) of each list whose access pointers were named
@@ -145,7 +145,11 @@ class CppContext:
         self.style = getattr(options, "cpp_style", None) or Style()  # LLVM's 80 columns without a .clang-format
         self._op_vars: dict = {}
         self.dead_ranges = []
-        self.fns = []
+        self._fns: Optional[list] = None
+        self._fn_starts: Optional[list[int]] = None
+        # (spans, function definitions in them, their starts): what the lean walk found (analyzer.py); every
+        # definition around a node inside one of the spans is among them
+        self._local: Optional[tuple] = None
         self.array_helpers_seen = set()
         self.hoisted = []
         self.outside = None
@@ -153,7 +157,6 @@ class CppContext:
         self.tag = (None, None)
         self.tested_ops = []
         self.tested_opnode = None
-        self.fn_starts = []
         self.sites = []
         self.nl = "\r\n" if "\r\n" in text else "\n"
 
@@ -161,10 +164,30 @@ class CppContext:
     def text_of(self, node) -> str:
         return self.src.text_of(node)
 
+    @property
+    def fns(self) -> list:
+        if self._fns is None:
+            self._fns = nodes_of_types(self.src.root, ("function_definition",))
+            self._fn_starts = [f.start_byte for f in self._fns]
+        return self._fns
+
+    @property
+    def fn_starts(self) -> list[int]:
+        if self._fn_starts is None:
+            _ = self.fns
+        return self._fn_starts
+
     def func_of(self, node):
         """The innermost function definition around ``node`` (not ``node`` itself)."""
-        fns, starts = self.fns, self.fn_starts
         lo, hi = node.start_byte, node.end_byte
+        local = self._local
+        if local is not None:  # inside an outermost definition the lean walk read: its definitions suffice
+            spans, fns, starts = local
+            k = bisect.bisect_right(spans, (lo, float("inf"))) - 1
+            if not (k >= 0 and spans[k][0] <= lo and hi <= spans[k][1]):
+                fns, starts = self.fns, self.fn_starts
+        else:
+            fns, starts = self.fns, self.fn_starts
         # Enclosing definitions form a chain; the one that starts last is the innermost.
         for i in range(bisect.bisect_right(starts, lo) - 1, -1, -1):
             f = fns[i]

@@ -228,6 +228,22 @@ def nodes_of_types(root, types: tuple[str, ...], ranges: Optional[list[tuple[int
     return sorted(found, key=lambda n: (n.start_byte, -n.end_byte))
 
 
+def nodes_around(root, types: tuple[str, ...], ranges) -> list[list]:
+    """For each byte range ``(lo, hi)``, the nodes of the given types below ``root`` that hold all of it (those
+    around it, as a tree-sitter query finds them: in C, descending only into the nodes over the range;
+    ``Node.parent`` would search down from the root once per step up)."""
+    query = _KIND_QUERIES.get(types)
+    if query is None:
+        src = "[" + " ".join(f"({t})" for t in types) + "] @n"
+        query = _KIND_QUERIES[types] = tree_sitter.Query(_language(), src)
+    out = []
+    for lo, hi in ranges:
+        cursor = tree_sitter.QueryCursor(query)
+        cursor.set_byte_range(lo, hi)
+        out.append([n for n in cursor.captures(root).get("n", []) if n.start_byte <= lo and hi <= n.end_byte])
+    return out
+
+
 def walk(node) -> Iterator:
     """All nodes below ``node`` (itself included), in document order."""
     stack = [node]
