@@ -4,8 +4,9 @@ The switches (each a module attribute read from its environment variable):
 
 - ``window.ENABLED`` (``CPASYNC_MIGRATE_CPP_WINDOW``): a window that shows a file has no site;
 - ``window.REUSE`` (``CPASYNC_MIGRATE_CPP_WINDOW_REUSE``): the whole file's parse reuses the window's tree;
-- ``analyzer.LEAN`` (``CPASYNC_MIGRATE_CPP_LEAN``): the nodes the checks read found from the bytes, the tree
-  searched only around them.
+- ``context.LEAN`` (``CPASYNC_MIGRATE_CPP_LEAN``): the nodes the checks read (the analyzer's walk, the
+  function around a node, a function's Op variables) found by queries over the bytes that matter alone, and
+  the ifs and calls whose condition or bytes hold no op word not handed to the checks.
 
 Compared: the analyses (every finding with its fix, edits, assumptions, op and role; the error), and the
 change sets the findings make (``sets.group``), with every switch on, every switch off, and each one off
@@ -21,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from cpasync_migrate import cpp, files, sets
-from cpasync_migrate.cpp import analyzer, window
+from cpasync_migrate.cpp import context, window
 from cpasync_migrate.findings import FileOutcome, FrontEndOptions
 from cpasync_migrate.rules import load_rules
 
@@ -31,7 +32,7 @@ RULES = load_rules()
 CACHE = Path(os.environ.get("CPASYNC_BENCH_CACHE", Path.home() / ".cache" / "cpasync-migrate" / "bench-tree"))
 REALCPP = Path.home() / ".cache" / "cpasync-migrate" / "realcpp"
 
-SWITCHES = [(window, "ENABLED"), (window, "REUSE"), (analyzer, "LEAN")]
+SWITCHES = [(window, "ENABLED"), (window, "REUSE"), (context, "LEAN")]
 
 # Unrelated declarations appended to a fixture, so that its window leaves most of the file out.
 PADDING = "\n".join(

@@ -28,22 +28,30 @@ from __future__ import annotations
 
 import bisect
 import os
+import re
 from typing import Optional
 
 from ..findings import Analysis, Edit, Finding, Fix, FrontEndOptions, Status, apply_edits
 from .constructions import ConstructionChecks
 from .consumers import ConsumerChecks
+from . import context
 from .context import CppContext, PendingSite
 from .declarations import DeclarationChecks
 from .merge import MergeRebase
 from .source import error_summary, nodes_around, nodes_of_types
 
-# The lean walk (CPASYNC_MIGRATE_CPP_LEAN=0 turns it off): the nodes the checks read are found from the
-# bytes first (the occurrences of the op's name, the offset-like names) and the tree is searched only
-# around them, instead of one query over the whole tree for every definition, declarator and macro
-# (see CppAnalyzer._lean_nodes).  tests/test_cpp.py and tests/test_cpp_window.py compare both settings.
-LEAN = os.environ.get("CPASYNC_MIGRATE_CPP_LEAN", "1") != "0"
+_AROUND_NAME = ("function_definition", "preproc_def", "preproc_function_def", "declaration", "if_statement",
+                "call_expression")
+_MAX_WORD_QUERIES = 2000  # more occurrences of the Op variables' names than this: one query over the hot ranges
 _MACROS = ("preproc_def", "preproc_function_def")
+_CLUSTER_GAP = 512  # offset-like names closer than this are searched for their declarators by one query
+
+
+def _holds(data: bytes, words: list[bytes], lo: int, hi: int) -> bool:
+    for w in words:
+        if data.find(w, lo, hi) != -1:
+            return True
+    return False
 
 
 class CppAnalyzer(CppContext):
@@ -74,15 +82,24 @@ class CppAnalyzer(CppContext):
     def collect(self, until_site: bool = False) -> None:
         """Walk the file and give each node to its site family (``self.sites``); window.py calls it alone,
         ``until_site``: stopping once there is a site (it only asks whether there is one)."""
-        if LEAN and self.gate:
+        if context.LEAN and self.gate:
             ifs, calls, fdecls, macros = self._lean_nodes()
+            words = self._words  # a node whose condition or bytes hold no op word is not handed on
         else:
             ifs, calls, fdecls, macros = self._all_nodes()
+            words = None
+        data = self.src.data
         for s in ifs:
+            if words is not None:
+                cond = s.child_by_field_name("condition")
+                if cond is None or not _holds(data, words, cond.start_byte, cond.end_byte):
+                    continue
             self._tagged(self.consumers.consumer, s)
             if until_site and self.sites:
                 return
         for c in calls:
+            if words is not None and not _holds(data, words, c.start_byte, c.end_byte):
+                continue
             if not self.in_dead(c):
                 self._tagged(self.constructions.construction, c)
                 self._tagged(self.constructions.registration, c)
@@ -115,16 +132,19 @@ class CppAnalyzer(CppContext):
         return ifs, calls, fdecls, macros
 
     def _lean_nodes(self) -> tuple[list, list, list, list]:
-        """What :meth:`_all_nodes` gives the checks, found from the bytes (LEAN).
+        """What :meth:`_all_nodes` gives the checks, found around the bytes that matter (LEAN).
 
-        Around each occurrence of the op's name (a query over its bytes): its outermost function definition
-        (the hot ranges are those, and the occurrences outside every function, as ``_hot_ranges`` has
-        them) and the macro definitions around it (a macro site names the op in its value).  One query
-        over the hot ranges gives their ifs, calls and function definitions (every definition around a
-        node inside such a range: ``func_of`` reads those, ``fns`` the whole file's when asked).  A
-        printer helper (CPA105) has two parameters named like ``[helpers] offset_param``: the declarators
-        around two or more such names (every declarator when the pattern is not a plain suffix).  The
-        checks then see the same nodes in the same order, less those they would return from at once."""
+        Around each occurrence of the op's name (one query over its bytes): its outermost function
+        definition (the hot ranges are those, and the occurrences outside every function, as
+        ``_hot_ranges`` has them), the macro definitions (a macro site names the op in its value), the
+        declarations (an Op variable's initialiser names the op: the names they declare with it are the
+        *op words*, with the op's name), and the ifs and calls.  Around each occurrence of another op
+        word (as a whole name), its ifs and calls; of those, the ones over a hot range are kept.  A
+        consumer's condition and a construction's or registration's call hold an op word (the op spelled
+        there, or an Op variable), so every node the checks could take a site from is among them, in
+        the same order; :meth:`collect` then drops those whose condition or bytes hold none.  A printer
+        helper (CPA105) has two parameters named like ``[helpers] offset_param``: the declarators around
+        two or more such names (every declarator when the pattern is not a plain suffix)."""
         from .window import _offset_regex
 
         data, root = self.src.data, self.src.root
@@ -137,39 +157,75 @@ class CppAnalyzer(CppContext):
             i = data.find(name, i + 1)
         tops: dict = {}
         macros: dict = {}
+        decls: dict = {}
+        nodes: dict = {}
         loose_at = []
-        for o, around in zip(occ, nodes_around(root, ("function_definition",) + _MACROS,
-                                               [(o, o + width) for o in occ])):
+        for o, around in zip(occ, nodes_around(root, _AROUND_NAME, [(o, o + width) for o in occ])):
             top = None
             for n in around:
-                if n.type == "function_definition":
+                kind = n.type
+                if kind == "function_definition":
                     if top is None or n.start_byte < top.start_byte:
                         top = n
-                else:
+                elif kind in _MACROS:
                     macros[n.id] = n
+                elif kind == "declaration":
+                    decls[n.id] = n
+                else:
+                    nodes[n.id] = n
             if top is None:
                 loose_at.append(o)
             else:
                 tops[top.id] = top
         spans = sorted((t.start_byte, t.end_byte) for t in tops.values())
         hot = sorted(spans + [(o, o + width) for o in loose_at])
-        ifs, calls, fns = [], [], []
-        for n in nodes_of_types(root, ("if_statement", "call_expression", "function_definition"), hot):
-            kind = n.type
-            (ifs if kind == "if_statement" else calls if kind == "call_expression" else fns).append(n)
-        self._local = (spans, fns, [f.start_byte for f in fns])
+        words = {name}
+        for d in decls.values():
+            for dec in d.children_by_field_name("declarator"):
+                val = dec.child_by_field_name("value") if dec.type == "init_declarator" else None
+                if val is not None and data.find(name, val.start_byte, val.end_byte) != -1:
+                    leaf = self.leaf_name(dec.child_by_field_name("declarator"))
+                    if leaf:
+                        words.add(leaf.encode("utf-8", "surrogatepass"))
+        self._words = sorted(words)
+        extra = sorted(words - {name})
+        if extra:
+            pat = re.compile(rb"(?<![A-Za-z0-9_])(?:" + b"|".join(re.escape(w) for w in extra) + rb")(?![A-Za-z0-9_])")
+            at = [m.span() for m in pat.finditer(data)]
+            if len(at) > _MAX_WORD_QUERIES:  # a common name: the hot ranges' ifs and calls, by one query over them
+                found = [nodes_of_types(root, ("if_statement", "call_expression"), hot)]
+            else:
+                found = nodes_around(root, ("if_statement", "call_expression"), at)
+            starts = [a for a, _ in hot]
+            for around in found:
+                for n in around:
+                    if n.id in nodes:
+                        continue
+                    k = bisect.bisect_left(starts, n.end_byte) - 1  # the last hot range starting before its end
+                    if any(hot[j][1] > n.start_byte for j in range(k, -1, -1) if hot[j][0] < n.end_byte):
+                        nodes[n.id] = n  # over a hot range, as the query over the hot ranges has it
+        ifs, calls = [], []
+        for n in sorted(nodes.values(), key=lambda n: (n.start_byte, -n.end_byte)):
+            (ifs if n.type == "if_statement" else calls).append(n)
         offset = _offset_regex(self.cpp)
         if offset is None:
             fdecls = nodes_of_types(root, ("function_declarator",))
         else:
-            seen: dict = {}
-            count: dict = {}
-            found = nodes_around(root, ("function_declarator",), [m.span() for m in offset.finditer(data)])
-            for around in found:
-                for n in around:
-                    seen[n.id] = n
-                    count[n.id] = count.get(n.id, 0) + 1
-            fdecls = sorted((n for k, n in seen.items() if count[k] >= 2), key=lambda n: (n.start_byte, -n.end_byte))
+            spans_off = [m.span() for m in offset.finditer(data)]
+            starts_off = [a for a, _ in spans_off]
+            ends_off = [b for _, b in spans_off]
+            clusters: list = []  # the names' spans, those less than _CLUSTER_GAP bytes apart in one range
+            for a, b in spans_off:
+                if clusters and a - clusters[-1][1] < _CLUSTER_GAP:
+                    clusters[-1][1] = b
+                else:
+                    clusters.append([a, b])
+            fdecls = []
+            for d in nodes_of_types(root, ("function_declarator",), [tuple(c) for c in clusters]):
+                # the names wholly inside the declarator: those ending in it, less those starting before it
+                inside = bisect.bisect_right(ends_off, d.end_byte) - bisect.bisect_left(starts_off, d.start_byte)
+                if inside >= 2:
+                    fdecls.append(d)
         return ifs, calls, fdecls, sorted(macros.values(), key=lambda n: (n.start_byte, -n.end_byte))
 
     def _tagged(self, method, node) -> None:

@@ -20,6 +20,7 @@ The site families live in their own modules: ``constructions.py`` (CPA101, CPA10
 from __future__ import annotations
 
 import bisect
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Optional
@@ -28,7 +29,14 @@ from ..clang_format import Style
 from ..findings import Applicability, FrontEndOptions
 from .. import codes
 from .cpprules import CppRules, load_cpp_rules
-from .source import Source, ancestors, error_nodes, named, nodes_of_types, squash
+from .source import Source, ancestors, error_nodes, named, nodes_around, nodes_of_types, squash
+
+# The lean walk (CPASYNC_MIGRATE_CPP_LEAN=0 turns it off): the nodes the checks read are found around the
+# bytes that matter (the occurrences of the op's name, of an Op variable's name, of the offset-like names)
+# by queries over those bytes alone, instead of queries that walk the whole tree or a whole function: the
+# analyzer's walk (CppAnalyzer._lean_nodes), the function around a node (func_of) and a function's Op
+# variables (op_vars).  tests/test_cpp_speedups.py compares both settings.
+LEAN = os.environ.get("CPASYNC_MIGRATE_CPP_LEAN", "1") != "0"
 
 _INT_RE = re.compile(r"^(\d+)([uUlL]*)$")
 
@@ -147,9 +155,7 @@ class CppContext:
         self.dead_ranges = []
         self._fns: Optional[list] = None
         self._fn_starts: Optional[list[int]] = None
-        # (spans, function definitions in them, their starts): what the lean walk found (analyzer.py); every
-        # definition around a node inside one of the spans is among them
-        self._local: Optional[tuple] = None
+        self._around: dict = {}  # node id -> the function around it (func_of, LEAN)
         self.array_helpers_seen = set()
         self.hoisted = []
         self.outside = None
@@ -180,14 +186,13 @@ class CppContext:
     def func_of(self, node):
         """The innermost function definition around ``node`` (not ``node`` itself)."""
         lo, hi = node.start_byte, node.end_byte
-        local = self._local
-        if local is not None:  # inside an outermost definition the lean walk read: its definitions suffice
-            spans, fns, starts = local
-            k = bisect.bisect_right(spans, (lo, float("inf"))) - 1
-            if not (k >= 0 and spans[k][0] <= lo and hi <= spans[k][1]):
-                fns, starts = self.fns, self.fn_starts
-        else:
-            fns, starts = self.fns, self.fn_starts
+        if LEAN and lo < hi:  # the definitions around the node's bytes, found by a query over them
+            key = node.id
+            if key not in self._around:
+                found = [f for f in nodes_around(self.src.root, ("function_definition",), [(lo, hi)])[0] if f != node]
+                self._around[key] = max(found, key=lambda f: (f.start_byte, -f.end_byte)) if found else None
+            return self._around[key]
+        fns, starts = self.fns, self.fn_starts
         # Enclosing definitions form a chain; the one that starts last is the innermost.
         for i in range(bisect.bisect_right(starts, lo) - 1, -1, -1):
             f = fns[i]
@@ -239,8 +244,18 @@ class CppContext:
             body = fn.child_by_field_name("body")
             lo, hi = (body.start_byte, body.end_byte) if body is not None else (0, 0)
             # An Op variable's initialiser names the op: a body without the name declares none.
-            name_in_body = body is not None and self.src.data.find(self.cpp.op_name.encode(), lo, hi) != -1
-            decls = nodes_of_types(body, ("declaration",), [(lo, hi)]) if name_in_body else []
+            data, name = self.src.data, self.cpp.op_name.encode()
+            name_in_body = body is not None and data.find(name, lo, hi) != -1
+            if name_in_body and LEAN:  # an Op variable's declaration holds the name: those around each occurrence
+                occ = []
+                i = data.find(name, lo, hi)
+                while i != -1:
+                    occ.append((i, i + len(name)))
+                    i = data.find(name, i + 1, hi)
+                seen = {n.id: n for around in nodes_around(body, ("declaration",), occ) for n in around}
+                decls = sorted(seen.values(), key=lambda n: (n.start_byte, -n.end_byte))
+            else:
+                decls = nodes_of_types(body, ("declaration",), [(lo, hi)]) if name_in_body else []
             for n in decls:
                 if n.start_byte < lo or n.end_byte > hi:
                     continue  # around the body, not in it
