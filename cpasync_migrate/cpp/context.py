@@ -136,6 +136,7 @@ class CppContext:
     tested_opnode: object  # the op node of its first test
     sites: list[PendingSite]
     nl: str
+    probe: bool
 
     def __init__(self, text: str, path: str, options: FrontEndOptions, window: Optional[list] = None,
                  old_tree=None, data: Optional[bytes] = None):
@@ -156,6 +157,9 @@ class CppContext:
         self._fns: Optional[list] = None
         self._fn_starts: Optional[list[int]] = None
         self._around: dict = {}  # node id -> the function around it (func_of, LEAN)
+        # the walk only asks whether the file has a site (window.py): a family that knows it adds one may add
+        # it bare (no message, no fix) and return
+        self.probe = False
         self.array_helpers_seen = set()
         self.hoisted = []
         self.outside = None

@@ -475,6 +475,7 @@ def attempt(text: str, path: str, options, data: Optional[bytes] = None):
         return None, tree
     if not _helper_calls_closed(an, ranges):
         return None, tree
+    an.probe = True  # sites are only counted
     an.collect(until_site=True)
     if an.sites:
         return None, tree
