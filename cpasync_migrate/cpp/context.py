@@ -193,7 +193,9 @@ class CppContext:
         if LEAN and lo < hi:  # the definitions around the node's bytes, found by a query over them
             key = node.id
             if key not in self._around:
-                found = [f for f in nodes_around(self.src.root, ("function_definition",), [(lo, hi)])[0] if f != node]
+                # those around its first byte (a query over the node's whole span would visit all of it)
+                found = [f for f in nodes_around(self.src.root, ("function_definition",), [(lo, lo + 1)])[0]
+                         if f != node and hi <= f.end_byte]
                 self._around[key] = max(found, key=lambda f: (f.start_byte, -f.end_byte)) if found else None
             return self._around[key]
         fns, starts = self.fns, self.fn_starts
