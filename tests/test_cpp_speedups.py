@@ -6,7 +6,9 @@ The switches (each a module attribute read from its environment variable):
 - ``window.REUSE`` (``CPASYNC_MIGRATE_CPP_WINDOW_REUSE``): the whole file's parse reuses the window's tree;
 - ``context.LEAN`` (``CPASYNC_MIGRATE_CPP_LEAN``): the nodes the checks read (the analyzer's walk, the
   function around a node, a function's Op variables) found by queries over the bytes that matter alone, and
-  the ifs and calls whose condition or bytes hold no op word not handed to the checks.
+  the ifs and calls whose condition or bytes hold no op word not handed to the checks;
+- ``analyzer.INCREMENTAL_CHECK`` (``CPASYNC_MIGRATE_CPP_INCREMENTAL_CHECK``): the fixes' re-parse check parses the
+  rewritten text incrementally from the file's tree (its error count is also compared with a fresh parse's).
 
 Compared: the analyses (every finding with its fix, edits, assumptions, op and role; the error), and the
 change sets the findings make (``sets.group``), with every switch on, every switch off, and each one off
@@ -22,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from cpasync_migrate import cpp, files, sets
-from cpasync_migrate.cpp import context, window
+from cpasync_migrate.cpp import analyzer, context, source, window
 from cpasync_migrate.findings import FileOutcome, FrontEndOptions
 from cpasync_migrate.rules import load_rules
 
@@ -32,7 +34,7 @@ RULES = load_rules()
 CACHE = Path(os.environ.get("CPASYNC_BENCH_CACHE", Path.home() / ".cache" / "cpasync-migrate" / "bench-tree"))
 REALCPP = Path.home() / ".cache" / "cpasync-migrate" / "realcpp"
 
-SWITCHES = [(window, "ENABLED"), (window, "REUSE"), (context, "LEAN")]
+SWITCHES = [(window, "ENABLED"), (window, "REUSE"), (context, "LEAN"), (analyzer, "INCREMENTAL_CHECK")]
 
 # Unrelated declarations appended to a fixture, so that its window leaves most of the file out.
 PADDING = "\n".join(
@@ -56,7 +58,11 @@ def _analyses(items, monkeypatch) -> dict:
             m.setattr(window, "MIN_BYTES", 0)
             for (mod, attr), v in values.items():
                 m.setattr(mod, attr, v)
-            out[name] = [cpp.analyze(text, path, opts) for text, path, opts in items]
+            got = []
+            for text, path, opts in items:
+                source._ERROR_MEMO.clear()  # each setting parses for itself
+                got.append(cpp.analyze(text, path, opts))
+            out[name] = got
     return out
 
 
@@ -65,7 +71,36 @@ def _change_sets(items, analyses) -> list:
     return [cs.to_dict() for cs in sets.group(outcomes)]
 
 
+def _assert_same_reparse(items, monkeypatch) -> int:
+    """The incremental re-parse of each file's rewritten text has the fresh parse's errors; the count of
+    files with fixes compared."""
+    compared = 0
+    for text, path, opts in items:
+        seen = []
+        real = analyzer.CppAnalyzer._reparsed
+
+        def spy(self, new_text, byte_edits):
+            root = real(self, new_text, byte_edits)
+            seen.append((new_text, root))
+            return root
+
+        with monkeypatch.context() as m:
+            m.setattr(analyzer, "INCREMENTAL_CHECK", True)
+            m.setattr(analyzer.CppAnalyzer, "_reparsed", spy)
+            source._ERROR_MEMO.clear()
+            cpp.analyze(text, path, opts)
+        for new_text, root in seen:
+            assert root is not None, path
+            fresh = source.parse_bytes(new_text.encode("utf-8", "surrogatepass")).root_node
+            assert len(source.error_nodes(root)) == len(source.error_nodes(fresh)), path
+            assert root.end_byte == fresh.end_byte and str(root) == str(fresh), path
+            compared += 1
+    source._ERROR_MEMO.clear()
+    return compared
+
+
 def _assert_equal(items, monkeypatch) -> dict:
+    _assert_same_reparse(items, monkeypatch)
     got = _analyses(items, monkeypatch)
     base = got["all off"]
     base_sets = _change_sets(items, base)
@@ -89,6 +124,11 @@ def _fixture(name: str):
 def test_switches_change_nothing_on_fixtures(name, monkeypatch):
     text, path, opts = _fixture(name)
     _assert_equal([(text, path, opts), (text + PADDING, path, opts), (PADDING + text, path, opts)], monkeypatch)
+
+
+def test_the_reparse_comparison_sees_fixes(monkeypatch):
+    items = [_fixture(p.stem) for p in sorted(FIXTURES.glob("*.toml"))]
+    assert _assert_same_reparse(items, monkeypatch) >= 20
 
 
 def test_the_comparison_sees_sites():
@@ -127,3 +167,4 @@ def test_switches_change_nothing_on_the_trees(monkeypatch):
         pytest.skip("no benchmark or realcpp tree on this machine (benchmarks/build_tree.sh)")
     got = _assert_equal(items, monkeypatch)
     assert any(a.findings for a in got["all on"])  # the trees hold sites, or the test shows little
+    assert _assert_same_reparse(items, monkeypatch) > 10  # the re-parse comparison saw fixes

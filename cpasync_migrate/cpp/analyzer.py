@@ -42,6 +42,10 @@ from .source import error_summary, nodes_around, nodes_of_types
 
 _AROUND_NAME = ("function_definition", "preproc_def", "preproc_function_def", "declaration", "if_statement",
                 "call_expression")
+# The fixes' re-parse check parses the rewritten text incrementally from the file's tree (the edits told to
+# tree-sitter), instead of whole (CPASYNC_MIGRATE_CPP_INCREMENTAL_CHECK=0); tests/test_cpp_speedups.py
+# compares the error counts of both parses, and the analyses.
+INCREMENTAL_CHECK = os.environ.get("CPASYNC_MIGRATE_CPP_INCREMENTAL_CHECK", "1") != "0"
 _MAX_WORD_QUERIES = 2000  # more occurrences of the Op variables' names than this: one query over the hot ranges
 _MACROS = ("preproc_def", "preproc_function_def")
 _CLUSTER_GAP = 512  # offset-like names closer than this are searched for their declarators by one query
@@ -360,7 +364,8 @@ class CppAnalyzer(CppContext):
                 free.append(c)
                 taken.extend((e.start, e.end) for e in c[1])
         together = apply_edits(self.text, [e for _, edits in free for e in edits])
-        together_ok = error_summary(together)[0] <= base
+        root = self._reparsed(together, [b for site, _ in free for b in site.edits]) if INCREMENTAL_CHECK else None
+        together_ok = error_summary(together, root)[0] <= base
         taken = []
         for site, edits in candidates:
             if clashes(edits, taken):
@@ -374,6 +379,30 @@ class CppAnalyzer(CppContext):
             else:
                 site.park("the rewritten text would not parse")
         return fixes
+
+    def _reparsed(self, new_text: str, byte_edits: list):
+        """The parse tree of ``new_text`` (this file with ``byte_edits`` applied: byte ranges of the original,
+        disjoint), parsed incrementally from the file's tree (INCREMENTAL_CHECK): only what the edits touch is
+        parsed again; None where the edits do not match the text (the caller parses it whole)."""
+        from .source import parse_bytes
+
+        old = self.src.data
+        new = new_text.encode("utf-8", "surrogatepass")
+        if len(new) != len(old) + sum(len(r.encode("utf-8", "surrogatepass")) - (b - a) for a, b, r in byte_edits):
+            return None
+        tree = self.src.tree.copy()
+
+        def point(b: int) -> tuple[int, int]:
+            return (old.count(b"\n", 0, b), b - (old.rfind(b"\n", 0, b) + 1))
+
+        for a, b, r in sorted(byte_edits, reverse=True):  # from the end: the bytes before each edit are the original's
+            rb = r.encode("utf-8", "surrogatepass")
+            start = point(a)
+            lines = rb.count(b"\n")
+            end = (start[0] + lines, len(rb) - (rb.rfind(b"\n") + 1)) if lines else (start[0], start[1] + len(rb))
+            tree.edit(start_byte=a, old_end_byte=b, new_end_byte=a + len(rb), start_point=start,
+                      old_end_point=point(b), new_end_point=end)
+        return parse_bytes(new, tree).root_node
 
     def _steps(self) -> list[str]:
         try:
