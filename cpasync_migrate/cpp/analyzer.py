@@ -2,8 +2,9 @@
 
 :class:`CppAnalyzer` parses the file once, collects the nodes that can matter (function
 definitions and declarators, macro definitions, and the if statements and calls in the
-byte ranges that name the op: see :meth:`CppAnalyzer._hot_ranges`) and hands each to its
-site family:
+byte ranges that name the op: see :meth:`CppAnalyzer._hot_ranges`; with the lean walk,
+``context.LEAN``, only those around the bytes that matter, by queries over those bytes:
+:meth:`CppAnalyzer._lean_nodes`) and hands each to its site family:
 
 - ``constructions.py``: CPA101, CPA102 (calls that build the op), CPA110 (its registration);
 - ``consumers.py``: CPA103, CPA104, CPA106, CPA107 (branches that read the op's arguments);

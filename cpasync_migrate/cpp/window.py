@@ -7,6 +7,9 @@ all of such a file costs more than the analysis.  :func:`analyze` parses a *wind
 analyzer's walk over it; when the walk finds no site at all, the file's analysis is the empty
 one.  Any site, any parse error, anything the window cannot bound sends the file to the whole-file
 analysis, which then decides everything exactly as before: the window only ever answers "no site".
+That analysis starts its parse from the window's tree (``REUSE``: tree-sitter reuses the nodes inside
+the window, so the window's bytes are not parsed twice), and the window's walk only counts sites
+(``CppContext.probe``: a family that knows it has a site adds it before building its message and fix).
 
 The window (:func:`plan`) is cut by a cheap lexical scan of the whole file (comments, string, raw
 string and character literals, preprocessor lines, braces) into *items* at namespace scope: each
