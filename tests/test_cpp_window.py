@@ -193,6 +193,23 @@ def test_a_printer_helper_without_the_op_name_is_in_the_window(no_minimum):
     assert not _check(text, "k.h", OPTS)
 
 
+@pytest.mark.parametrize("between", ["  // dst; in shared\n const std::string& global_ptr",
+                                     "  /* dst; in shared */ const std::string& global_ptr",
+                                     ' const std::string& global_ptr = ";"',
+                                     " std::function<void()> global_ptr = [] { g(); }"])
+def test_a_semicolon_between_a_helpers_offsets_that_ends_no_statement(between, no_minimum):
+    """A ';' in a comment, a literal or a lambda between the offset parameters does not hide the helper."""
+    helper = ("std::string PrintCpAsyncAssembly(const std::string& shared_ptr, const std::string& shared_offset,"
+              + between + ", const std::string& global_offset,\n"
+              "                                 const std::string& bytes);\n")
+    text = PADDING + helper + PADDING.replace("padding", "padding2") + \
+        "bool F(const CallNode* op) { return op->op.same_as(builtin::ptx_cp_async()); }\n"
+    kept = b"".join(text.encode()[a:b] for a, b in window.plan(text.encode(), CPP))
+    assert b"PrintCpAsyncAssembly" in kept
+    assert [f.code for f in cpp.analyze(text, "k.h", OPTS).findings] == ["CPA105"]
+    assert not _check(text, "k.h", OPTS)
+
+
 def test_an_array_helper_named_outside_the_window_sends_the_file_whole(no_minimum):
     """``Call(t, op, MakeArgs(...))``: whether it is a site depends on the file's functions named
     MakeArgs, which the analyzer looks up file-wide; one of them lies outside the window."""

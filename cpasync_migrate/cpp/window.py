@@ -20,7 +20,8 @@ top-level declaration (a function, a class, a registration statement), each name
   longer names): every consumer, construction, registration and macro site needs that name in its
   outermost function or statement (``CppAnalyzer._hot_ranges``);
 * every declaration with two names matching ``[helpers] offset_param`` (``rules/cpp.toml``) and no
-  ``;`` between them: a legacy printer helper (CPA105) has offset-like second and fourth
+  ``;`` between them, or a comment, a literal, a preprocessor line or a brace between them (where a
+  ``;`` need not end a statement): a legacy printer helper (CPA105) has offset-like second and fourth
   parameters, whatever else it is named;
 * every preprocessor line that holds the intrinsic's name (a macro that names the op, CPA109);
 * for the enclosing context the checks read: every namespace and ``extern "C"`` opening and
@@ -79,6 +80,9 @@ _STOP_IN = re.compile(rb"""[{}"'/#\\]""")
 _SCOPE_HEAD = re.compile(rb"""\s*(?:(?:inline\s+)?namespace\b(?:\s*\[\[[^\]]*\]\])?[\w:\s]*|extern\s*"C(?:\+\+)?"\s*)""")
 _CLASS_HEAD = re.compile(rb"\b(?:class|struct|union|enum)\b")
 _USING = re.compile(rb"\s*using\b")
+# Between two offset-like names, what may hold a ';' that does not end a statement: a comment, a literal, a
+# preprocessor line, a brace (a lambda or an initializer in a default argument).
+_OPAQUE = re.compile(rb"""[/"'#{]""")
 _CONDITIONAL = re.compile(rb"#\s*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
 _WORD_END = re.compile(rb"[A-Za-z0-9_]+$")
 _RAW_PREFIXES = (b"R", b"LR", b"uR", b"UR", b"u8R")
@@ -361,7 +365,7 @@ def plan(data: bytes, cpp) -> Optional[list[tuple[int, int]]]:
         if k < 0 or m.start() >= items[k].end or items[k].kind != "decl" or keep[k]:
             continue
         prev = last.get(k)
-        if prev is not None and data.find(b";", prev, m.start()) == -1:
+        if prev is not None and (data.find(b";", prev, m.start()) == -1 or _OPAQUE.search(data, prev, m.start())):
             keep[k] = True
         last[k] = m.end()
     for k, it in enumerate(items):
