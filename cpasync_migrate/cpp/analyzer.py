@@ -150,8 +150,6 @@ class CppAnalyzer(CppContext):
         the same order; :meth:`collect` then drops those whose condition or bytes hold none.  A printer
         helper (CPA105) has two parameters named like ``[helpers] offset_param``: the declarators around
         two or more such names (every declarator when the pattern is not a plain suffix)."""
-        from .window import _offset_regex
-
         data, root = self.src.data, self.src.root
         name = self.cpp.op_name.encode()
         width = len(name)
@@ -184,54 +182,73 @@ class CppAnalyzer(CppContext):
                 tops[top.id] = top
         spans = sorted((t.start_byte, t.end_byte) for t in tops.values())
         hot = sorted(spans + [(o, o + width) for o in loose_at])
+        self._words = self._declared_words(decls.values())
+        self._word_nodes(nodes, hot)
+        ifs, calls = [], []
+        for n in sorted(nodes.values(), key=lambda n: (n.start_byte, -n.end_byte)):
+            (ifs if n.type == "if_statement" else calls).append(n)
+        return ifs, calls, self._helper_declarators(), sorted(macros.values(), key=lambda n: (n.start_byte, -n.end_byte))
+
+    def _declared_words(self, decls) -> list[bytes]:
+        """The op words: the op's name and each name the declarations declare with an initialiser naming it."""
+        data, name = self.src.data, self.cpp.op_name.encode()
         words = {name}
-        for d in decls.values():
+        for d in decls:
             for dec in d.children_by_field_name("declarator"):
                 val = dec.child_by_field_name("value") if dec.type == "init_declarator" else None
                 if val is not None and data.find(name, val.start_byte, val.end_byte) != -1:
                     leaf = self.leaf_name(dec.child_by_field_name("declarator"))
                     if leaf:
                         words.add(leaf.encode("utf-8", "surrogatepass"))
-        self._words = sorted(words)
-        extra = sorted(words - {name})
-        if extra:
-            pat = re.compile(rb"(?<![A-Za-z0-9_])(?:" + b"|".join(re.escape(w) for w in extra) + rb")(?![A-Za-z0-9_])")
-            at = [m.span() for m in pat.finditer(data)]
-            if len(at) > _MAX_WORD_QUERIES:  # a common name: the hot ranges' ifs and calls, by one query over them
-                found = [nodes_of_types(root, ("if_statement", "call_expression"), hot)]
-            else:
-                found = nodes_around(root, ("if_statement", "call_expression"), at)
-            starts = [a for a, _ in hot]
-            for around in found:
-                for n in around:
-                    if n.id in nodes:
-                        continue
-                    k = bisect.bisect_left(starts, n.end_byte) - 1  # the last hot range starting before its end
-                    if any(hot[j][1] > n.start_byte for j in range(k, -1, -1) if hot[j][0] < n.end_byte):
-                        nodes[n.id] = n  # over a hot range, as the query over the hot ranges has it
-        ifs, calls = [], []
-        for n in sorted(nodes.values(), key=lambda n: (n.start_byte, -n.end_byte)):
-            (ifs if n.type == "if_statement" else calls).append(n)
+        return sorted(words)
+
+    def _word_nodes(self, nodes: dict, hot: list) -> None:
+        """Add to ``nodes`` the ifs and calls around each occurrence of an op word other than the op's name
+        (as a whole name) that lie over a hot range, as the query over the hot ranges has them."""
+        data, root = self.src.data, self.src.root
+        extra = [w for w in self._words if w != self.cpp.op_name.encode()]
+        if not extra:
+            return
+        pat = re.compile(rb"(?<![A-Za-z0-9_])(?:" + b"|".join(re.escape(w) for w in extra) + rb")(?![A-Za-z0-9_])")
+        at = [m.span() for m in pat.finditer(data)]
+        if len(at) > _MAX_WORD_QUERIES:  # a common name: the hot ranges' ifs and calls, by one query over them
+            found = [nodes_of_types(root, ("if_statement", "call_expression"), hot)]
+        else:
+            found = nodes_around(root, ("if_statement", "call_expression"), at)
+        starts = [a for a, _ in hot]
+        for around in found:
+            for n in around:
+                if n.id in nodes:
+                    continue
+                k = bisect.bisect_left(starts, n.end_byte) - 1  # the last hot range starting before its end
+                if any(hot[j][1] > n.start_byte for j in range(k, -1, -1) if hot[j][0] < n.end_byte):
+                    nodes[n.id] = n
+
+    def _helper_declarators(self) -> list:
+        """The function declarators around two or more offset-like names (every one when ``[helpers]
+        offset_param`` is not a plain suffix), in document order."""
+        from .window import _offset_regex
+
+        data, root = self.src.data, self.src.root
         offset = _offset_regex(self.cpp)
         if offset is None:
-            fdecls = nodes_of_types(root, ("function_declarator",))
-        else:
-            spans_off = [m.span() for m in offset.finditer(data)]
-            starts_off = [a for a, _ in spans_off]
-            ends_off = [b for _, b in spans_off]
-            clusters: list = []  # the names' spans, those less than _CLUSTER_GAP bytes apart in one range
-            for a, b in spans_off:
-                if clusters and a - clusters[-1][1] < _CLUSTER_GAP:
-                    clusters[-1][1] = b
-                else:
-                    clusters.append([a, b])
-            fdecls = []
-            for d in nodes_of_types(root, ("function_declarator",), [tuple(c) for c in clusters]):
-                # the names wholly inside the declarator: those ending in it, less those starting before it
-                inside = bisect.bisect_right(ends_off, d.end_byte) - bisect.bisect_left(starts_off, d.start_byte)
-                if inside >= 2:
-                    fdecls.append(d)
-        return ifs, calls, fdecls, sorted(macros.values(), key=lambda n: (n.start_byte, -n.end_byte))
+            return nodes_of_types(root, ("function_declarator",))
+        spans_off = [m.span() for m in offset.finditer(data)]
+        starts_off = [a for a, _ in spans_off]
+        ends_off = [b for _, b in spans_off]
+        clusters: list = []  # the names' spans, those less than _CLUSTER_GAP bytes apart in one range
+        for a, b in spans_off:
+            if clusters and a - clusters[-1][1] < _CLUSTER_GAP:
+                clusters[-1][1] = b
+            else:
+                clusters.append([a, b])
+        fdecls = []
+        for d in nodes_of_types(root, ("function_declarator",), [tuple(c) for c in clusters]):
+            # the names wholly inside the declarator: those ending in it, less those starting before it
+            inside = bisect.bisect_right(ends_off, d.end_byte) - bisect.bisect_left(starts_off, d.start_byte)
+            if inside >= 2:
+                fdecls.append(d)
+        return fdecls
 
     def _tagged(self, method, node) -> None:
         """Run ``method(node)``; the sites it adds get the op and role it left in ``self.tag``."""
