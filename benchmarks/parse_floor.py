@@ -9,7 +9,10 @@ Prints, per round and as medians, against `rg -l ptx_cp_async TREE` measured in 
   nothing else (no analysis);
 - tree-sitter windowed: what the C++ front end parses under its window (cpp/window.py): for each such
   file, the window's scan and the parse of its window where one is tried (the whole file where not;
-  a window that then finds a site adds the whole file's parse, as the front end does);
+  a window that then finds a site adds the whole file's parse, which reuses the window's tree, as the
+  front end does);
+- C++ front end: ``cpp.analyze`` of every such file (the whole analysis), to read against the
+  tree-sitter row of the same round (printed as a paired ratio; not a part of the floor);
 - ast: `ast.parse` of every such Python file;
 - libcst import: `python -c "import libcst"` (a run that rewrites any Python file pays it in one worker);
 - read + search: reading every file of the tree and searching it for the names (the byte prefilter).
@@ -48,14 +51,29 @@ def _windowed(files_text, opts) -> tuple[float, int]:
     from cpasync_migrate.cpp import window
     from cpasync_migrate.cpp.source import parse_bytes
 
+    attempt = getattr(window, "attempt", None)  # None: a tree of the tool from before the window handed its tree on
     decided = 0
     t0 = time.perf_counter()
     for path, text, data in files_text:
-        if window.analyze(text, path, opts) is None:
-            parse_bytes(data)
+        if attempt is None:
+            shown, tree = window.analyze(text, path, opts), None
+        else:
+            shown, tree = attempt(text, path, opts, data)
+        if shown is None:
+            parse_bytes(data) if tree is None else parse_bytes(data, tree)
         else:
             decided += 1
     return time.perf_counter() - t0, decided
+
+
+def _front_end(files_text, opts) -> float:
+    """Seconds of the C++ front end's whole analysis of the files (in this process, timed as the tree-sitter row)."""
+    from cpasync_migrate import cpp
+
+    t0 = time.perf_counter()
+    for path, text, _ in files_text:
+        cpp.analyze(text, path, opts)
+    return time.perf_counter() - t0
 
 
 def main(argv=None) -> int:
@@ -88,8 +106,8 @@ def main(argv=None) -> int:
               f"({len(cpp)} C++, {sum(map(len, cpp)) / 1e6:.2f} MB; {len(py)} Python, {sum(map(len, py)) / 1e6:.2f} MB); "
               f"{cpus} CPUs; python {sys.version.split()[0]}")
         trees.append((tree, every, cpp, cpp_text, py))
-    keys = ("rg", "startup", "tree-sitter", "tree-sitter windowed", "ast", "libcst import", "read + search",
-            "floor", "floor windowed")
+    keys = ("rg", "startup", "tree-sitter", "tree-sitter windowed", "C++ front end", "ast", "libcst import",
+            "read + search", "floor", "floor windowed")
     rows = {t[0]: {k: [] for k in keys} for t in trees}
     decided = {}
     for r in range(args.rounds):
@@ -104,6 +122,7 @@ def main(argv=None) -> int:
             row["tree-sitter"].append(time.perf_counter() - t0)
             t_win, decided[tree] = _windowed(cpp_text, opts)
             row["tree-sitter windowed"].append(t_win)
+            row["C++ front end"].append(_front_end(cpp_text, opts))
             t0 = time.perf_counter()
             for b in py:
                 ast.parse(b)
@@ -123,6 +142,8 @@ def main(argv=None) -> int:
         for k, v in row.items():
             ratio = statistics.median(a / b for a, b in zip(v, row["rg"]))
             print(f"| {k} | {statistics.median(v):.3f} | {ratio:.2f}x |")
+        fe = statistics.median(a / b for a, b in zip(row["C++ front end"], row["tree-sitter"]))
+        print(f"\nC++ front end / tree-sitter parse (paired median): {fe:.2f}x")
     print("\nfloor = start-up + (tree-sitter + ast + libcst import + read + search) / CPUs: what a cold --check "
           "pays before any analysis of its own; floor windowed: the same with the windowed tree-sitter row, which "
           "includes the window's scan and its site walk (the walk is analysis the whole-file row leaves out, so the "

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from cpasync_migrate import cpp, files
-from cpasync_migrate.cpp import window
+from cpasync_migrate.cpp import source, window
 from cpasync_migrate.cpp.analyzer import CppAnalyzer
 from cpasync_migrate.cpp.cpprules import load_cpp_rules
 from cpasync_migrate.findings import FrontEndOptions
@@ -105,10 +105,31 @@ def _window_walk(text: str, path: str, opts):
     return ranges, an.sites
 
 
+def _shape(root) -> list:
+    """Every node of a tree: its type, byte span, and whether it is missing or an error."""
+    out = []
+    c = root.walk()
+    while True:
+        n = c.node
+        out.append((n.type, n.start_byte, n.end_byte, n.is_missing, n.has_error, c.field_name))
+        if c.goto_first_child():
+            continue
+        while not c.goto_next_sibling():
+            if not c.goto_parent():
+                return out
+
+
 def _check(text: str, path: str, opts) -> bool:
-    """Both properties for one text; True when the window answered for the file."""
+    """Both properties for one text; True when the window answered for the file.  The whole-file analysis
+    here parses afresh; the front end's reuses the window's tree where the window did not decide, so the
+    first assertion is also the equality of REUSE on and off (and the trees are compared node for node)."""
     whole = CppAnalyzer(text, path, opts).run()
     assert _key(cpp.analyze(text, path, opts)) == _key(whole)
+    data = text.encode("utf-8", "surrogatepass")
+    shown, tree = window.attempt(text, path, opts, data)
+    if tree is not None:
+        assert shown is None
+        assert _shape(source.parse_bytes(data, tree).root_node) == _shape(source.parse_bytes(data).root_node)
     walked = _window_walk(text, path, opts)
     if walked is not None and whole.error is None and whole.findings:
         assert walked[1], f"{path}: the whole file has sites the window does not see"
@@ -169,6 +190,23 @@ def test_a_printer_helper_without_the_op_name_is_in_the_window(no_minimum):
     text = PADDING + helper + PADDING.replace("padding", "padding2")
     _, sites = _window_walk(text, "k.h", OPTS)
     assert [s.code for s in sites] == ["CPA105"]
+    assert not _check(text, "k.h", OPTS)
+
+
+@pytest.mark.parametrize("between", ["  // dst; in shared\n const std::string& global_ptr",
+                                     "  /* dst; in shared */ const std::string& global_ptr",
+                                     ' const std::string& global_ptr = ";"',
+                                     " std::function<void()> global_ptr = [] { g(); }"])
+def test_a_semicolon_between_a_helpers_offsets_that_ends_no_statement(between, no_minimum):
+    """A ';' in a comment, a literal or a lambda between the offset parameters does not hide the helper."""
+    helper = ("std::string PrintCpAsyncAssembly(const std::string& shared_ptr, const std::string& shared_offset,"
+              + between + ", const std::string& global_offset,\n"
+              "                                 const std::string& bytes);\n")
+    text = PADDING + helper + PADDING.replace("padding", "padding2") + \
+        "bool F(const CallNode* op) { return op->op.same_as(builtin::ptx_cp_async()); }\n"
+    kept = b"".join(text.encode()[a:b] for a, b in window.plan(text.encode(), CPP))
+    assert b"PrintCpAsyncAssembly" in kept
+    assert [f.code for f in cpp.analyze(text, "k.h", OPTS).findings] == ["CPA105"]
     assert not _check(text, "k.h", OPTS)
 
 
@@ -237,6 +275,24 @@ def test_a_parse_error_in_the_window_sends_the_file_whole(no_minimum):
     text = PADDING + "bool F(const CallNode* op) { return op->op.same_as(builtin::ptx_cp_async()) +; }\n"
     assert window.analyze(text, "k.cc", OPTS) is None
     assert _key(cpp.analyze(text, "k.cc", OPTS)) == _key(CppAnalyzer(text, "k.cc", OPTS).run())
+
+
+def test_a_window_that_does_not_decide_hands_its_tree_on(no_minimum, monkeypatch):
+    """A legacy site in the window: the file goes whole, and its parse starts from the window's tree
+    (REUSE), or from nothing with the switch off; the analyses agree."""
+    text = ("namespace tvm {\n" + PADDING
+            + "\nvoid CodeGen::VisitExpr_(const CallNode* op, std::ostream& os) {\n"
+              "  if (op->op.same_as(builtin::ptx_cp_async())) {\n"
+              "    os << PrintExpr(op->args[0]) << PrintExpr(op->args[4]);\n"
+              "  }\n}\n}  // namespace tvm\n")
+    shown, tree = window.attempt(text, "k.cc", OPTS)
+    assert shown is None and tree is not None
+    assert len(tree.included_ranges) >= 2  # a window's parse (the padding left out), not the whole file's
+    with_reuse = _key(cpp.analyze(text, "k.cc", OPTS))
+    monkeypatch.setattr(window, "REUSE", False)
+    assert window.attempt(text, "k.cc", OPTS) == (None, None)
+    assert _key(cpp.analyze(text, "k.cc", OPTS)) == with_reuse
+    assert [f[4] for f in with_reuse[2]] == ["CPA104"]
 
 
 def test_the_switch_turns_it_off(monkeypatch):

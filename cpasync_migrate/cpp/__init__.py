@@ -25,10 +25,11 @@ def analyze(text: str, path: str, options: FrontEndOptions) -> Analysis:
     """
     from . import window
 
-    shown = window.analyze(text, path, options)  # a window that shows the file has no site (window.py)
+    data = text.encode("utf-8", "surrogatepass")
+    shown, tree = window.attempt(text, path, options, data)  # a window that shows the file has no site (window.py)
     if shown is not None:
         return shown
-    return CppAnalyzer(text, path, options).run()
+    return CppAnalyzer(text, path, options, old_tree=tree, data=data).run()
 
 
 def reparse_problem(old_text: str, new_text: str) -> Optional[str]:

@@ -2,8 +2,9 @@
 
 :class:`CppAnalyzer` parses the file once, collects the nodes that can matter (function
 definitions and declarators, macro definitions, and the if statements and calls in the
-byte ranges that name the op: see :meth:`CppAnalyzer._hot_ranges`) and hands each to its
-site family:
+byte ranges that name the op: see :meth:`CppAnalyzer._hot_ranges`; with the lean walk,
+``context.LEAN``, only those around the bytes that matter, by queries over those bytes:
+:meth:`CppAnalyzer._lean_nodes`) and hands each to its site family:
 
 - ``constructions.py``: CPA101, CPA102 (calls that build the op), CPA110 (its registration);
 - ``consumers.py``: CPA103, CPA104, CPA106, CPA107 (branches that read the op's arguments);
@@ -27,15 +28,35 @@ character-offset edits out.
 from __future__ import annotations
 
 import bisect
+import os
+import re
 from typing import Optional
 
 from ..findings import Analysis, Edit, Finding, Fix, FrontEndOptions, Status, apply_edits
 from .constructions import ConstructionChecks
 from .consumers import ConsumerChecks
+from . import context
 from .context import CppContext, PendingSite
 from .declarations import DeclarationChecks
 from .merge import MergeRebase
-from .source import error_summary, nodes_of_types
+from .source import error_summary, nodes_around, nodes_of_types
+
+_AROUND_NAME = ("function_definition", "preproc_def", "preproc_function_def", "declaration", "if_statement",
+                "call_expression")
+# The fixes' re-parse check parses the rewritten text incrementally from the file's tree (the edits told to
+# tree-sitter), instead of whole (CPASYNC_MIGRATE_CPP_INCREMENTAL_CHECK=0); tests/test_cpp_speedups.py
+# compares the error counts of both parses, and the analyses.
+INCREMENTAL_CHECK = os.environ.get("CPASYNC_MIGRATE_CPP_INCREMENTAL_CHECK", "1") != "0"
+_MAX_WORD_QUERIES = 2000  # more occurrences of the Op variables' names than this: one query over the hot ranges
+_MACROS = ("preproc_def", "preproc_function_def")
+_CLUSTER_GAP = 512  # offset-like names closer than this are searched for their declarators by one query
+
+
+def _holds(data: bytes, words: list[bytes], lo: int, hi: int) -> bool:
+    for w in words:
+        if data.find(w, lo, hi) != -1:
+            return True
+    return False
 
 
 class CppAnalyzer(CppContext):
@@ -47,8 +68,9 @@ class CppAnalyzer(CppContext):
 
     gate = True  # look for consumers and constructions only in _hot_ranges; tests compare both settings
 
-    def __init__(self, text: str, path: str, options: FrontEndOptions, window: Optional[list] = None):
-        super().__init__(text, path, options, window)
+    def __init__(self, text: str, path: str, options: FrontEndOptions, window: Optional[list] = None,
+                 old_tree=None, data: Optional[bytes] = None):
+        super().__init__(text, path, options, window, old_tree, data)
         self.constructions = ConstructionChecks(self)
         self.merge = MergeRebase(self, constructions=self.constructions)
         self.consumers = ConsumerChecks(self, self.merge)
@@ -65,26 +87,24 @@ class CppAnalyzer(CppContext):
     def collect(self, until_site: bool = False) -> None:
         """Walk the file and give each node to its site family (``self.sites``); window.py calls it alone,
         ``until_site``: stopping once there is a site (it only asks whether there is one)."""
-        fdecls, macros = [], []
-        for n in nodes_of_types(self.src.root, ("function_definition", "function_declarator",
-                                                "preproc_function_def", "preproc_def")):
-            kind = n.type
-            if kind == "function_definition":
-                self.fns.append(n)
-                self.fn_starts.append(n.start_byte)
-            elif kind == "function_declarator":
-                fdecls.append(n)
-            else:
-                macros.append(n)
-        ifs, calls = [], []
-        for n in nodes_of_types(self.src.root, ("if_statement", "call_expression"),
-                                self._hot_ranges() if self.gate else None):
-            (ifs if n.type == "if_statement" else calls).append(n)
+        if context.LEAN and self.gate:
+            ifs, calls, fdecls, macros = self._lean_nodes()
+            words = self._words  # a node whose condition or bytes hold no op word is not handed on
+        else:
+            ifs, calls, fdecls, macros = self._all_nodes()
+            words = None
+        data = self.src.data
         for s in ifs:
+            if words is not None:
+                cond = s.child_by_field_name("condition")
+                if cond is None or not _holds(data, words, cond.start_byte, cond.end_byte):
+                    continue
             self._tagged(self.consumers.consumer, s)
             if until_site and self.sites:
                 return
         for c in calls:
+            if words is not None and not _holds(data, words, c.start_byte, c.end_byte):
+                continue
             if not self.in_dead(c):
                 self._tagged(self.constructions.construction, c)
                 self._tagged(self.constructions.registration, c)
@@ -94,6 +114,141 @@ class CppAnalyzer(CppContext):
             self.declarations.helper(f)
         for m in macros:
             self.declarations.macro(m)
+
+    def _all_nodes(self) -> tuple[list, list, list, list]:
+        """(if statements, calls, function declarators, macro definitions) to check, in document order: every
+        definition, declarator and macro of the file, the ifs and calls in ``_hot_ranges`` (all with ``gate``
+        off); ``fns`` is filled on the way."""
+        fdecls, macros, fns = [], [], []
+        for n in nodes_of_types(self.src.root, ("function_definition", "function_declarator",
+                                                "preproc_function_def", "preproc_def")):
+            kind = n.type
+            if kind == "function_definition":
+                fns.append(n)
+            elif kind == "function_declarator":
+                fdecls.append(n)
+            else:
+                macros.append(n)
+        self._fns, self._fn_starts = fns, [f.start_byte for f in fns]
+        ifs, calls = [], []
+        for n in nodes_of_types(self.src.root, ("if_statement", "call_expression"),
+                                self._hot_ranges() if self.gate else None):
+            (ifs if n.type == "if_statement" else calls).append(n)
+        return ifs, calls, fdecls, macros
+
+    def _lean_nodes(self) -> tuple[list, list, list, list]:
+        """What :meth:`_all_nodes` gives the checks, found around the bytes that matter (LEAN).
+
+        Around each occurrence of the op's name (one query over its bytes): its outermost function
+        definition (the hot ranges are those, and the occurrences outside every function, as
+        ``_hot_ranges`` has them), the macro definitions (a macro site names the op in its value), the
+        declarations (an Op variable's initialiser names the op: the names they declare with it are the
+        *op words*, with the op's name), and the ifs and calls.  Around each occurrence of another op
+        word (as a whole name), its ifs and calls; of those, the ones over a hot range are kept.  A
+        consumer's condition and a construction's or registration's call hold an op word (the op spelled
+        there, or an Op variable), so every node the checks could take a site from is among them, in
+        the same order; :meth:`collect` then drops those whose condition or bytes hold none.  A printer
+        helper (CPA105) has two parameters named like ``[helpers] offset_param``: the declarators around
+        two or more such names (every declarator when the pattern is not a plain suffix)."""
+        data, root = self.src.data, self.src.root
+        name = self.cpp.op_name.encode()
+        width = len(name)
+        occ = []
+        i = data.find(name)
+        while i != -1:
+            occ.append(i)
+            i = data.find(name, i + 1)
+        tops: dict = {}
+        macros: dict = {}
+        decls: dict = {}
+        nodes: dict = {}
+        loose_at = []
+        for o, around in zip(occ, nodes_around(root, _AROUND_NAME, [(o, o + width) for o in occ])):
+            top = None
+            for n in around:
+                kind = n.type
+                if kind == "function_definition":
+                    if top is None or n.start_byte < top.start_byte:
+                        top = n
+                elif kind in _MACROS:
+                    macros[n.id] = n
+                elif kind == "declaration":
+                    decls[n.id] = n
+                else:
+                    nodes[n.id] = n
+            if top is None:
+                loose_at.append(o)
+            else:
+                tops[top.id] = top
+        spans = sorted((t.start_byte, t.end_byte) for t in tops.values())
+        hot = sorted(spans + [(o, o + width) for o in loose_at])
+        self._words = self._declared_words(decls.values())
+        self._word_nodes(nodes, hot)
+        ifs, calls = [], []
+        for n in sorted(nodes.values(), key=lambda n: (n.start_byte, -n.end_byte)):
+            (ifs if n.type == "if_statement" else calls).append(n)
+        return ifs, calls, self._helper_declarators(), sorted(macros.values(), key=lambda n: (n.start_byte, -n.end_byte))
+
+    def _declared_words(self, decls) -> list[bytes]:
+        """The op words: the op's name and each name the declarations declare with an initialiser naming it."""
+        data, name = self.src.data, self.cpp.op_name.encode()
+        words = {name}
+        for d in decls:
+            for dec in d.children_by_field_name("declarator"):
+                val = dec.child_by_field_name("value") if dec.type == "init_declarator" else None
+                if val is not None and data.find(name, val.start_byte, val.end_byte) != -1:
+                    leaf = self.leaf_name(dec.child_by_field_name("declarator"))
+                    if leaf:
+                        words.add(leaf.encode("utf-8", "surrogatepass"))
+        return sorted(words)
+
+    def _word_nodes(self, nodes: dict, hot: list) -> None:
+        """Add to ``nodes`` the ifs and calls around each occurrence of an op word other than the op's name
+        (as a whole name) that lie over a hot range, as the query over the hot ranges has them."""
+        data, root = self.src.data, self.src.root
+        extra = [w for w in self._words if w != self.cpp.op_name.encode()]
+        if not extra:
+            return
+        pat = re.compile(rb"(?<![A-Za-z0-9_])(?:" + b"|".join(re.escape(w) for w in extra) + rb")(?![A-Za-z0-9_])")
+        at = [m.span() for m in pat.finditer(data)]
+        if len(at) > _MAX_WORD_QUERIES:  # a common name: the hot ranges' ifs and calls, by one query over them
+            found = [nodes_of_types(root, ("if_statement", "call_expression"), hot)]
+        else:
+            found = nodes_around(root, ("if_statement", "call_expression"), at)
+        starts = [a for a, _ in hot]
+        for around in found:
+            for n in around:
+                if n.id in nodes:
+                    continue
+                k = bisect.bisect_left(starts, n.end_byte) - 1  # the last hot range starting before its end
+                if any(hot[j][1] > n.start_byte for j in range(k, -1, -1) if hot[j][0] < n.end_byte):
+                    nodes[n.id] = n
+
+    def _helper_declarators(self) -> list:
+        """The function declarators around two or more offset-like names (every one when ``[helpers]
+        offset_param`` is not a plain suffix), in document order."""
+        from .window import _offset_regex
+
+        data, root = self.src.data, self.src.root
+        offset = _offset_regex(self.cpp)
+        if offset is None:
+            return nodes_of_types(root, ("function_declarator",))
+        spans_off = [m.span() for m in offset.finditer(data)]
+        starts_off = [a for a, _ in spans_off]
+        ends_off = [b for _, b in spans_off]
+        clusters: list = []  # the names' spans, those less than _CLUSTER_GAP bytes apart in one range
+        for a, b in spans_off:
+            if clusters and a - clusters[-1][1] < _CLUSTER_GAP:
+                clusters[-1][1] = b
+            else:
+                clusters.append([a, b])
+        fdecls = []
+        for d in nodes_of_types(root, ("function_declarator",), [tuple(c) for c in clusters]):
+            # the names wholly inside the declarator: those ending in it, less those starting before it
+            inside = bisect.bisect_right(ends_off, d.end_byte) - bisect.bisect_left(starts_off, d.start_byte)
+            if inside >= 2:
+                fdecls.append(d)
+        return fdecls
 
     def _tagged(self, method, node) -> None:
         """Run ``method(node)``; the sites it adds get the op and role it left in ``self.tag``."""
@@ -227,7 +382,8 @@ class CppAnalyzer(CppContext):
                 free.append(c)
                 taken.extend((e.start, e.end) for e in c[1])
         together = apply_edits(self.text, [e for _, edits in free for e in edits])
-        together_ok = error_summary(together)[0] <= base
+        root = self._reparsed(together, [b for site, _ in free for b in site.edits]) if INCREMENTAL_CHECK else None
+        together_ok = error_summary(together, root)[0] <= base
         taken = []
         for site, edits in candidates:
             if clashes(edits, taken):
@@ -241,6 +397,30 @@ class CppAnalyzer(CppContext):
             else:
                 site.park("the rewritten text would not parse")
         return fixes
+
+    def _reparsed(self, new_text: str, byte_edits: list):
+        """The parse tree of ``new_text`` (this file with ``byte_edits`` applied: byte ranges of the original,
+        disjoint), parsed incrementally from the file's tree (INCREMENTAL_CHECK): only what the edits touch is
+        parsed again; None where the edits do not match the text (the caller parses it whole)."""
+        from .source import parse_bytes
+
+        old = self.src.data
+        new = new_text.encode("utf-8", "surrogatepass")
+        if len(new) != len(old) + sum(len(r.encode("utf-8", "surrogatepass")) - (b - a) for a, b, r in byte_edits):
+            return None
+        tree = self.src.tree.copy()
+
+        def point(b: int) -> tuple[int, int]:
+            return (old.count(b"\n", 0, b), b - (old.rfind(b"\n", 0, b) + 1))
+
+        for a, b, r in sorted(byte_edits, reverse=True):  # from the end: the bytes before each edit are the original's
+            rb = r.encode("utf-8", "surrogatepass")
+            start = point(a)
+            lines = rb.count(b"\n")
+            end = (start[0] + lines, len(rb) - (rb.rfind(b"\n") + 1)) if lines else (start[0], start[1] + len(rb))
+            tree.edit(start_byte=a, old_end_byte=b, new_end_byte=a + len(rb), start_point=start,
+                      old_end_point=point(b), new_end_point=end)
+        return parse_bytes(new, tree).root_node
 
     def _steps(self) -> list[str]:
         try:

@@ -138,6 +138,9 @@ class ConsumerChecks:
         if not legacy:
             return
         site = PendingSite(head, codes.CPP_CONSUMER_MANUAL)
+        if self.ctx.probe:  # the window only asks whether there is a site: from here there always is one
+            self.ctx.sites.append(site)
+            return
         if self.ctx.near_error(s):
             site.message = f"`{self.ctx.cpp.op_name}` consumer reads the legacy layout"
             site.park(f"it is inside or next to a parse error; {self.ctx.index_map()}")

@@ -20,6 +20,7 @@ The site families live in their own modules: ``constructions.py`` (CPA101, CPA10
 from __future__ import annotations
 
 import bisect
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Optional
@@ -28,7 +29,14 @@ from ..clang_format import Style
 from ..findings import Applicability, FrontEndOptions
 from .. import codes
 from .cpprules import CppRules, load_cpp_rules
-from .source import Source, ancestors, error_nodes, named, nodes_of_types, squash
+from .source import Source, ancestors, error_nodes, named, nodes_around, nodes_of_types, squash
+
+# The lean walk (CPASYNC_MIGRATE_CPP_LEAN=0 turns it off): the nodes the checks read are found around the
+# bytes that matter (the occurrences of the op's name, of an Op variable's name, of the offset-like names)
+# by queries over those bytes alone, instead of queries that walk the whole tree or a whole function: the
+# analyzer's walk (CppAnalyzer._lean_nodes), the function around a node (func_of) and a function's Op
+# variables (op_vars).  tests/test_cpp_speedups.py compares both settings.
+LEAN = os.environ.get("CPASYNC_MIGRATE_CPP_LEAN", "1") != "0"
 
 _INT_RE = re.compile(r"^(\d+)([uUlL]*)$")
 
@@ -117,8 +125,8 @@ class CppContext:
     src: Source
     errors: list
     style: Style
-    fns: list  # function definitions in document order (filled by the walk)
-    fn_starts: list[int]
+    # fns, fn_starts: every function definition in document order and their starts (properties: filled by
+    # the walk, or by one query of the whole tree the first time they are asked for)
     dead_ranges: list[tuple[int, int]]  # dead branches (consumers.py): no site inside
     array_helpers_seen: set  # functions returning an argument array, already judged (constructions.py)
     hoisted: list  # (function, block start, block end) of each list whose access pointers were named
@@ -128,21 +136,30 @@ class CppContext:
     tested_opnode: object  # the op node of its first test
     sites: list[PendingSite]
     nl: str
+    probe: bool
 
-    def __init__(self, text: str, path: str, options: FrontEndOptions, window: Optional[list] = None):
+    def __init__(self, text: str, path: str, options: FrontEndOptions, window: Optional[list] = None,
+                 old_tree=None, data: Optional[bytes] = None):
         self.text = text
         self.path = path
         self.options = options
         self.rules = options.rules
         self.cpp = load_cpp_rules(options.rules)
-        self.src = Source(text, window)  # window: byte ranges parsed alone (window.py), None: the whole file
+        # window: byte ranges parsed alone (window.py), None: the whole file; old_tree: a window's tree the
+        # whole file's parse reuses; data: the text's UTF-8 bytes where the caller has them
+        self.src = Source(text, window, old_tree, data)
         self.errors = error_nodes(self.src.root)
         self.legacy = self.rules.legacy
         self.target = options.target
         self.style = getattr(options, "cpp_style", None) or Style()  # LLVM's 80 columns without a .clang-format
         self._op_vars: dict = {}
         self.dead_ranges = []
-        self.fns = []
+        self._fns: Optional[list] = None
+        self._fn_starts: Optional[list[int]] = None
+        self._around: dict = {}  # node id -> the function around it (func_of, LEAN)
+        # the walk only asks whether the file has a site (window.py): a family that knows it adds one may add
+        # it bare (no message, no fix) and return
+        self.probe = False
         self.array_helpers_seen = set()
         self.hoisted = []
         self.outside = None
@@ -150,7 +167,6 @@ class CppContext:
         self.tag = (None, None)
         self.tested_ops = []
         self.tested_opnode = None
-        self.fn_starts = []
         self.sites = []
         self.nl = "\r\n" if "\r\n" in text else "\n"
 
@@ -158,10 +174,31 @@ class CppContext:
     def text_of(self, node) -> str:
         return self.src.text_of(node)
 
+    @property
+    def fns(self) -> list:
+        if self._fns is None:
+            self._fns = nodes_of_types(self.src.root, ("function_definition",))
+            self._fn_starts = [f.start_byte for f in self._fns]
+        return self._fns
+
+    @property
+    def fn_starts(self) -> list[int]:
+        if self._fn_starts is None:
+            _ = self.fns
+        return self._fn_starts
+
     def func_of(self, node):
         """The innermost function definition around ``node`` (not ``node`` itself)."""
-        fns, starts = self.fns, self.fn_starts
         lo, hi = node.start_byte, node.end_byte
+        if LEAN and lo < hi:  # the definitions around the node's bytes, found by a query over them
+            key = node.id
+            if key not in self._around:
+                # those around its first byte (a query over the node's whole span would visit all of it)
+                found = [f for f in nodes_around(self.src.root, ("function_definition",), [(lo, lo + 1)])[0]
+                         if f != node and hi <= f.end_byte]
+                self._around[key] = max(found, key=lambda f: (f.start_byte, -f.end_byte)) if found else None
+            return self._around[key]
+        fns, starts = self.fns, self.fn_starts
         # Enclosing definitions form a chain; the one that starts last is the innermost.
         for i in range(bisect.bisect_right(starts, lo) - 1, -1, -1):
             f = fns[i]
@@ -213,8 +250,18 @@ class CppContext:
             body = fn.child_by_field_name("body")
             lo, hi = (body.start_byte, body.end_byte) if body is not None else (0, 0)
             # An Op variable's initialiser names the op: a body without the name declares none.
-            name_in_body = body is not None and self.src.data.find(self.cpp.op_name.encode(), lo, hi) != -1
-            decls = nodes_of_types(body, ("declaration",), [(lo, hi)]) if name_in_body else []
+            data, name = self.src.data, self.cpp.op_name.encode()
+            name_in_body = body is not None and data.find(name, lo, hi) != -1
+            if name_in_body and LEAN:  # an Op variable's declaration holds the name: those around each occurrence
+                occ = []
+                i = data.find(name, lo, hi)
+                while i != -1:
+                    occ.append((i, i + len(name)))
+                    i = data.find(name, i + 1, hi)
+                seen = {n.id: n for around in nodes_around(body, ("declaration",), occ) for n in around}
+                decls = sorted(seen.values(), key=lambda n: (n.start_byte, -n.end_byte))
+            else:
+                decls = nodes_of_types(body, ("declaration",), [(lo, hi)]) if name_in_body else []
             for n in decls:
                 if n.start_byte < lo or n.end_byte > hi:
                     continue  # around the body, not in it

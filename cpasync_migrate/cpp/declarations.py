@@ -56,6 +56,9 @@ class DeclarationChecks:
             return
         if self._takes_empty_offsets(fdecl, fname, names[1], names[3]):
             return
+        if self.ctx.probe:  # the window only asks whether there is a site: from here there always is one
+            self.ctx.sites.append(PendingSite(fdecl, codes.CPP_LEGACY_HELPER_SIGNATURE))
+            return
         self.ctx.tag = (self.ctx.cpp.helper_op, "reader")
         message = (
             f"helper `{fname}` takes the legacy shape ({', '.join(names[:5])}); with access pointers the offsets are "

@@ -60,8 +60,13 @@ def parser() -> tree_sitter.Parser:
     return tree_sitter.Parser(_language())
 
 
-def parse_bytes(data: bytes) -> tree_sitter.Tree:
-    return parser().parse(data)
+def parse_bytes(data: bytes, old_tree: Optional[tree_sitter.Tree] = None) -> tree_sitter.Tree:
+    """``data`` parsed whole; with ``old_tree`` (a parse of the same bytes over some of their ranges, window.py)
+    tree-sitter reuses that tree's nodes where the ranges did not change, and the tree is the one a fresh
+    parse gives (tests/test_cpp_window.py compares both)."""
+    if old_tree is None:
+        return parser().parse(data)
+    return parser().parse(data, old_tree)
 
 
 def parse_ranges(data: bytes, ranges: list[tuple[int, int]]) -> tree_sitter.Tree:
@@ -138,12 +143,13 @@ class Source:
     """One file's text, its UTF-8 bytes, its parse tree and offset maps.
 
     With ``window`` (byte ranges, window.py) only those ranges are parsed; the text, the bytes and
-    every position stay the whole file's."""
+    every position stay the whole file's.  ``old_tree``: such a window's tree, reused by the whole
+    file's parse (:func:`parse_bytes`)."""
 
-    def __init__(self, text: str, window: Optional[list] = None):
+    def __init__(self, text: str, window: Optional[list] = None, old_tree=None, data: Optional[bytes] = None):
         self.text = text
-        self.data = text.encode("utf-8", "surrogatepass")
-        self.tree = parse_bytes(self.data) if window is None else parse_ranges(self.data, window)
+        self.data = text.encode("utf-8", "surrogatepass") if data is None else data
+        self.tree = parse_bytes(self.data, old_tree) if window is None else parse_ranges(self.data, window)
         self.root = self.tree.root_node
         self._starts: Optional[list[int]] = None
         if len(self.data) == len(text):
@@ -220,6 +226,22 @@ def nodes_of_types(root, types: tuple[str, ...], ranges: Optional[list[tuple[int
                 seen[n.id] = n
         found = list(seen.values())
     return sorted(found, key=lambda n: (n.start_byte, -n.end_byte))
+
+
+def nodes_around(root, types: tuple[str, ...], ranges) -> list[list]:
+    """For each byte range ``(lo, hi)``, the nodes of the given types below ``root`` that hold all of it (those
+    around it, as a tree-sitter query finds them: in C, descending only into the nodes over the range;
+    ``Node.parent`` would search down from the root once per step up)."""
+    query = _KIND_QUERIES.get(types)
+    if query is None:
+        src = "[" + " ".join(f"({t})" for t in types) + "] @n"
+        query = _KIND_QUERIES[types] = tree_sitter.Query(_language(), src)
+    out = []
+    for lo, hi in ranges:
+        cursor = tree_sitter.QueryCursor(query)
+        cursor.set_byte_range(lo, hi)
+        out.append([n for n in cursor.captures(root).get("n", []) if n.start_byte <= lo and hi <= n.end_byte])
+    return out
 
 
 def walk(node) -> Iterator:

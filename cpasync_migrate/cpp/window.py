@@ -7,6 +7,9 @@ all of such a file costs more than the analysis.  :func:`analyze` parses a *wind
 analyzer's walk over it; when the walk finds no site at all, the file's analysis is the empty
 one.  Any site, any parse error, anything the window cannot bound sends the file to the whole-file
 analysis, which then decides everything exactly as before: the window only ever answers "no site".
+That analysis starts its parse from the window's tree (``REUSE``: tree-sitter reuses the nodes inside
+the window, so the window's bytes are not parsed twice), and the window's walk only counts sites
+(``CppContext.probe``: a family that knows it has a site adds it before building its message and fix).
 
 The window (:func:`plan`) is cut by a cheap lexical scan of the whole file (comments, string, raw
 string and character literals, preprocessor lines, braces) into *items* at namespace scope: each
@@ -17,7 +20,8 @@ top-level declaration (a function, a class, a registration statement), each name
   longer names): every consumer, construction, registration and macro site needs that name in its
   outermost function or statement (``CppAnalyzer._hot_ranges``);
 * every declaration with two names matching ``[helpers] offset_param`` (``rules/cpp.toml``) and no
-  ``;`` between them: a legacy printer helper (CPA105) has offset-like second and fourth
+  ``;`` between them, or a comment, a literal, a preprocessor line or a brace between them (where a
+  ``;`` need not end a statement): a legacy printer helper (CPA105) has offset-like second and fourth
   parameters, whatever else it is named;
 * every preprocessor line that holds the intrinsic's name (a macro that names the op, CPA109);
 * for the enclosing context the checks read: every namespace and ``extern "C"`` opening and
@@ -63,6 +67,11 @@ from typing import Optional
 
 ENABLED = os.environ.get("CPASYNC_MIGRATE_CPP_WINDOW", "1") != "0"
 MIN_BYTES = int(os.environ.get("CPASYNC_MIGRATE_CPP_WINDOW_MIN_BYTES", "16384"))
+# A window that does not decide the file hands its tree to the whole file's parse, which reuses the nodes
+# inside the window (tree-sitter's incremental parse over changed included ranges): each byte is parsed
+# once.  CPASYNC_MIGRATE_CPP_WINDOW_REUSE=0 parses the whole file afresh; tests/test_cpp_window.py checks
+# both give the same tree and the same analysis.
+REUSE = os.environ.get("CPASYNC_MIGRATE_CPP_WINDOW_REUSE", "1") != "0"
 MAX_SHARE = 0.5  # a window holding more of the file than this is not tried (the whole file is parsed)
 
 # What the scan stops at, at namespace scope and inside a declaration (where ``;`` does not matter).
@@ -71,6 +80,9 @@ _STOP_IN = re.compile(rb"""[{}"'/#\\]""")
 _SCOPE_HEAD = re.compile(rb"""\s*(?:(?:inline\s+)?namespace\b(?:\s*\[\[[^\]]*\]\])?[\w:\s]*|extern\s*"C(?:\+\+)?"\s*)""")
 _CLASS_HEAD = re.compile(rb"\b(?:class|struct|union|enum)\b")
 _USING = re.compile(rb"\s*using\b")
+# Between two offset-like names, what may hold a ';' that does not end a statement: a comment, a literal, a
+# preprocessor line, a brace (a lambda or an initializer in a default argument).
+_OPAQUE = re.compile(rb"""[/"'#{]""")
 _CONDITIONAL = re.compile(rb"#\s*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
 _WORD_END = re.compile(rb"[A-Za-z0-9_]+$")
 _RAW_PREFIXES = (b"R", b"LR", b"uR", b"UR", b"u8R")
@@ -353,7 +365,7 @@ def plan(data: bytes, cpp) -> Optional[list[tuple[int, int]]]:
         if k < 0 or m.start() >= items[k].end or items[k].kind != "decl" or keep[k]:
             continue
         prev = last.get(k)
-        if prev is not None and data.find(b";", prev, m.start()) == -1:
+        if prev is not None and (data.find(b";", prev, m.start()) == -1 or _OPAQUE.search(data, prev, m.start())):
             keep[k] = True
         last[k] = m.end()
     for k, it in enumerate(items):
@@ -365,15 +377,14 @@ def plan(data: bytes, cpp) -> Optional[list[tuple[int, int]]]:
 def _line_ranges(data: bytes, items: list[Item], keep: list[bool]) -> list[tuple[int, int]]:
     """The kept items stretched to whole lines; an item sharing a line with a kept one is kept too."""
     n = len(data)
-    nl = [m.start() for m in re.finditer(rb"\n", data)]
+    # the line ends are searched in the bytes where asked (a list of every newline cost a tenth of the plan)
 
-    def lstart(b: int) -> int:
-        k = bisect.bisect_left(nl, b)  # newlines before byte b
-        return nl[k - 1] + 1 if k else 0
+    def lstart(b: int) -> int:  # past the last newline before byte b
+        return data.rfind(b"\n", 0, b) + 1
 
     def lend(b: int) -> int:  # past the newline of the line holding byte b - 1
-        k = bisect.bisect_left(nl, max(b - 1, 0))
-        return nl[k] + 1 if k < len(nl) else n
+        j = data.find(b"\n", max(b - 1, 0))
+        return j + 1 if j != -1 else n
 
     changed = True
     while changed:  # a sweep to the right, then one to the left, until no item is added
@@ -444,24 +455,34 @@ def _helper_calls_closed(an, ranges: list[tuple[int, int]]) -> bool:
 def analyze(text: str, path: str, options):
     """The file's analysis when a window shows it has no site (the empty analysis); None otherwise
     (the caller analyses the whole file)."""
+    return attempt(text, path, options)[0]
+
+
+def attempt(text: str, path: str, options, data: Optional[bytes] = None):
+    """``(analysis, tree)``: the analysis as :func:`analyze` gives it; where that is None and a window was
+    parsed, ``tree`` is the window's tree (its nodes are reused by the whole file's parse when ``REUSE``
+    is on), else None."""
     if not ENABLED:
-        return None
-    data = text.encode("utf-8", "surrogatepass")
+        return None, None
+    if data is None:
+        data = text.encode("utf-8", "surrogatepass")
     if len(data) < MIN_BYTES:
-        return None
+        return None, None
     from ..findings import Analysis
     from .analyzer import CppAnalyzer
     from .cpprules import load_cpp_rules
 
     ranges = plan(data, load_cpp_rules(options.rules))
     if ranges is None or sum(b - a for a, b in ranges) > len(data) * MAX_SHARE:
-        return None  # little to gain from a window of most of the file, and a site would cost both parses
-    an = CppAnalyzer(text, path, options, window=ranges)
+        return None, None  # little to gain from a window of most of the file, and a site would cost both parses
+    an = CppAnalyzer(text, path, options, window=ranges, data=data)
+    tree = an.src.tree if REUSE else None
     if an.errors or an.src.root.has_error:
-        return None
+        return None, tree
     if not _helper_calls_closed(an, ranges):
-        return None
+        return None, tree
+    an.probe = True  # sites are only counted
     an.collect(until_site=True)
     if an.sites:
-        return None
-    return Analysis(findings=[])
+        return None, tree
+    return Analysis(findings=[]), None

@@ -1,0 +1,170 @@
+"""Every speed-up of the C++ front end behind its switch gives the same analysis as without it.
+
+The switches (each a module attribute read from its environment variable):
+
+- ``window.ENABLED`` (``CPASYNC_MIGRATE_CPP_WINDOW``): a window that shows a file has no site;
+- ``window.REUSE`` (``CPASYNC_MIGRATE_CPP_WINDOW_REUSE``): the whole file's parse reuses the window's tree;
+- ``context.LEAN`` (``CPASYNC_MIGRATE_CPP_LEAN``): the nodes the checks read (the analyzer's walk, the
+  function around a node, a function's Op variables) found by queries over the bytes that matter alone, and
+  the ifs and calls whose condition or bytes hold no op word not handed to the checks;
+- ``analyzer.INCREMENTAL_CHECK`` (``CPASYNC_MIGRATE_CPP_INCREMENTAL_CHECK``): the fixes' re-parse check parses the
+  rewritten text incrementally from the file's tree (its error count is also compared with a fresh parse's).
+
+Compared: the analyses (every finding with its fix, edits, assumptions, op and role; the error), and the
+change sets the findings make (``sets.group``), with every switch on, every switch off, and each one off
+alone.  On every C++ fixture, as it is and padded so the window leaves most of it out (fast); on every C++
+file of the benchmark trees and the realcpp trees that names a trigger (slow).
+"""
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from cpasync_migrate import cpp, files, sets
+from cpasync_migrate.cpp import analyzer, context, source, window
+from cpasync_migrate.findings import FileOutcome, FrontEndOptions
+from cpasync_migrate.rules import load_rules
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures" / "cpp"
+RULES = load_rules()
+CACHE = Path(os.environ.get("CPASYNC_BENCH_CACHE", Path.home() / ".cache" / "cpasync-migrate" / "bench-tree"))
+REALCPP = Path.home() / ".cache" / "cpasync-migrate" / "realcpp"
+
+SWITCHES = [(window, "ENABLED"), (window, "REUSE"), (context, "LEAN"), (analyzer, "INCREMENTAL_CHECK")]
+
+# Unrelated declarations appended to a fixture, so that its window leaves most of the file out.
+PADDING = "\n".join(
+    f"static int Unrelated{i}(const std::string& s) {{\n  int n = 0;\n  for (char c : s) {{ if (c == '{{') n += {i}; }}\n"
+    f"  return n;\n}}\n" for i in range(40)) + "\n"
+
+
+def _settings():
+    """(name, {switch: value}) of each compared setting."""
+    out = [("all on", {s: True for s in SWITCHES}), ("all off", {s: False for s in SWITCHES})]
+    for s in SWITCHES:
+        out.append((f"{s[1]} off", {t: t != s for t in SWITCHES}))
+    return out
+
+
+def _analyses(items, monkeypatch) -> dict:
+    """{setting: [analysis of each (text, path, options)]}."""
+    out = {}
+    for name, values in _settings():
+        with monkeypatch.context() as m:
+            m.setattr(window, "MIN_BYTES", 0)
+            for (mod, attr), v in values.items():
+                m.setattr(mod, attr, v)
+            got = []
+            for text, path, opts in items:
+                source._ERROR_MEMO.clear()  # each setting parses for itself
+                got.append(cpp.analyze(text, path, opts))
+            out[name] = got
+    return out
+
+
+def _change_sets(items, analyses) -> list:
+    outcomes = [FileOutcome(path=path, language="cpp", findings=a.findings) for (_, path, _), a in zip(items, analyses)]
+    return [cs.to_dict() for cs in sets.group(outcomes)]
+
+
+def _assert_same_reparse(items, monkeypatch) -> int:
+    """The incremental re-parse of each file's rewritten text has the fresh parse's errors; the count of
+    files with fixes compared."""
+    compared = 0
+    for text, path, opts in items:
+        seen = []
+        real = analyzer.CppAnalyzer._reparsed
+
+        def spy(self, new_text, byte_edits):
+            root = real(self, new_text, byte_edits)
+            seen.append((new_text, root))
+            return root
+
+        with monkeypatch.context() as m:
+            m.setattr(analyzer, "INCREMENTAL_CHECK", True)
+            m.setattr(analyzer.CppAnalyzer, "_reparsed", spy)
+            source._ERROR_MEMO.clear()
+            cpp.analyze(text, path, opts)
+        for new_text, root in seen:
+            assert root is not None, path
+            fresh = source.parse_bytes(new_text.encode("utf-8", "surrogatepass")).root_node
+            assert len(source.error_nodes(root)) == len(source.error_nodes(fresh)), path
+            assert root.end_byte == fresh.end_byte and str(root) == str(fresh), path
+            compared += 1
+    source._ERROR_MEMO.clear()
+    return compared
+
+
+def _assert_equal(items, monkeypatch) -> dict:
+    _assert_same_reparse(items, monkeypatch)
+    got = _analyses(items, monkeypatch)
+    base = got["all off"]
+    base_sets = _change_sets(items, base)
+    for name, analyses in got.items():
+        for (_, path, _), a, b in zip(items, analyses, base):
+            assert a == b, f"{path}: {name} differs from all off"
+        assert _change_sets(items, analyses) == base_sets, name
+    return got
+
+
+def _fixture(name: str):
+    meta = tomllib.loads((FIXTURES / f"{name}.toml").read_text(encoding="utf-8"))
+    inp = next(FIXTURES.glob(f"{name}.in.*"))
+    args = meta.get("args", [])
+    target = args[args.index("--target") + 1] if "--target" in args else "0.1.8"
+    opts = FrontEndOptions(rules=RULES, target=RULES.generation(target), source=RULES.legacy)
+    return inp.read_bytes().decode("utf-8"), inp.name, opts
+
+
+@pytest.mark.parametrize("name", [p.stem for p in sorted(FIXTURES.glob("*.toml"))])
+def test_switches_change_nothing_on_fixtures(name, monkeypatch):
+    text, path, opts = _fixture(name)
+    _assert_equal([(text, path, opts), (text + PADDING, path, opts), (PADDING + text, path, opts)], monkeypatch)
+
+
+def test_the_reparse_comparison_sees_fixes(monkeypatch):
+    items = [_fixture(p.stem) for p in sorted(FIXTURES.glob("*.toml"))]
+    assert _assert_same_reparse(items, monkeypatch) >= 20
+
+
+def test_the_comparison_sees_sites():
+    """The fixtures compared hold sites of every family (the comparison is not of empty analyses)."""
+    codes = set()
+    for p in sorted(FIXTURES.glob("*.toml")):
+        codes |= {f.code for f in cpp.analyze(*_fixture(p.stem)).findings}
+    assert {"CPA101", "CPA102", "CPA103", "CPA104", "CPA105", "CPA109", "CPA110", "CPA111"} <= codes
+
+
+def _tree_items():
+    opts = FrontEndOptions(rules=RULES, target=RULES.generation("0.1.8"), source=RULES.legacy)
+    out = []
+    for base in [CACHE / "tree", CACHE / "tree-git", REALCPP]:
+        if not base.is_dir():
+            continue
+        for dirpath, _, names in os.walk(base):
+            for n in sorted(names):
+                if not n.endswith(files.CPP_SUFFIXES):
+                    continue
+                p = Path(dirpath) / n
+                try:
+                    raw = p.read_bytes()
+                    text = raw.decode("utf-8")
+                except (OSError, UnicodeDecodeError):
+                    continue
+                if files.has_needle(raw):
+                    out.append((text, str(p), opts))
+    return sorted(out, key=lambda x: x[1])
+
+
+@pytest.mark.slow
+def test_switches_change_nothing_on_the_trees(monkeypatch):
+    items = _tree_items()
+    if not items:
+        pytest.skip("no benchmark or realcpp tree on this machine (benchmarks/build_tree.sh)")
+    got = _assert_equal(items, monkeypatch)
+    assert any(a.findings for a in got["all on"])  # the trees hold sites, or the test shows little
+    assert _assert_same_reparse(items, monkeypatch) > 10  # the re-parse comparison saw fixes
