@@ -39,8 +39,9 @@ itself: a call of TileLang's intrinsic in neither layout (or with ``*args``), wh
 the argument count and keywords, and a legacy call whose argument list binds no legacy call or whose
 destination's data pointer is neither a name nor ``<name>.data`` (``fast_legacy.py`` reads those facts,
 ``decide/legacy.py`` decides); off, such files go to libcst.  Every other legacy call goes to libcst,
-which decides it and makes the edit text of its fix, except in ``--check``: ``DECIDE_FIXES``
-(``CPASYNC_MIGRATE_FAST_FIXES=0`` turns it off) decides there, when the caller asks (``fixes``), a legacy call
+which decides it and makes the edit text of its fix, except where the caller asks (``fixes``: ``--check``, and
+write mode, ``--diff`` and ``--verify`` under ``python.fast_fixes``): ``DECIDE_FIXES``
+(``CPASYNC_MIGRATE_FAST_FIXES=0`` turns it off) decides there a legacy call
 whose facts ``fast_legacy.fix_facts`` reads (CPA001 with its fix's edit text from ``fast_edit.py``, or CPA002
 with the reason); off, or for any other legacy call, the file goes to libcst as before.
 
