@@ -250,7 +250,7 @@ class _Reader:
             cur = self.parents.get(cur)
         if not isinstance(cur, ast.FunctionDef):
             return None, "is not inside a function"
-        names = set(self.rules.shared_memory.get("functions", {}).get("prim_func", []))
+        names = set(self.rules.shared_memory["functions"]["prim_func"])
         for d in cur.decorator_list:
             try:
                 if self.is_api(d.func if isinstance(d, ast.Call) else d, names):
@@ -557,10 +557,10 @@ def merge_reading(site: Site, q: dict, calls_in_kernel: int, site_calls: set) ->
         return None, site.why
     r, k = site.reader, site.kernel
     facts = r.rules.shared_memory
-    scope, static = q["scope"], facts.get("static_scope", "shared")
-    allocations = facts.get("allocations", {})
-    workspaces = set(facts.get("workspaces", {}).get("ops", []))
-    builtins = set(facts.get("functions", {}).get("python_builtins", []))
+    scope, static = q["scope"], facts["static_scope"]
+    allocations = facts["allocations"]
+    workspaces = set(facts["workspaces"]["ops"])
+    builtins = set(facts["functions"]["python_builtins"])
     at = f"`{k.name}` (`{site.file}:{k.lineno}`)"
     if q.get("allocs") is None:
         return None, f"the macro's own allocations are not bounded by its text, so {at} is not counted"
@@ -597,10 +597,12 @@ def merge_reading(site: Site, q: dict, calls_in_kernel: int, site_calls: set) ->
             arg = n.args[spec["position"]]
         lit = spec["default"] if arg is None else arg.value if isinstance(arg, ast.Constant) and \
             isinstance(arg.value, str) else None
-        if lit is None or lit == scope or (scope == static and lit in (static, facts.get("merged_scope"))):
+        # only allocations of the destination's scope count: the merge pass merges the dynamic and the static
+        # ones apart (0.1.7.post1's MergeSharedMemoryAllocations, as python/smem.py counts)
+        if lit is None or lit == scope:
             count += 1  # an upper bound: a bool tile of alloc_shared is static, an unused one is dropped
             literal += lit == scope
-    least = int(facts.get("min_allocations", 2))
+    least = facts["min_allocations"]
     if count < least:
         return False, f"{at} has at most {count} {scope} allocation(s), never merged"
     if literal >= least and scope != static:

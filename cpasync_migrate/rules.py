@@ -99,11 +99,11 @@ class Rules:
     suppress_comment: str  # the text of a suppression comment (after "#" or "//")
     declarations: dict  # func name -> {"position": int, "keyword": str}
     directory: str  # the folder the rules were read from
-    versions: dict = field(default_factory=dict)  # file name -> rules_version
     # shared_memory.toml: how the legacy lowering placed a cp.async destination (merged or not)
-    shared_memory: dict = field(default_factory=dict)
+    shared_memory: dict
     # python_api.toml: the Python API's own definition and runtime helpers that read the layout
-    python_api: dict = field(default_factory=dict)
+    python_api: dict
+    versions: dict = field(default_factory=dict)  # file name -> rules_version
     # namespaces.toml [presence]: module path -> (first, last) releases known to import it ("" open ended),
     # () for none; a path under no entry is in every release
     presence: dict = field(default_factory=dict)
@@ -500,6 +500,21 @@ def _ints(v) -> tuple[int, ...]:
     return (int(v),) if isinstance(v, int) else tuple(int(x) for x in v)
 
 
+# Every file a rules folder must hold: the files whose values the code reads (each layout of ``_LAYOUTS``;
+# cpp.toml is read again by cpp/cpprules.py) and the first generation.  The values are read from them
+# directly: no value of theirs has a second home in the code.
+REQUIRED_FILES = ("legacy.toml", *sorted(_LAYOUTS))
+
+
+def _check_forced_declared(smem: dict, namespaces: dict, d: Path) -> None:
+    """Every allocation whose scope its dtype forces (shared_memory.toml ``[allocations_forced]``) has its
+    dtype argument declared (namespaces.toml ``[declarations]``): the shared-memory reader finds it there."""
+    for name in smem["allocations_forced"]:
+        if name not in namespaces["declarations"]:
+            raise RulesError(f"{d / 'shared_memory.toml'}: [allocations_forced] {name!r} has no entry in "
+                             f"[declarations] of {d / 'namespaces.toml'} (where its dtype argument is)")
+
+
 @lru_cache(maxsize=4)
 def load_rules(directory: Optional[str] = None) -> Rules:
     """Every rules file of ``directory`` (default: :func:`rules_dir`), each checked by
@@ -516,10 +531,14 @@ def load_rules(directory: Optional[str] = None) -> Rules:
         else:
             g = _gen_from(data, f.name)
             gens[g.name] = g
-    missing = [n for n in ("dtypes.toml", "namespaces.toml") if n not in named]
-    if missing or "legacy" not in gens:
-        raise RulesError(f"{d}: rules are incomplete (need legacy.toml, dtypes.toml, namespaces.toml)")
+    missing = [n for n in REQUIRED_FILES if n not in versions]
+    if missing:
+        raise RulesError(f"{d}: rules are incomplete: {', '.join(missing)} missing (a rules folder holds "
+                         f"{', '.join(REQUIRED_FILES)} and the generations stepping from legacy)")
+    if "legacy" not in gens:
+        raise RulesError(f"{d / 'legacy.toml'}: [generation] name is not 'legacy' (the first generation's name)")
     dtypes, namespaces = named["dtypes.toml"], named["namespaces.toml"]
+    _check_forced_declared(named["shared_memory.toml"], namespaces, d)
     # Order generations by following the steps from legacy.
     ordered = [gens.pop("legacy")]
     while gens:
@@ -542,7 +561,7 @@ def load_rules(directory: Optional[str] = None) -> Rules:
         declarations=dict(namespaces["declarations"]),
         directory=str(d),
         versions=versions,
-        shared_memory=named.get("shared_memory.toml", {}),
-        python_api=named.get("python_api.toml", {}),
+        shared_memory=named["shared_memory.toml"],
+        python_api=named["python_api.toml"],
         presence={k: tuple(v) for k, v in namespaces.get("presence", {}).items()},
     )

@@ -484,16 +484,9 @@ def test_the_alias_scan_sees_an_import_alias(tmp_path):
 
 # ------------------------------------------------------------------ rule values read with a fallback in code
 
-# Rule keys read with a literal fallback (`facts.get("min_allocations", 2)`): a second home of the value, used
-# when the rules folder lacks the file (load_rules requires only dtypes.toml and namespaces.toml). The ones left,
-# by file and key; may only shrink.
-RULE_FALLBACKS = {
-    "importers.py: min_allocations", "importers.py: static_scope",
-    "python/smem.py: merged_scope", "python/smem.py: min_allocations", "python/smem.py: static_scope",
-    "python/smem.py: position",
-    "python/definition_rules.py: offset_param", "python/fast.py: offset_param",
-    "python/runtime_helpers.py: offset_param",
-}
+# Rule keys read with a literal fallback (`facts.get("min_allocations", 2)`): a second home of the value.
+# load_rules requires every file whose values the code reads, so none is needed; by file and key, none left.
+RULE_FALLBACKS: set = set()
 _GENERIC_KEYS = {"schema", "rules_version", "name", "title", "default", "params", "exclude"}
 
 

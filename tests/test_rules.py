@@ -11,7 +11,7 @@ from conftest import run_cli
 from cpasync_migrate import files
 from cpasync_migrate.cpp import SUFFIXES as CPP_SUFFIXES
 from cpasync_migrate.cpp.cpprules import load_cpp_rules
-from cpasync_migrate.rules import SCHEMA, RulesError, load_rules, read_rules_file, rules_dir
+from cpasync_migrate.rules import REQUIRED_FILES, SCHEMA, RulesError, load_rules, read_rules_file, rules_dir
 
 SHIPPED = rules_dir()
 LEGACY = (
@@ -150,3 +150,90 @@ def test_the_cli_reports_a_broken_rules_file_as_a_usage_error(rules, tmp_path):
 
 def test_the_suffixes_have_one_home():
     assert CPP_SUFFIXES is files.CPP_SUFFIXES
+
+
+# ---------------------------------------------------------------- every file the code reads is required
+
+@pytest.mark.parametrize("name", REQUIRED_FILES)
+def test_a_missing_rules_file_names_the_folder_and_the_file(rules, name):
+    (rules / name).unlink()
+    msg = _error(rules)
+    assert msg.startswith(f"{rules}: rules are incomplete: {name} missing ("), msg
+
+
+def test_the_required_files_are_every_layout_and_the_first_generation():
+    assert set(REQUIRED_FILES) == {"legacy.toml", "dtypes.toml", "namespaces.toml", "shared_memory.toml",
+                                   "python_api.toml", "cpp.toml"}
+    assert set(REQUIRED_FILES) <= {p.name for p in SHIPPED.glob("*.toml")}
+
+
+def test_two_missing_files_are_both_named(rules):
+    (rules / "cpp.toml").unlink()
+    (rules / "python_api.toml").unlink()
+    assert _error(rules).startswith(f"{rules}: rules are incomplete: cpp.toml, python_api.toml missing")
+
+
+def test_the_cli_reports_a_missing_rules_file_as_a_usage_error(rules, tmp_path):
+    (tmp_path / "k.py").write_text(LEGACY, encoding="utf-8")
+    (rules / "shared_memory.toml").unlink()
+    r = run_cli("--check", "k.py", cwd=tmp_path, env={"CPASYNC_MIGRATE_RULES": str(rules)})
+    assert r.returncode == 3, r.stderr
+    assert f"{rules}: rules are incomplete: shared_memory.toml missing" in r.stderr, r.stderr
+
+
+def test_a_forced_allocation_needs_its_declaration(rules):
+    _edit(rules / "namespaces.toml", 'alloc_shared = { position = 1, keyword = "dtype" }\n', "")
+    msg = _error(rules)
+    assert msg.startswith(f"{rules / 'shared_memory.toml'}: [allocations_forced] 'alloc_shared' has no entry in "
+                          f"[declarations] of {rules / 'namespaces.toml'}"), msg
+
+
+def test_a_first_generation_not_named_legacy_is_refused(rules):
+    _edit(rules / "legacy.toml", 'name = "legacy"\n', 'name = "old"\n')
+    assert _error(rules).startswith(f"{rules / 'legacy.toml'}: [generation] name is not 'legacy'")
+
+
+# ---------------------------------------------------------------- the values come from the files
+
+TWO_TILES = (
+    "import tilelang.language as T\n\n\n"
+    "@T.prim_func\n"
+    "def k(A: T.Tensor((1024,), \"float16\")):\n"
+    "    with T.Kernel(8, threads=16) as bx:\n"
+    "        S = T.alloc_shared((128,), \"float16\")\n"
+    "        R = T.alloc_shared((128,), \"float16\")\n"
+    "        R[0] = A[0]\n"
+    "        tx = T.get_thread_binding()\n"
+    "        T.ptx_cp_async(\"uint8\", S.data, tx * 16, A.data, tx * 16, 16)\n"
+)
+
+
+def _python_fix(text: str, d) -> str:
+    from cpasync_migrate import engine
+    from cpasync_migrate.findings import FrontEndOptions
+
+    r = load_rules(str(d) if d else None)
+    opts = FrontEndOptions(rules=r, target=r.resolve("0.1.8"), source=r.legacy, style="tvm_access_ptr",
+                           migrate_tvm=False, line_length=88)
+    (f,) = engine.front_end("python").analyze(text, "k.py", opts).findings
+    assert f.code == "CPA001", f.message
+    (edit,) = f.fix.edits
+    return edit.replacement
+
+
+def test_min_allocations_is_read_from_shared_memory_toml(rules):
+    # two used shared.dyn tiles merge (the offset counts the call's uint8); with three needed they do not
+    # (the offset counts the buffer's float16, 16 bytes = 8 elements)
+    assert 'T.type_annotation("uint8"), S.data, tx * 16, 16, 2' in _python_fix(TWO_TILES, None)
+    _edit(rules / "shared_memory.toml", "min_allocations = 2\n", "min_allocations = 3\n")
+    assert 'T.type_annotation("float16"), S.data, tx * 16, 8, 2' in _python_fix(TWO_TILES, rules)
+
+
+def test_offset_param_is_read_from_python_api_toml(rules):
+    from cpasync_migrate.python.definition_rules import helper_message
+
+    params = ["dst", "dst_off", "src", "src_off"]
+    assert helper_message(load_rules().python_api, "cp_async_gs", params) is None
+    _edit(rules / "python_api.toml", 'offset_param = "_offset$"\n', 'offset_param = "_off$"\n')
+    msg = helper_message(load_rules(str(rules)).python_api, "cp_async_gs", params)
+    assert msg is not None and msg.startswith("runtime helper `cp_async_gs(dst, dst_off, src, src_off)`"), msg

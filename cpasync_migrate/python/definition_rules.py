@@ -24,10 +24,10 @@ def not_tvm_wrapper(callee_text: str) -> str:
 
 def helper_message(facts: dict, name: str, params: list[str]) -> Optional[str]:
     """CPA007's message for a module-level def named ``name``; None when it is no legacy helper."""
-    helpers = facts.get("helpers", {})
-    if name not in set(helpers.get("names", [])):
+    helpers = facts["helpers"]
+    if name not in set(helpers["names"]):
         return None
-    offset_re = re.compile(helpers.get("offset_param", "_offset$"))
+    offset_re = re.compile(helpers["offset_param"])
     if sum(1 for p in params if offset_re.search(p)) < 2:
         return None
     return (f"runtime helper `{name}({', '.join(params)})` takes the legacy shape (a pointer and an offset per "
@@ -52,11 +52,11 @@ def helper_assumption(name: str) -> str:
 def definition_message(facts: dict, name: str, target, why: Optional[str]) -> tuple[str, Optional[dict]]:
     """CPA006's message, and the emit facts of its fix (None: no fix), for a legacy definition ``name``
     whose body is upstream's (``why`` None) or not (``why`` says how)."""
-    definition = facts.get("definition", {})
+    definition = facts["definition"]
     new_params = list(target.python_params)
     signature = f"{name}({', '.join(new_params[:-1])}, {new_params[-1]}=None)"
-    op = definition.get("op")
-    emit = definition.get("emit", {}).get(target.name)
+    op = definition["op"]
+    emit = definition["emit"].get(target.name)
     if why is None and emit is None:
         why = f"the rules hold no rewrite of the definition for {target.name}"
     if why is not None:
@@ -69,7 +69,7 @@ def definition_message(facts: dict, name: str, target, why: Optional[str]) -> tu
 def new_text(facts: dict, emit: dict, target, indent: str, newline: str) -> tuple[str, str]:
     """(the new parameter list, the new body after the docstring, without its last newline)."""
     values = {f"p{i}": p for i, p in enumerate(target.python_params)}
-    op = facts.get("definition", {}).get("op")
+    op = facts["definition"]["op"]
     params = emit["params"].format(**values)
     body = emit["body"].format(indent=indent, nl=newline, op=op, **values)
     return params, body[: -len(newline)] if body.endswith(newline) else body

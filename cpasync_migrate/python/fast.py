@@ -123,9 +123,9 @@ def may_call(text: str) -> bool:
 def _defines(tree: ast.Module, options: FrontEndOptions) -> bool:
     """A module-level def that definitions.py reports: the intrinsic with the legacy parameters, or a
     runtime helper with two offset parameters (libcst decides those files)."""
-    helpers = options.rules.python_api.get("helpers", {})
-    names = set(helpers.get("names", []))
-    offset = re.compile(helpers.get("offset_param", "_offset$"))
+    helpers = options.rules.python_api["helpers"]
+    names = set(helpers["names"])
+    offset = re.compile(helpers["offset_param"])
     legacy = list(options.rules.legacy.python_params)
     for node in tree.body:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):

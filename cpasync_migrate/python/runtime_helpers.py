@@ -66,9 +66,9 @@ class _Pos:
 
 def plans(text: str, facts: dict) -> dict:
     """Helper name -> :class:`Plan`, for every module-level legacy helper of ``text`` ({} when none)."""
-    helpers_facts = facts.get("helpers", {})
-    names = set(helpers_facts.get("names", []))
-    offset_re = re.compile(helpers_facts.get("offset_param", "_offset$"))
+    helpers_facts = facts["helpers"]
+    names = set(helpers_facts["names"])
+    offset_re = re.compile(helpers_facts["offset_param"])
     if not names:
         return {}
     if re.search(r"\r(?!\n)", text):

@@ -82,18 +82,18 @@ class SharedMemory:
         self.ctx = ctx
         facts = ctx.rules.shared_memory
         self.facts = facts
-        self.merged_scope = facts.get("merged_scope", "shared.dyn")
-        self.static_scope = facts.get("static_scope", "shared")
-        self.min_allocs = int(facts.get("min_allocations", 2))
-        self.static_config = facts.get("static_merge_config", "")
-        self.allocations = dict(facts.get("allocations", {}))
-        self.forced = dict(facts.get("allocations_forced", {}))
-        self.annotations = set(facts.get("uses", {}).get("annotations", []))
-        self.workspace_ops = set(facts.get("workspaces", {}).get("ops", []))
-        fn = facts.get("functions", {})
-        self.prim_func_names = set(fn.get("prim_func", []))
-        self.macro_names = set(fn.get("macro", []))
-        self.builtins = set(fn.get("python_builtins", []))
+        self.merged_scope = facts["merged_scope"]
+        self.static_scope = facts["static_scope"]
+        self.min_allocs = facts["min_allocations"]
+        self.static_config = facts["static_merge_config"]
+        self.allocations = dict(facts["allocations"])
+        self.forced = dict(facts["allocations_forced"])
+        self.annotations = set(facts["uses"]["annotations"])
+        self.workspace_ops = set(facts["workspaces"]["ops"])
+        fn = facts["functions"]
+        self.prim_func_names = set(fn["prim_func"])
+        self.macro_names = set(fn["macro"])
+        self.builtins = set(fn["python_builtins"])
         self._census: dict = {}
         self.mentions_static_config = bool(self.static_config) and self.static_config in ctx.text
 
@@ -224,11 +224,11 @@ class SharedMemory:
                 return None, f"the allocation's scope `{self.ctx.node_text(arg.value)}` is not a string literal"
         forced = self.forced.get(fname)
         if forced and forced_check:
-            dspec = self.ctx.rules.declarations.get(fname, {})
-            dt = next((a.value for a in decl.args if a.keyword is not None and a.keyword.value == dspec.get("keyword")),
+            dspec = self.ctx.rules.declarations[fname]  # load_rules checks every forced allocation has one
+            dt = next((a.value for a in decl.args if a.keyword is not None and a.keyword.value == dspec["keyword"]),
                       None)
-            if dt is None and len(positional) > dspec.get("position", 1):
-                dt = positional[dspec.get("position", 1)].value
+            if dt is None and len(positional) > dspec["position"]:
+                dt = positional[dspec["position"]].value
             dname = self._dtype_name(dt, decl) if dt is not None else None
             if dname is not None and dname in forced["dtypes"]:
                 scope = forced["scope"]
