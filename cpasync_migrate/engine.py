@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from . import files
-from .codes import FILE_ERROR as CODE_FILE_ERROR
+from .codes import FILE_ERROR
 from .findings import Edit, FileOutcome, Finding, FrontEndOptions, Status, apply_edits, line_starts, offset_to_linecol
 
 
@@ -118,12 +118,12 @@ def _unread(outcome: FileOutcome) -> FileOutcome:
 def error_outcome(path: str, language: str, message: str, line: Optional[int] = None,
                    text: Optional[str] = None, column: Optional[int] = None) -> FileOutcome:
     out = FileOutcome(path=path, language=language, error=message, error_line=line)
-    out.findings.append(Finding(path, line or 1, column or 1, line or 1, column or 1, CODE_FILE_ERROR,
+    out.findings.append(Finding(path, line or 1, column or 1, line or 1, column or 1, FILE_ERROR,
                                 message, status=Status.UNPARSABLE, legacy_site=False))
     if text is not None:
         # every occurrence of the intrinsic in a file that cannot be parsed is a site in the "unparsable" bucket
         for ln, col in _count_sites(text):
-            out.findings.append(Finding(path, ln, col, ln, col, CODE_FILE_ERROR,
+            out.findings.append(Finding(path, ln, col, ln, col, FILE_ERROR,
                                         "ptx_cp_async in a file that cannot be parsed; not examined",
                                         status=Status.UNPARSABLE))
     return out
@@ -274,7 +274,7 @@ def _apply_fixes(outcome: FileOutcome, chosen: list[Edit], settings: RunSettings
             if f.status is Status.REWRITTEN:
                 f.status = Status.MANUAL
         outcome.error = f"{problem}; file left unchanged"
-        outcome.findings.append(Finding(path, 1, 1, 1, 1, CODE_FILE_ERROR, outcome.error,
+        outcome.findings.append(Finding(path, 1, 1, 1, 1, FILE_ERROR, outcome.error,
                                         status=Status.UNPARSABLE, legacy_site=False))
     else:
         outcome.new_text = new_text

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable, Optional
 
-from .codes import FILE_ERROR, UNUSED_SUPPRESSION as CODE_UNUSED
+from .codes import FILE_ERROR, UNUSED_SUPPRESSION
 from .findings import Analysis, Finding, Status
 
 _MASK_CHARS = ";,.="
@@ -191,7 +191,7 @@ def resolve(text: str, path: str, language: str, analysis: Analysis,
             by_line.setdefault(d.line, []).append(d)
     ranges = [d for d in ds if d.kind == "off"]
     for f in analysis.findings:
-        if f.code in (FILE_ERROR, CODE_UNUSED) or (language == "cpp" and f.status is Status.INFO):
+        if f.code in (FILE_ERROR, UNUSED_SUPPRESSION) or (language == "cpp" and f.status is Status.INFO):
             continue
         hits = [d for d in by_line.get(f.line, ()) if d.covers(f.code)]
         hits += [d for d in ds if d.kind == "ignore" and d.file_level and d.covers(f.code)]
@@ -234,7 +234,7 @@ def resolve(text: str, path: str, language: str, analysis: Analysis,
             if unknown:
                 parts.append(f"{', '.join(unknown)}: not a code of this tool")
             msg = f"unused suppression ({what}[{', '.join(d.codes)}]): {'; '.join(parts)}"
-        extra.append(Finding(path, d.line, d.column, d.line, d.end_column, CODE_UNUSED, msg,
+        extra.append(Finding(path, d.line, d.column, d.line, d.end_column, UNUSED_SUPPRESSION, msg,
                              status=Status.INFO, legacy_site=False, severity="warning"))
     if extra:
         analysis = Analysis(sorted(analysis.findings + extra, key=lambda f: (f.line, f.column)),

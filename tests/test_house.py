@@ -457,8 +457,8 @@ def test_one_registry_of_codes():
     assert aliases == []
 
 
-# Second names for a code imported from the registry (`from .codes import X as Y`): may only shrink.
-CODE_IMPORT_ALIASES = {"engine.py: FILE_ERROR as CODE_FILE_ERROR", "suppress.py: UNUSED_SUPPRESSION as CODE_UNUSED"}
+# Second names for a code imported from the registry (`from .codes import X as Y`): none left; may only shrink.
+CODE_IMPORT_ALIASES: set = set()
 
 
 def _code_import_aliases(package: Path) -> set:
