@@ -70,6 +70,8 @@ ENABLED = os.environ.get("CPASYNC_MIGRATE_WINDOW", "1") != "0"
 MIN_CHARS = int(os.environ.get("CPASYNC_MIGRATE_WINDOW_MIN_CHARS", "131072"))
 FREEZE = os.environ.get("CPASYNC_MIGRATE_GC_FREEZE", "1") != "0"
 QUICK = os.environ.get("CPASYNC_MIGRATE_WINDOW_QUICK", "1") != "0"
+# (environment CPASYNC_MIGRATE_FAST_LINEAR=0 turns it off) a left-out run's line breaks counted from line numbers
+LINEAR = os.environ.get("CPASYNC_MIGRATE_FAST_LINEAR", "1") != "0"
 WINDOW_CHARS = 16384  # definitions' text per window (the per-wrapper cost of libcst's metadata, amortised)
 
 _ODD_BREAKS = re.compile("\r(?!\n)|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
@@ -366,7 +368,11 @@ def _window(text: str, segs: list[_Segment], group: set, stmts: Optional[list] =
     at = 0
     expected = 0  # the definitions after the last kept piece are left out: nothing after them moves
     for k in kept:
-        if k > expected:  # a run of definitions left out: one string holding their line breaks
+        if k > expected and LINEAR and crlf is False:  # (no "\r" in the text: ``_ODD_BREAKS``) counted by line numbers
+            piece = '0 or """' + "\n" * (segs[k].line - segs[expected].line - 1) + '"""\n'
+            parts.append(piece)
+            at += len(piece)
+        elif k > expected:  # a run of definitions left out: one string holding their line breaks
             piece = _gap(text[segs[expected].start:segs[k - 1].end])
             parts.append(piece)
             at += len(piece)
