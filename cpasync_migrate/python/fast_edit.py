@@ -84,6 +84,14 @@ class _Starts:
     def __len__(self) -> int:
         return self.n
 
+    def bounds(self, i: int, end: int) -> tuple[int, int]:
+        """(``self[i]``, ``self[i + 1]`` or ``end`` past the last line), ``Source.off``'s two reads in one step."""
+        first, block = self._last
+        j = i - first
+        if 0 <= j and j + 1 < len(block):
+            return block[j], block[j + 1]
+        return self[i], (self[i + 1] if i + 1 < self.n else end)
+
     def __getitem__(self, i: int) -> int:
         if i < 0:
             i += self.n
@@ -124,8 +132,12 @@ class Source:
         return self._lines
 
     def off(self, lineno: int, col: int) -> int:
-        s = self.starts[lineno - 1]
-        e = self.starts[lineno] if lineno < len(self.starts) else len(self.text)
+        st = self.starts
+        if type(st) is _Starts:
+            s, e = st.bounds(lineno - 1, len(self.text))
+        else:
+            s = st[lineno - 1]
+            e = st[lineno] if lineno < len(st) else len(self.text)
         line = self.text[s:e]
         if line.isascii():
             return s + col
