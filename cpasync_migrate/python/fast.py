@@ -366,6 +366,8 @@ class _Decision:
         if self.fixes and DECIDE_FIXES and not route.switch_callee and not self._lone_cr():
             if self.fix_src is None:
                 self.fix_src = fast_edit.Source(self.text)
+                if LINEAR and fast_edit.MEMO:
+                    self.fix_src._lines = self.lines  # (the same ``splitlines(True)`` of the same text: split once)
                 self.parents = self.s.call_parents if PARENTS else _parents(self.tree)
             found = fast_legacy.verdict(c, self.s, self.fix_src, self.parents, self.options, self.style)
         if found is None:
