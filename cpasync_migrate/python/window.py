@@ -46,6 +46,11 @@ and a piece an edit left unchanged is not parsed again (``_segments``), a run's 
 ``_flat`` gets its habits without the tokenizer where ``file_style.quick_habits`` answers
 (``tests/test_fast_speedups.py`` checks the same results on and off).
 
+``LINEAR`` (environment ``CPASYNC_MIGRATE_FAST_LINEAR=0`` turns it off, with ``fast.LINEAR`` and
+``fast_edit.LINEAR``): a left-out run's placeholder is built from the pieces' line numbers, and the fast pass reads a
+window over its own definitions (its gates skip to the name, its line starts hold each placeholder as one block), not
+over the file's line count that the placeholders carry.
+
 ``ENABLED`` (environment ``CPASYNC_MIGRATE_WINDOW=0`` turns it off) is the switch;
 ``MIN_CHARS`` (``CPASYNC_MIGRATE_WINDOW_MIN_CHARS``, default 131072) the size from which a file
 is windowed (smaller files are cheaper whole).  ``tests/test_window.py`` checks that windowed and
