@@ -2,7 +2,7 @@
 """Big single files: `cpasync-migrate` on generated 1 MiB, 5 and 50 MB Python files.
 
     python benchmarks/bigfile_bench.py [--sizes 1MiB,5,50] [--reps 3] [--timeout 120] [--keep DIR] [--no-off]
-                                       [--speedups-off] [--fast-off] [--only ROWS]
+                                       [--speedups-off] [--fast-off] [--linear-off] [--only ROWS]
 
 Each file is a module of many small legacy TileLang kernels (one `T.ptx_cp_async` call each).
 For every size it times, in one run, the rows alternating in each of --reps rounds:
@@ -20,6 +20,8 @@ For every size it times, in one run, the rows alternating in each of --reps roun
   --check and write with the per-call speed-ups off  (--speedups-off adds them) the switches of
                                                   python/positions.py, python/scopes.py and
                                                   window.FREEZE at 0: the analysis as it was before them
+  --check and write with CPASYNC_MIGRATE_FAST_LINEAR=0  (--linear-off adds them) each window read over
+                                                  its full length (its placeholders carry the file's line count)
   --check with the fast pass's speed-ups off      (--fast-off adds them) FAST_SPEEDUPS at 0: the stdlib-ast
                                                   pass's per-call costs as they were before them
 
@@ -147,6 +149,8 @@ def main() -> int:
                     help="add --check and write rows with the per-call speed-ups' switches at 0")
     ap.add_argument("--fast-off", action="store_true",
                     help="add --check rows with the stdlib-ast pass's per-call speed-ups' switches at 0")
+    ap.add_argument("--linear-off", action="store_true",
+                    help="add --check and write rows with CPASYNC_MIGRATE_FAST_LINEAR=0 (paired)")
     ap.add_argument("--only", help="keep the rows whose names hold one of these comma-separated words")
     a = ap.parse_args()
     exe = shutil.which("cpasync-migrate") or str(Path(sys.executable).with_name("cpasync-migrate"))
@@ -163,6 +167,7 @@ def main() -> int:
     off = dict(os.environ, CPASYNC_MIGRATE_WINDOW="0")
     slow = dict(os.environ, **{k: "0" for k in SPEEDUPS})
     fast_off = dict(os.environ, **{k: "0" for k in FAST_SPEEDUPS})
+    linear_off = dict(os.environ, CPASYNC_MIGRATE_FAST_LINEAR="0")
     try:
         for size in a.sizes.split(","):
             f = work / f"big_{size}.py"
@@ -183,6 +188,11 @@ def main() -> int:
                           [*base, "--check", "--max-file-size", "0", str(f)], slow, None),
                          ("write, --max-file-size 0, speed-ups off",
                           [*base, "--max-file-size", "0", str(copy)], slow, copy)]
+            if a.linear_off:
+                rows += [("--check --max-file-size 0, CPASYNC_MIGRATE_FAST_LINEAR=0",
+                          [*base, "--check", "--max-file-size", "0", str(f)], linear_off, None),
+                         ("write, --max-file-size 0, CPASYNC_MIGRATE_FAST_LINEAR=0",
+                          [*base, "--max-file-size", "0", str(copy)], linear_off, copy)]
             if a.fast_off:
                 rows += [("--check (default limit), fast-pass speed-ups off", [*base, "--check", str(f)], fast_off,
                           None),

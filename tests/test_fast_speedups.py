@@ -23,7 +23,8 @@ CORPUS = sorted({*(ROOT / "tests" / "fixtures" / "python").glob("*.py"),
 
 # (module, attribute) of every switch of these speed-ups
 SWITCHES = [(fast_scopes, "INDEX"), (fast, "PARENTS"), (fast_edit, "MEMO"), (layout_render, "BOUNDED"), (window, "QUICK"),
-            (fast_scan, "QUICK")]
+            (fast_scan, "QUICK"), (fast, "LINEAR"), (fast_edit, "LINEAR"), (window, "LINEAR")]
+LINEAR = [(fast, "LINEAR"), (fast_edit, "LINEAR"), (window, "LINEAR")]
 
 
 def _set(monkeypatch, on: bool, only=None):
@@ -145,6 +146,103 @@ def test_big_file_same_with_switches_off(tmp_path, newline, switch, monkeypatch)
     assert outs[True] == outs[False]
     codes = [f[2] for f in outs[True][0]]
     assert codes.count("CPA001") >= 30, codes  # the legacy calls are decided with their fixes
+
+
+@pytest.mark.parametrize("mode", ["check", "write"])
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_big_file_same_with_linear_off(tmp_path, newline, mode, monkeypatch):
+    """CPASYNC_MIGRATE_FAST_LINEAR on a file whose windows leave out long runs of definitions (placeholders of
+    hundreds of lines, held as blocks by ``fast_edit._Starts``): findings, edits, the new text and what was written
+    the same on and off, in --check and write mode."""
+    monkeypatch.setattr(window, "MIN_CHARS", 0)
+    monkeypatch.setattr(window, "WINDOW_CHARS", 3000)
+    text = _module(160).replace("\n", newline)
+    windows = window.plan(text, front_end_options(RunSettings(mode="check")), 0)
+    assert windows is not None and len(windows) > 10
+    assert any(type(fast_edit.source_starts(w.text)) is fast_edit._Starts for w in windows)
+    outs = {}
+    for on in (True, False):
+        _set(monkeypatch, True)
+        for mod, name in LINEAR:
+            monkeypatch.setattr(mod, name, on)
+        p = tmp_path / f"{on}.py"
+        p.write_bytes(text.encode())
+        o = engine.process_file(str(p), RunSettings(mode=mode, keep_texts=True))
+        outs[on] = (_summary(o), p.read_bytes())
+    assert outs[True] == outs[False]
+    codes = [f[2] for f in outs[True][0][0]]
+    assert codes.count("CPA001") >= 150, codes
+    if mode == "write":
+        assert outs[True][1] != text.encode()  # the file was rewritten
+
+
+def test_window_text_same_with_linear_off(monkeypatch):
+    """``window.LINEAR`` builds each placeholder from line numbers: the same window text as counting its breaks."""
+    monkeypatch.setattr(window, "WINDOW_CHARS", 3000)
+    text = _module(160)
+    opts = front_end_options(RunSettings(mode="check"))
+    got = {}
+    for on in (True, False):
+        monkeypatch.setattr(window, "LINEAR", on)
+        got[on] = [(w.text, w.pieces, w.lines) for w in window.plan(text, opts, 0)]
+    assert got[True] == got[False]
+
+
+def _random_texts(n):
+    import random
+
+    rnd = random.Random(7)
+    for _ in range(n):
+        nl = rnd.choice(["\n", "\r\n"])
+        parts = []
+        for _ in range(rnd.randint(0, 8)):
+            parts.append(rnd.choice(["x = 1" + nl, "def f():" + nl + "  pass" + nl, nl * rnd.randint(1, 200),
+                                     "ab" + nl * rnd.randint(62, 66), '0 or """' + nl * 70 + '"""', "\u00e9", "\n",
+                                     "\r\n" * 65 + "\n" * 65]))
+        yield "".join(parts)
+
+
+def test_blocked_line_starts_equal_the_list():
+    """``fast_edit._Starts`` (a window's line starts in blocks) reads as the plain list: every index, negative ones,
+    ``len``, ``bisect`` and ``Source.off``'s bounds."""
+    import bisect
+
+    blocked = 0
+    for text in _random_texts(400):
+        plain = fast_edit._line_starts(text)
+        got = fast_edit.source_starts(text)
+        blocked += type(got) is fast_edit._Starts
+        assert len(got) == len(plain)
+        assert [got[i] for i in range(len(plain))] == plain
+        assert [got[-i] for i in range(1, len(plain) + 1)] == [plain[-i] for i in range(1, len(plain) + 1)]
+        for o in range(0, len(text) + 1, 5):
+            assert bisect.bisect_right(got, o) == bisect.bisect_right(plain, o)
+        if type(got) is fast_edit._Starts:
+            for i in range(len(plain)):
+                assert got.bounds(i, len(text)) == (plain[i], plain[i + 1] if i + 1 < len(plain) else len(text))
+        with pytest.raises(IndexError):
+            got[len(plain)]
+    assert blocked > 100
+
+
+@pytest.mark.parametrize("text", [
+    "T.ptx_cp_async", "x = T.ptx_cp_async\n", "getattr(T, 'ptx_cp_async')", 'f("ptx_cp_async")', "ptx_cp_async",
+    "xptx_cp_async", "'ptx_cp_async", "ptx_cp_async'", "T.ptx_cp_async (", "T.ptx_cp_async\n\n(", "T.ptx_cp_asyncs",
+    "from a import ptx_cp_async as p", "\"ptx_cp_async\"", "_ptx_cp_async", "1ptx_cp_async", "(ptx_cp_async)",
+    "def ptx_cp_async(", "xdef ptx_cp_async(", ".def ptx_cp_async(", "def\\\n ptx_cp_async(", "def  ptx_cp_asyncs",
+    "\n" * 100 + "T.ptx_cp_async" + "\n" * 100,
+])
+def test_gates_with_the_literal_first_answer_the_same(text, monkeypatch):
+    """``fast.LINEAR``'s gates (the name first, the look back after it) answer as the patterns they replace."""
+    for pre in ("", "a", "'", " ", "\n", "é"):
+        t = pre + text
+        assert bool(fast._NAME_READ_L.search(t)) == bool(fast._NAME_READ.search(t)), t
+        assert bool(fast._VALUE_TEXT_L.search(t)) == bool(fast._VALUE_TEXT.search(t)), t
+        got = {}
+        for on in (True, False):
+            monkeypatch.setattr(fast, "LINEAR", on)
+            got[on] = (fast.may_call(t), fast.decide(t, "f.py", _options(), True)[1])
+        assert got[True] == got[False], t
 
 
 # ------------------------------------------------------------------------------------- the scope index

@@ -88,6 +88,10 @@ DECIDE_READS = os.environ.get("CPASYNC_MIGRATE_FAST_READS", "1") != "0"
 DECIDE_LEGACY = os.environ.get("CPASYNC_MIGRATE_FAST_LEGACY", "1") != "0"
 DECIDE_FIXES = os.environ.get("CPASYNC_MIGRATE_FAST_FIXES", "1") != "0"
 PARENTS = os.environ.get("CPASYNC_MIGRATE_FAST_PARENTS", "1") != "0"
+# the per-window readers cost the window's own definitions, not the whole file's line count that its placeholders
+# carry (the gates below, ``fast_edit.Source``'s line starts, ``_Decision``'s lines; environment
+# CPASYNC_MIGRATE_FAST_LINEAR=0 turns it off)
+LINEAR = os.environ.get("CPASYNC_MIGRATE_FAST_LINEAR", "1") != "0"
 
 
 _NAME = re.escape(INTRINSIC)
@@ -105,13 +109,22 @@ _VALUE_TEXT = re.compile(rf"""(?<![\w'"]){_NAME}(?!\w|\s*\(|['"])|['"]{_NAME}['"
 _NAME_READ = re.compile(rf"""(?<![\w'"]){_NAME}(?!\w|\s*\(|['"])""")
 
 
+# (LINEAR) the same three gates with the literal name first and the look back after it: the regex engine then skips
+# to each occurrence of the name instead of trying the pattern at every position (a window of a large file is
+# mostly its placeholders' line breaks: trying every position there cost each window the whole file's length).
+# ``(?<![\w'"])N`` is ``N(?<![\w'"]N)``; ``['"]N['"]`` is found where ``N(?<=['"]N)['"]`` is (only whether one
+# exists is asked); ``\bdef`` is ``def(?<!\wdef)``.
+_NAME_READ_L = re.compile(rf"""{_NAME}(?<![\w'"]{_NAME})(?!\w|\s*\(|['"])""")
+_VALUE_TEXT_L = re.compile(rf"""{_NAME}(?:(?<![\w'"]{_NAME})(?!\w|\s*\(|['"])|(?<=['"]{_NAME})['"])""")
+
+
 def _may_read(text: str, s) -> bool:
     """Whether ``fast_scan.value_reads`` must walk the tree (it finds nothing in a file where this is False)."""
-    return len(s.alias_names) > 1 or _NAME_READ.search(text) is not None
+    return len(s.alias_names) > 1 or (_NAME_READ_L if LINEAR else _NAME_READ).search(text) is not None
 
 
 def may_call(text: str) -> bool:
-    if _VALUE_TEXT.search(text):
+    if (_VALUE_TEXT_L if LINEAR else _VALUE_TEXT).search(text):
         return True
     for m in _CALL_TEXT.finditer(text):
         if m.group().endswith("(") and _DEF_BEFORE.search(text, max(0, m.start() - 64), m.start()):
@@ -167,7 +180,8 @@ def decide(text: str, path: str, options: FrontEndOptions, fixes: bool = False, 
 
 def _decide(text: str, path: str, options: FrontEndOptions, fixes: bool, style):
     names = [INTRINSIC, *options.rules.python_api.get("helpers", {}).get("names", [])]
-    may_define = re.search(r"\bdef(?:\s|\\)+(?:%s)\b" % "|".join(map(re.escape, names)), text) is not None
+    head = r"def(?<!\wdef)" if LINEAR else r"\bdef"  # (LINEAR: the literal first, as ``_NAME_READ_L``)
+    may_define = re.search(head + r"(?:\s|\\)+(?:%s)\b" % "|".join(map(re.escape, names)), text) is not None
     calls = may_call(text)
     if not may_define and not calls:
         return Analysis([]), "text"
@@ -352,6 +366,8 @@ class _Decision:
         if self.fixes and DECIDE_FIXES and not route.switch_callee and not self._lone_cr():
             if self.fix_src is None:
                 self.fix_src = fast_edit.Source(self.text)
+                if LINEAR and fast_edit.MEMO:
+                    self.fix_src._lines = self.lines  # (the same ``splitlines(True)`` of the same text: split once)
                 self.parents = self.s.call_parents if PARENTS else _parents(self.tree)
             found = fast_legacy.verdict(c, self.s, self.fix_src, self.parents, self.options, self.style)
         if found is None:

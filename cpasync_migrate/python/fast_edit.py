@@ -15,6 +15,7 @@ in the legacy order.  ``Unsupported`` anywhere else: libcst makes the edits.
 from __future__ import annotations
 
 import ast
+import bisect
 import os
 import re
 from itertools import accumulate
@@ -29,6 +30,9 @@ DEFAULT_LINE_LENGTH = 88  # (layout.DEFAULT_LINE_LENGTH)
 # a text's lines split once and each node's offsets read once per text, not at each call laid out and each question
 # (environment CPASYNC_MIGRATE_FAST_EDIT_MEMO=0 turns it off)
 MEMO = os.environ.get("CPASYNC_MIGRATE_FAST_EDIT_MEMO", "1") != "0"
+# a window's line starts held in blocks (``_Starts``; environment CPASYNC_MIGRATE_FAST_LINEAR=0 turns it off, as
+# ``fast.LINEAR``)
+LINEAR = os.environ.get("CPASYNC_MIGRATE_FAST_LINEAR", "1") != "0"
 
 
 # What may stand between tokens of a call that holds no comment (``root_span`` sends a call with a "#" to libcst).
@@ -47,12 +51,74 @@ def _line_starts(text: str) -> list[int]:
     return starts
 
 
+# (LINEAR) a run of at least this many empty lines (a window's placeholder) is held as a ``range`` in ``_Starts``
+_RUN = re.compile(r"\n{64,}|(?:\r\n){64,}")
+
+
+def _breaks_after(text: str, lo: int, hi: int) -> list[int]:
+    """The offsets just after each ``\n`` of ``text[lo:hi]``."""
+    parts = text[lo:hi].split("\n")
+    parts.pop()
+    return list(accumulate(map((1).__add__, map(len, parts)), initial=lo))[1:]
+
+
+class _Starts:
+    """``_line_starts(text)`` held in blocks, each run of empty lines (``_RUN``) one ``range``: a window of a large
+    file (``window.py``) costs its own lines and one step per placeholder, not the file's line count.  A sequence
+    (indexing, ``len``, ``bisect``) equal to the list."""
+
+    def __init__(self, text: str, runs: list):
+        blocks: list = [[0]]
+        pos = 0
+        for a, b in runs:
+            if a > pos:
+                blocks.append(_breaks_after(text, pos, a))
+            blocks.append(range(a + 1, b + 1) if text[a] == "\n" else range(a + 2, b + 1, 2))
+            pos = b
+        blocks.append(_breaks_after(text, pos, len(text)))
+        self.blocks = [b for b in blocks if len(b)]
+        self.firsts = list(accumulate((len(b) for b in self.blocks), initial=0))
+        self.n = self.firsts.pop()
+        self._last = (0, self.blocks[0])  # the block asked last (a call's nodes lie in one)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def bounds(self, i: int, end: int) -> tuple[int, int]:
+        """(``self[i]``, ``self[i + 1]`` or ``end`` past the last line), ``Source.off``'s two reads in one step."""
+        first, block = self._last
+        j = i - first
+        if 0 <= j and j + 1 < len(block):
+            return block[j], block[j + 1]
+        return self[i], (self[i + 1] if i + 1 < self.n else end)
+
+    def __getitem__(self, i: int) -> int:
+        if i < 0:
+            i += self.n
+        first, block = self._last
+        if not 0 <= i - first < len(block):
+            if not 0 <= i < self.n:
+                raise IndexError(i)
+            k = bisect.bisect_right(self.firsts, i) - 1
+            first, block = self._last = (self.firsts[k], self.blocks[k])
+        return block[i - first]
+
+
+def source_starts(text: str):
+    """The line starts ``Source`` reads: ``_Starts`` where ``LINEAR`` and the text holds a run of empty lines."""
+    if LINEAR and MEMO:
+        runs = [m.span() for m in _RUN.finditer(text)]
+        if runs:
+            return _Starts(text, runs)
+    return _line_starts(text) if MEMO else line_starts(text)
+
+
 class Source:
     """Character offsets of ``ast`` positions (which count UTF-8 bytes in a line) in one text."""
 
     def __init__(self, text: str):
         self.text = text
-        self.starts = _line_starts(text) if MEMO else line_starts(text)
+        self.starts = source_starts(text)
         self._lines: Optional[list[str]] = None
         self._spans: dict = {}
         self._crlf: Optional[bool] = None
@@ -66,8 +132,12 @@ class Source:
         return self._lines
 
     def off(self, lineno: int, col: int) -> int:
-        s = self.starts[lineno - 1]
-        e = self.starts[lineno] if lineno < len(self.starts) else len(self.text)
+        st = self.starts
+        if type(st) is _Starts:
+            s, e = st.bounds(lineno - 1, len(self.text))
+        else:
+            s = st[lineno - 1]
+            e = st[lineno] if lineno < len(st) else len(self.text)
         line = self.text[s:e]
         if line.isascii():
             return s + col

@@ -46,6 +46,11 @@ and a piece an edit left unchanged is not parsed again (``_segments``), a run's 
 ``_flat`` gets its habits without the tokenizer where ``file_style.quick_habits`` answers
 (``tests/test_fast_speedups.py`` checks the same results on and off).
 
+``LINEAR`` (environment ``CPASYNC_MIGRATE_FAST_LINEAR=0`` turns it off, with ``fast.LINEAR`` and
+``fast_edit.LINEAR``): a left-out run's placeholder is built from the pieces' line numbers, and the fast pass reads a
+window over its own definitions (its gates skip to the name, its line starts hold each placeholder as one block), not
+over the file's line count that the placeholders carry.
+
 ``ENABLED`` (environment ``CPASYNC_MIGRATE_WINDOW=0`` turns it off) is the switch;
 ``MIN_CHARS`` (``CPASYNC_MIGRATE_WINDOW_MIN_CHARS``, default 131072) the size from which a file
 is windowed (smaller files are cheaper whole).  ``tests/test_window.py`` checks that windowed and
@@ -70,6 +75,8 @@ ENABLED = os.environ.get("CPASYNC_MIGRATE_WINDOW", "1") != "0"
 MIN_CHARS = int(os.environ.get("CPASYNC_MIGRATE_WINDOW_MIN_CHARS", "131072"))
 FREEZE = os.environ.get("CPASYNC_MIGRATE_GC_FREEZE", "1") != "0"
 QUICK = os.environ.get("CPASYNC_MIGRATE_WINDOW_QUICK", "1") != "0"
+# (environment CPASYNC_MIGRATE_FAST_LINEAR=0 turns it off) a left-out run's line breaks counted from line numbers
+LINEAR = os.environ.get("CPASYNC_MIGRATE_FAST_LINEAR", "1") != "0"
 WINDOW_CHARS = 16384  # definitions' text per window (the per-wrapper cost of libcst's metadata, amortised)
 
 _ODD_BREAKS = re.compile("\r(?!\n)|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
@@ -366,7 +373,11 @@ def _window(text: str, segs: list[_Segment], group: set, stmts: Optional[list] =
     at = 0
     expected = 0  # the definitions after the last kept piece are left out: nothing after them moves
     for k in kept:
-        if k > expected:  # a run of definitions left out: one string holding their line breaks
+        if k > expected and LINEAR and crlf is False:  # (no "\r" in the text: ``_ODD_BREAKS``) counted by line numbers
+            piece = '0 or """' + "\n" * (segs[k].line - segs[expected].line - 1) + '"""\n'
+            parts.append(piece)
+            at += len(piece)
+        elif k > expected:  # a run of definitions left out: one string holding their line breaks
             piece = _gap(text[segs[expected].start:segs[k - 1].end])
             parts.append(piece)
             at += len(piece)
