@@ -54,6 +54,15 @@ def _texts():
             continue
 
 
+def _trees():
+    """(path, text, module) of every corpus text the standard library parses."""
+    for p, text in _texts():
+        try:
+            yield p, text, ast.parse(text)
+        except SyntaxError:
+            continue
+
+
 @pytest.mark.parametrize("case", PY_CASES, ids=str)
 def test_fixture_same_with_switches_off(case, monkeypatch):
     monkeypatch.setattr(window, "MIN_CHARS", 0)
@@ -260,11 +269,7 @@ def _brute(monkeypatch, fn, *args):
 def test_scope_index_answers_as_the_scan(monkeypatch):
     """Every binding's scope, every name's visible scopes and every name's resolution, on the whole corpus."""
     n = 0
-    for p, text in _texts():
-        try:
-            tree = ast.parse(text)
-        except SyntaxError:
-            continue
+    for p, text, tree in _trees():
         s = fast_scan.scan(tree)
         assert fast_scopes._index(s) is not None, p  # the extents of real code nest
         for bs in s.bindings.values():
@@ -382,11 +387,7 @@ def test_scan_quick_same_facts(monkeypatch):
     """Every fact of the scan, the reads and the binding question, with the scan's speed-ups on and off."""
     opts = _options()
     n = 0
-    for p, text in _texts():
-        try:
-            tree = ast.parse(text)
-        except SyntaxError:
-            continue
+    for p, text, tree in _trees():
         got = {}
         for on in (True, False):
             monkeypatch.setattr(fast_scan, "QUICK", on)
