@@ -23,7 +23,7 @@ from typing import Optional
 
 from ..findings import Edit, apply_edits, line_starts
 from . import file_style
-from .decide.legacy import merge_point_edits
+from .decide.legacy import kept_argument_edits, merge_point_edits
 from .layout_render import _Arg, _Atom, _Call, _render, _Style, line_context, requote, str_width
 
 DEFAULT_LINE_LENGTH = 88  # (layout.DEFAULT_LINE_LENGTH)
@@ -242,14 +242,7 @@ def argument_edits(src: Source, call: ast.Call, bound: dict, order: list, drop: 
         a = args[bound[k]]
         vs, ve = src.vspan(value_of(a), lo, hi)
         as_, _ = arg_span(src, a, lo, hi)
-        if isinstance(a, ast.keyword):
-            edits.append(Edit(as_, vs, before.get(k, "")))
-        elif k in before:
-            edits.append(Edit(vs, vs, before[k]))
-        if k in replace:
-            edits.append(Edit(vs, ve, replace[k]))
-        if k in after:
-            edits.append(Edit(ve, ve, after[k]))
+        edits += kept_argument_edits(k, as_, vs, ve, isinstance(a, ast.keyword), before, replace, after)
     return merge_point_edits(edits)
 
 

@@ -553,17 +553,10 @@ class LegacyCall:
                     ovs, _ = self.ctx.vspan(bound[merge[k]].value)
                     edits.append(Edit(as_, ovs, before[k]))
                     continue
-                if k in merged_into:
-                    pass
-                elif a.keyword is not None:
-                    # drop `name=` (and the whitespace up to the value)
-                    edits.append(Edit(as_, vs, before.get(k, "")))
-                elif k in before:
-                    edits.append(Edit(vs, vs, before[k]))
-                if k in replace:
-                    edits.append(Edit(vs, ve, replace[k]))
-                if k in after:
-                    edits.append(Edit(ve, ve, after[k]))
+                if k in merged_into:  # its name and what goes before it came with the argument merged into it
+                    edits += decide.kept_argument_edits(k, as_, vs, ve, False, {}, replace, after)
+                else:
+                    edits += decide.kept_argument_edits(k, as_, vs, ve, a.keyword is not None, before, replace, after)
             return _merge_point_edits(edits)
         # out of order: re-emit the argument list in canonical order
         gaps = "".join(self.ctx.text[self.ctx.span(args[i])[1]:self.ctx.span(args[i + 1])[0]] for i in range(len(args) - 1))

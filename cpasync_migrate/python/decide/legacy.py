@@ -107,6 +107,23 @@ def access_ptr_after(extent_text: str, rw_mask) -> str:
     return f", {extent_text}, {rw_mask})"
 
 
+def kept_argument_edits(k: str, arg_start: int, value_start: int, value_end: int, keyword: bool,
+                   before: dict, replace: dict, after: dict) -> list:
+    """The edits of one kept argument ``k`` of a fix, in place: a keyword's ``name=`` dropped (the text up to its
+    value, or replaced by what goes before it), else what goes before it inserted; its value replaced; what goes
+    after it inserted (the libcst pass's and the fast pass's in-place fixes both emit through this one function)."""
+    out = []
+    if keyword:
+        out.append(Edit(arg_start, value_start, before.get(k, "")))
+    elif k in before:
+        out.append(Edit(value_start, value_start, before[k]))
+    if k in replace:
+        out.append(Edit(value_start, value_end, replace[k]))
+    if k in after:
+        out.append(Edit(value_end, value_end, after[k]))
+    return out
+
+
 def merge_point_edits(edits: list) -> list:
     """A fix's edits in order, those that touch the same point combined so they apply in order (the libcst
     pass's and the fast pass's edit lists go through this one function)."""
