@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import codecs
 import errno
+import operator
 import os
 import re
 import stat
+from itertools import accumulate, count
 from dataclasses import dataclass
 from typing import Optional
 
@@ -305,22 +307,65 @@ _CPP_TOKENS_RX = (
     r"""|(?P<c>//[^\n]*+|/\*.*?(?:\*/|\Z))|(?P<o>[(\[{])|(?P<x>[)\]}])|(?P<u>[-+~!*&])|(?P<w>\w++|[^\s\w])""")
 _PATTERNS: Optional[dict] = None
 
+# (environment CPASYNC_MIGRATE_NESTING_QUICK=0 turns it off) a text with no long operator run is passed when its
+# deepest bracket, found by C-speed passes (``_depth``), is within the limit; the token loop then runs only to name
+# the line of a text that is too deep.  ``tests/test_nesting.py`` checks the same answers on and off.
+QUICK = os.environ.get("CPASYNC_MIGRATE_NESTING_QUICK", "1") != "0"
+
 
 def _patterns() -> dict:
-    """The compiled patterns: (python, tokens?) -> pattern, and "run" (see ``_LONG_RUN_RX``)."""
+    """The compiled patterns: (python, tokens?) -> pattern, ("depth", python) -> ``_depth``'s, and "run" (see
+    ``_LONG_RUN_RX``)."""
     global _PATTERNS
     if _PATTERNS is None:
         _PATTERNS = {
             (True, True): re.compile(_PY_TOKENS_RX, re.S),
             (False, True): re.compile(_CPP_TOKENS_RX, re.S),
             # The same without the operators and words: strings, comments and brackets only (far fewer matches).
-            # Each match first skips, in one step, the characters that cannot start one.
-            (True, False): re.compile(r"""[^'"#()\[\]{}]*+(?:""" + _PY_TOKENS_RX.rsplit("|(?P<u>", 1)[0] + ")", re.S),
-            (False, False): re.compile(r"""[^'"/R()\[\]{}]*+(?:""" + _CPP_TOKENS_RX.rsplit("|(?P<u>", 1)[0] + ")",
-                                       re.S),
+            # Each match first skips, in one step, the characters that cannot start one.  A character that can
+            # start a token but starts none here (C++'s ``/`` of a division, the ``R`` of a name) is taken alone
+            # (``z``), and the text's tail by ``\Z``: a match never fails, so no scan restarts one character
+            # further on (which made a long tail without brackets quadratic).
+            (True, False): re.compile(r"""[^'"#()\[\]{}]*+(?:""" + _PY_TOKENS_RX.rsplit("|(?P<u>", 1)[0]
+                                      + r"|(?P<z>.)|\Z)", re.S),
+            (False, False): re.compile(r"""[^'"/R()\[\]{}]*+(?:""" + _CPP_TOKENS_RX.rsplit("|(?P<u>", 1)[0]
+                                       + r"|(?P<z>.)|\Z)", re.S),
+            # The same scan with one group, the bracket (C++: and the raw string's delimiter, which the pattern
+            # refers back to): ``findall`` gives each match's bracket, or "" for a string, a comment, a character.
+            ("depth", True): re.compile(_bracket_scan(_PY_TOKENS_RX, r"""[^'"#()\[\]{}]*+"""), re.S),
+            ("depth", False): re.compile(_bracket_scan(_CPP_TOKENS_RX, r"""[^'"/R()\[\]{}]*+"""), re.S),
             "run": re.compile(_LONG_RUN_RX),
         }
     return _PATTERNS
+
+
+# A bracket as a byte of the depth walk: an opening one counts 2, a closing one 0 (each step is the byte less 1).
+_STEP = bytes.maketrans(b"([{)]}", b"\x02\x02\x02\x00\x00\x00")
+
+
+def _bracket_scan(tokens_rx: str, skip: str) -> str:
+    """The scan of the patterns (python, False) with one capturing group left, the bracket: its strings and comments
+    unnamed (C++'s raw-string delimiter stays named: the pattern refers back to it)."""
+    strings_comments = tokens_rx.split("|(?P<o>", 1)[0].replace("(?P<s>", "(?:").replace("(?P<c>", "(?:")
+    return skip + "(?:" + strings_comments + r"|(?P<b>[()\[\]{}])|.|\Z)"
+
+
+def _depth(text: str, python: bool) -> int:
+    """The deepest bracket of ``text`` outside its strings and comments, as ``nesting``'s token loop counts it:
+    +1 at an opening bracket, -1 at a closing one, never below 0.  One ``findall`` of the loop's own scan gives
+    the brackets in order; the walk is done by ``itertools.accumulate``: with u the running sum (which may go
+    below 0), the depth held at 0 from below is u less the lowest u so far (0 included)."""
+    found = _patterns()["depth", python].findall(text)
+    brackets = "".join(found) if python else "".join(map(operator.itemgetter(1), found))
+    steps = brackets.encode("ascii").translate(_STEP)
+    if not steps:
+        return 0
+    if min(map(operator.sub, accumulate(steps), count(1))) >= 0:  # never below 0 (balanced text): no hold
+        return max(map(operator.sub, accumulate(steps), count(1)))
+    u = list(map(operator.sub, accumulate(steps), count(1)))
+    low = accumulate(u, min, initial=0)
+    next(low)
+    return max(map(operator.sub, u, low))
 
 
 def nesting(text: str, python: bool):
@@ -333,6 +378,8 @@ def nesting(text: str, python: bool):
     patterns = _patterns()
     runs = patterns["run"].search(text) is not None
     if not runs and text.count("(") + text.count("[") + text.count("{") <= limit:
+        return None
+    if QUICK and not runs and _depth(text, python) <= limit:
         return None
     tokens = patterns[python, runs]
     depth = run = 0
@@ -357,8 +404,11 @@ def nesting(text: str, python: bool):
     return None
 
 
-# Without this many operator characters or words in a row (white space between), no run can be too long.
-_LONG_RUN_RX = r"(?:(?:[-+~!*&]|not\b|await\b)\s*){%d}" % (MAX_PREFIX_RUN + 1)
+# Without this many operator characters or words in a row (white space between), no run can be too long.  The
+# first token is written out before the repeat: the pattern then starts with a set of characters, which the
+# regular expression engine looks for before it tries a match (about twice as fast; the same language).
+_RUN_TOKEN_RX = r"(?:[-+~!*&]|not\b|await\b)\s*"
+_LONG_RUN_RX = _RUN_TOKEN_RX + r"(?:%s){%d}" % (_RUN_TOKEN_RX, MAX_PREFIX_RUN)
 
 
 def _read_only(st: os.stat_result, path: str) -> Optional[str]:

@@ -396,6 +396,17 @@ def test_the_nesting_scan_skips_strings_and_comments():
     assert files.nesting("x = 1\ny = " + "(" * 201 + "1" + ")" * 201, True)[1] == 2
 
 
+def test_a_long_tail_without_brackets_is_scanned_in_linear_time(tmp_path):
+    """More brackets than the limit at the top, then a long tail with none (assignments; C++ divisions and names
+    with an ``R``): the nesting scan restarted its match one character further on over the whole tail each time,
+    hours of CPU for a file under the size limit."""
+    put(tmp_path / "k.py", LEGACY + "X = " + "()" * 300 + "\n" + "x = 1\n" * 100_000)
+    put(tmp_path / "k.cc", "// ptx_cp_async\nint f() { return " + "(0)" * 300 + "; }\n" + "Result r = a / b;\n" * 40_000)
+    r = cli("--check", "--no-cache", "-j", "1", ".", cwd=tmp_path)  # the timeout is the hang guard
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "k.py:9:9: CPA001" in r.stdout and ": CPA900" not in r.stdout, r.stdout
+
+
 NON_UTF8 = os.fsdecode(b"k\xff\xfe.py")
 
 
