@@ -4,6 +4,7 @@
   takes its parent's configuration (as written) instead of a lookup from its real path.
 - ``CPASYNC_MIGRATE_FREE_FOLDERS`` (run.FREE_FOLDERS): the files of a folder whose configuration anchors no
   exclude are kept without asking ``Run.keep`` once per file.
+- ``CPASYNC_MIGRATE_MEMO_PERCENT`` (stat_memo.PERCENT): a stat memo entry's string from one ``%`` format.
 """
 import os
 import subprocess
@@ -16,7 +17,7 @@ from cpasync_migrate import config, discovery, run as runmod
 from test_cli import LEGACY, write
 from test_warm_path import BENCH, _git, _report, configured  # noqa: F401 - the fixture
 
-SWITCHES = ("CPASYNC_MIGRATE_FOLDER_INHERIT", "CPASYNC_MIGRATE_FREE_FOLDERS")
+SWITCHES = ("CPASYNC_MIGRATE_FOLDER_INHERIT", "CPASYNC_MIGRATE_FREE_FOLDERS", "CPASYNC_MIGRATE_MEMO_PERCENT")
 
 
 @pytest.fixture
@@ -97,8 +98,9 @@ def test_the_folder_switches_give_the_same_report(nested, monkeypatch, in_git, t
 
 def test_the_switches_are_read_from_the_environment(nested):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    probe = "from cpasync_migrate import config, run\nprint(config.FOLDER_INHERIT, run.FREE_FOLDERS)\n"
-    for value, want in (("0", "False False"), ("1", "True True")):
+    probe = ("from cpasync_migrate import config, run, stat_memo\n"
+             "print(config.FOLDER_INHERIT, run.FREE_FOLDERS, stat_memo.PERCENT)\n")
+    for value, want in (("0", "False False False"), ("1", "True True True")):
         r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                            env=dict(env, **{s: value for s in SWITCHES}))
         assert r.stdout.strip() == want, r.stderr
@@ -129,3 +131,24 @@ def test_the_folder_switches_give_the_same_output_on_the_benchmark_trees(tree, t
         assert run(None, "--cache-dir", cache, "-j", jobs) == cold
         for off in (None, *SWITCHES):  # warm: the cache of the run before
             assert run(off, "--cache-dir", cache, "-j", jobs) == cold, (off, jobs)
+
+
+def test_the_percent_format_gives_the_memos_string(tmp_path, monkeypatch):
+    """CPASYNC_MIGRATE_MEMO_PERCENT (stat_memo.PERCENT): the entry of a stat is the same string either way, for
+    real stats and for numbers at the edges (0, one, powers of 16 and one less, past 64 bits, negative)."""
+    from cpasync_migrate import stat_memo
+
+    class St:
+        def __init__(self, *v):
+            self.st_size, self.st_mtime_ns, self.st_ctime_ns, self.st_ino, self.st_dev = v
+
+    write(tmp_path / "k.py", LEGACY)
+    edges = [0, 1, 15, 16, 255, 256, 2**32 - 1, 2**63, 2**64 + 17, 10**30, -1, -4096]
+    stats = [os.stat(tmp_path / "k.py"), os.stat(tmp_path)]
+    stats += [St(*(edges[(i + j) % len(edges)] for j in range(5))) for i in range(len(edges))]
+    got = {}
+    for on in (True, False):
+        monkeypatch.setattr(stat_memo, "PERCENT", on)
+        got[on] = [stat_memo.stat_key(s) for s in stats]
+    assert got[True] == got[False]
+    assert got[True][2] == "0:1:f:10:ff" and any("-1000" in k for k in got[True])
