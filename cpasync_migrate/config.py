@@ -35,6 +35,11 @@ DIR_CONFIG = os.environ.get("CPASYNC_MIGRATE_DIR_CONFIG", "1") != "0"
 # cutting its name off (no os.path.dirname per file).  Only under DIR_CONFIG.
 WALK_FACTS = os.environ.get("CPASYNC_MIGRATE_WALK_FACTS", "1") != "0"
 
+# A switch (CPASYNC_MIGRATE_FOLDER_INHERIT=0: as before; a measuring switch).  On: a folder the walk listed
+# and saw without any pyproject.toml entry has the configuration of its parent folder as written, taken from
+# that folder's answer (Configs._for_file) instead of a lookup from its real path.  Only under WALK_FACTS.
+FOLDER_INHERIT = os.environ.get("CPASYNC_MIGRATE_FOLDER_INHERIT", "1") != "0"
+
 
 def parse_size(v) -> Optional[int]:
     """Bytes from 1048576, "1048576", "512k", "4MB", "1MiB" (K, M, G are powers of 1024); None when not a size."""
@@ -278,10 +283,42 @@ class Configs:
             d = os.path.dirname(path)
             found = self._by_dir.get(d)
             if found is None:
-                found = self._by_dir[d] = self._for_folder(self._real_dir(d), self.walked.get(d))
+                found = self._inherited(d) if FOLDER_INHERIT and self.walked.get(d) is False else None
+                if found is None:
+                    found = self._for_folder(self._real_dir(d), self.walked.get(d))
+                self._by_dir[d] = found
             return found
         except (OSError, RuntimeError, ValueError):
             return None
+
+    def _inherited(self, d: str) -> Optional[dict]:
+        """The configuration of the files of folder ``d`` (as written), which the walk listed and saw without a
+        ``pyproject.toml`` entry: that of the nearest folder above it that the walk did not see so (or whose
+        answer is known), as :meth:`_for_file` gives it for a file there; None where no such folder lies above.
+
+        The same answer as the lookup from ``d``'s real path: a listed folder is reached through entries
+        that are not links, so its real path is its parent's real path joined with its name
+        (:meth:`_real_dir`), and :meth:`_for_folder` passes a folder without a regular pyproject.toml on
+        to that parent."""
+        chain = []
+        by_dir, walked = self._by_dir, self.walked
+        cur = d
+        while True:
+            found = by_dir.get(cur)
+            if found is not None:
+                break
+            if walked.get(cur) is not False:  # a folder with a pyproject.toml entry, or not listed: looked up
+                found = self._for_folder(self._real_dir(cur), walked.get(cur))
+                by_dir[cur] = found
+                break
+            chain.append(cur)
+            up = os.path.dirname(cur)
+            if up == cur or not up:
+                return None
+            cur = up
+        for f in chain:
+            by_dir[f] = found
+        return found
 
     def _real_dir(self, d: str) -> str:
         """``os.path.realpath(d)`` for a folder as written, from its parent's (memoised): one ``lstat`` per

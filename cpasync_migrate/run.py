@@ -22,6 +22,12 @@ from typing import Optional
 
 from .errors import UsageError
 
+# A switch (CPASYNC_MIGRATE_FREE_FOLDERS=0: every file a walk finds is asked about through Run.keep, as before;
+# a measuring switch).  On: once Run.keep has found that the files of a folder (as written) take a
+# configuration without anchored excludes, the walk's other regular files there are kept without the call
+# (``Run.free_folders``, ``runner._discovered``).  Only where Run.keep finds a file's folder by cutting its name.
+FREE_FOLDERS = os.environ.get("CPASYNC_MIGRATE_FREE_FOLDERS", "1") != "0"
+
 
 # ------------------------------------------------------------------ selection
 
@@ -191,6 +197,8 @@ class Run:
         self._checked: set = set()  # the configuration files checked (_check_config)
         self._kept: dict = {}  # a configuration's file (None: none) -> its anchored excludes (Run.keep)
         self._kept_in: dict = {}  # a folder as written -> (its files' configuration, its anchored excludes)
+        # folders (as written) whose regular files Run.keep keeps, whatever their names (FREE_FOLDERS)
+        self.free_folders: Optional[set] = None
 
     # -------------------------------------------------------------- building
 
@@ -231,6 +239,7 @@ class Run:
         self.configs = cfgmod.Configs(None if args.isolated else explicit, args.isolated)
         self._keep_once = cfgmod.DIR_CONFIG  # Run.keep's memo, under the same switch
         self._cut_name = cfgmod.DIR_CONFIG and cfgmod.WALK_FACTS and os.altsep is None
+        self.free_folders = set() if FREE_FOLDERS and self._cut_name else None
         self.cfg = (self.configs.for_path(self.stdin) if self.stdin is not None  # its folder, made or not
                     else self.configs.for_run(args.paths))
         self.selection = Selection(self.configs, args.select, args.ignore, args.per_file_ignores, os.getcwd())
@@ -394,6 +403,8 @@ class Run:
                 known = (cfg, anchored)
                 if regular:
                     self._kept_in[folder] = known
+                    if not anchored and self.free_folders is not None:
+                        self.free_folders.add(folder)  # its other regular files: kept without asking
             cfg, anchored = known
             if not anchored:
                 return None
@@ -539,7 +550,8 @@ class Run:
         return run_files(args.paths, s, excludes=self.excludes_for, jobs=self.jobs,
                          respect_gitignore=not args.no_gitignore, since=args.since, verbose=verbose,
                          quiet=args.quiet, show_progress=True, follow_links_outside=args.follow_links_outside,
-                         keep=self.keep, folders=self.configs.walked if self._cut_name else None
+                         keep=self.keep, folders=self.configs.walked if self._cut_name else None,
+                         free=self.free_folders
                          ) if args.paths else ([], 0)
 
     def _probe(self, run_once) -> None:

@@ -31,21 +31,29 @@ SUFFIXES = files.PYTHON_SUFFIXES + files.CPP_SUFFIXES
 
 
 def _discovered(paths, excludes, respect_gitignore, since_set, errors=None, skipped=None, special=None,
-                keep=None, reasons=None, folders=None):
+                keep=None, reasons=None, folders=None, free=None):
     """Yield (path, explicit) for every source file in scope (no reading); unlistable folders go to
     ``errors``, entries that are not regular files to ``skipped`` (in a walk) or ``special`` (named).
     ``keep``: for a file found in a walk, why it is out of scope (its own configuration excludes it), or None;
     called as ``keep(path, regular)``, ``regular`` telling that the walk saw a regular file, not a link.
-    ``folders``: what the walk saw of each folder it listed (``discovery.discover``), for ``keep``."""
+    ``folders``: what the walk saw of each folder it listed (``discovery.discover``), for ``keep``.
+    ``free``: folders (as written: a path less its last ``os.sep`` and name) whose regular files ``keep`` keeps
+    whatever their names; it fills the set as it learns them (``run.FREE_FOLDERS``), and such a file is not
+    asked about."""
     explicit = {p for p in paths if not os.path.isdir(p)}
     changed = None if since_set is None else since_filter(paths, since_set)
     links: set = set()  # the walk's files that are links (discovery.discover)
+    sep = os.sep
     for path in discovery.discover(paths, SUFFIXES, excludes, respect_gitignore, errors, skipped, special, reasons,
                                    links, folders):
         if changed is not None and not changed(path):
             continue
         if keep is not None and path not in explicit:
-            why = keep(path, path not in links)
+            regular = path not in links
+            if free is not None and regular and path.rpartition(sep)[0] in free:
+                yield path, False
+                continue
+            why = keep(path, regular)
             if why:
                 if skipped is not None:
                     skipped.append((path, why))
@@ -402,13 +410,15 @@ def _say_what_was_read(outcomes: list, skipped: list, looked: list) -> None:
 def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 1, respect_gitignore=True,
               since: Optional[str] = None, verbose=False, quiet=False,
               show_progress: bool = False, pool: Optional[str] = None,
-              follow_links_outside: bool = False, keep=None, folders=None) -> tuple[list[FileOutcome], int]:
+              follow_links_outside: bool = False, keep=None, folders=None,
+              free=None) -> tuple[list[FileOutcome], int]:
     """Every file's outcome (sorted by path) and the number of files in scope.
 
     ``pool`` picks how ``jobs > 1`` runs: "fork" or "executor" (default: fork where it exists).
     ``follow_links_outside``: write mode also writes a named path that leads out of its tree (tree.py).
     ``keep``: why a file a walk found is out of scope, or None (the per-file configuration: run.py);
-    ``folders``: a dict the walk fills with what it saw of each folder (``discovery.discover``), for ``keep``.
+    ``folders``: a dict the walk fills with what it saw of each folder (``discovery.discover``), for ``keep``;
+    ``free``: the folders whose regular files ``keep`` keeps, a set it fills (``_discovered``).
     """
     since_set = changed_since(since, paths) if since else None
     if not any(os.path.isdir(p) for p in paths):
@@ -423,7 +433,7 @@ def run_files(paths: list[str], settings: RunSettings, excludes=(), jobs: int = 
     def pairs():
         nonlocal scanned
         for pe in _discovered(paths, excludes, respect_gitignore, since_set, unlisted, skipped, special, keep,
-                              skipped if verbose else None, folders):
+                              skipped if verbose else None, folders, free):
             scanned += 1
             if looked is not None:
                 looked.append(pe[0])
