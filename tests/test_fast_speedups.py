@@ -23,7 +23,8 @@ CORPUS = sorted({*(ROOT / "tests" / "fixtures" / "python").glob("*.py"),
 
 # (module, attribute) of every switch of these speed-ups
 SWITCHES = [(fast_scopes, "INDEX"), (fast, "PARENTS"), (fast_edit, "MEMO"), (layout_render, "BOUNDED"), (window, "QUICK"),
-            (fast_scan, "QUICK"), (fast, "LINEAR"), (fast_edit, "LINEAR"), (window, "LINEAR")]
+            (fast_scan, "QUICK"), (fast, "LINEAR"), (fast_edit, "LINEAR"), (window, "LINEAR"),
+            (fast, "GC_PAUSE")]
 LINEAR = [(fast, "LINEAR"), (fast_edit, "LINEAR"), (window, "LINEAR")]
 
 
@@ -460,3 +461,25 @@ def test_line_context_bounded_search_same(monkeypatch):
             monkeypatch.setattr(layout_render, "BOUNDED", on)
             got.append(layout_render.line_context(text, rs, re_))
         assert got[0] == got[1], (text, rs, re_)
+
+
+def test_gc_pause_restores_the_collector(monkeypatch):
+    """GC_PAUSE: the collector runs again after each text, also one libcst decides, and a collector already off
+    stays off."""
+    import gc
+
+    opts = _options()
+    monkeypatch.setattr(fast, "GC_PAUSE", True)
+    texts = ["import tilelang.language as T\nT.ptx_cp_async('float32', a, 0, b, 0, 16)\n",
+             "cp = T.ptx_cp_async\ncp()\n", "def (:\n ptx_cp_async(\n"]
+    assert gc.isenabled()
+    for text in texts:
+        fast.decide(text, "f.py", opts, True)
+        assert gc.isenabled()
+    gc.disable()
+    try:
+        for text in texts:
+            fast.decide(text, "f.py", opts, True)
+            assert not gc.isenabled()
+    finally:
+        gc.enable()
