@@ -23,8 +23,9 @@ def analyze(text: str, path: str, options: FrontEndOptions) -> Analysis:
     never overlap.  Suppressed sites carry ``Status.SUPPRESSED`` and no fix;
     information-only findings carry ``Status.INFO`` and ``legacy_site=False``.
     """
-    from . import window
+    from . import reparse, window
 
+    reparse.forget()  # the tree kept is this file's or none
     data = text.encode("utf-8", "surrogatepass")
     shown, tree = window.attempt(text, path, options, data)  # a window that shows the file has no site (window.py)
     if shown is not None:
@@ -34,8 +35,10 @@ def analyze(text: str, path: str, options: FrontEndOptions) -> Analysis:
 
 def reparse_problem(old_text: str, new_text: str) -> Optional[str]:
     """None when ``new_text`` parses with no more ERROR/MISSING nodes than ``old_text``."""
+    from . import reparse
+
     old, _ = error_summary(old_text)
-    new, first_line = error_summary(new_text)
+    new, first_line = error_summary(new_text, rewrite_of=old_text if reparse.ENABLED else None)
     if new <= old:
         return None
     return (

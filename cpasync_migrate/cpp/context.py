@@ -28,6 +28,7 @@ from typing import Optional
 from ..clang_format import Style
 from ..findings import Applicability, FrontEndOptions
 from .. import codes
+from . import reparse
 from .cpprules import CppRules, load_cpp_rules
 from .source import Source, ancestors, error_nodes, named, nodes_around, nodes_of_types, squash
 
@@ -148,6 +149,8 @@ class CppContext:
         # window: byte ranges parsed alone (window.py), None: the whole file; old_tree: a window's tree the
         # whole file's parse reuses; data: the text's UTF-8 bytes where the caller has them
         self.src = Source(text, window, old_tree, data)
+        if window is None:
+            reparse.remember(text, self.src.tree)  # the engine's re-parse check of this file's rewrite (reparse.py)
         self.errors = error_nodes(self.src.root)
         self.legacy = self.rules.legacy
         self.target = options.target

@@ -275,17 +275,22 @@ _ERROR_MEMO: "OrderedDict[str, tuple[int, Optional[int]]]" = OrderedDict()
 _ERROR_MEMO_SIZE = 4
 
 
-def error_summary(text: str, root=None) -> tuple[int, Optional[int]]:
+def error_summary(text: str, root=None, rewrite_of: Optional[str] = None) -> tuple[int, Optional[int]]:
     """(number of ERROR/MISSING nodes, 1-based line of the first) for ``text``.
 
     Remembers the last few texts: the analyzer counts the errors of the original and of
     the fully rewritten text, and the engine's final re-parse check asks again for both.
-    ``root`` is the text's parse tree when the caller has it already.
+    ``root`` is the text's parse tree when the caller has it already; ``rewrite_of``: the text
+    ``text`` rewrites, whose tree reparse.py may hold (``text`` is then parsed from it).
     """
     hit = _ERROR_MEMO.get(text)
     if hit is not None:
         _ERROR_MEMO.move_to_end(text)
         return hit
+    if root is None and rewrite_of is not None:
+        from .reparse import tree_of_rewrite
+
+        root = tree_of_rewrite(rewrite_of, text)
     if root is None:
         root = parse_bytes(text.encode("utf-8", "surrogatepass")).root_node
     errs = error_nodes(root)
