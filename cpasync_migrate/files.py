@@ -326,14 +326,12 @@ def _patterns() -> dict:
             # start a token but starts none here (C++'s ``/`` of a division, the ``R`` of a name) is taken alone
             # (``z``), and the text's tail by ``\Z``: a match never fails, so no scan restarts one character
             # further on (which made a long tail without brackets quadratic).
-            (True, False): re.compile(r"""[^'"#()\[\]{}]*+(?:""" + _PY_TOKENS_RX.rsplit("|(?P<u>", 1)[0]
-                                      + r"|(?P<z>.)|\Z)", re.S),
-            (False, False): re.compile(r"""[^'"/R()\[\]{}]*+(?:""" + _CPP_TOKENS_RX.rsplit("|(?P<u>", 1)[0]
-                                       + r"|(?P<z>.)|\Z)", re.S),
+            **{(py, False): re.compile(_bracket_scan(py, r"|(?P<o>[(\[{])|(?P<x>[)\]}])|(?P<z>.)|\Z"), re.S)
+               for py in (True, False)},
             # The same scan with one group, the bracket (C++: and the raw string's delimiter, which the pattern
             # refers back to): ``findall`` gives each match's bracket, or "" for a string, a comment, a character.
-            ("depth", True): re.compile(_bracket_scan(_PY_TOKENS_RX, r"""[^'"#()\[\]{}]*+"""), re.S),
-            ("depth", False): re.compile(_bracket_scan(_CPP_TOKENS_RX, r"""[^'"/R()\[\]{}]*+"""), re.S),
+            **{("depth", py): re.compile(_bracket_scan(py, r"|(?P<b>[()\[\]{}])|.|\Z", unnamed=True), re.S)
+               for py in (True, False)},
             "run": re.compile(_LONG_RUN_RX),
         }
     return _PATTERNS
@@ -343,11 +341,18 @@ def _patterns() -> dict:
 _STEP = bytes.maketrans(b"([{)]}", b"\x02\x02\x02\x00\x00\x00")
 
 
-def _bracket_scan(tokens_rx: str, skip: str) -> str:
-    """The scan of the patterns (python, False) with one capturing group left, the bracket: its strings and comments
-    unnamed (C++'s raw-string delimiter stays named: the pattern refers back to it)."""
-    strings_comments = tokens_rx.split("|(?P<o>", 1)[0].replace("(?P<s>", "(?:").replace("(?P<c>", "(?:")
-    return skip + "(?:" + strings_comments + r"|(?P<b>[()\[\]{}])|.|\Z)"
+# What a scan of strings, comments and brackets skips in one step: the characters that cannot start one.
+_SKIP = {True: r"""[^'"#()\[\]{}]*+""", False: r"""[^'"/R()\[\]{}]*+"""}
+
+
+def _bracket_scan(python: bool, rest: str, unnamed: bool = False) -> str:
+    """The patterns (python, False) and ("depth", python): ``_SKIP``, then the language's strings and comments
+    (``unnamed``: as groups that capture nothing, but C++'s raw-string delimiter, which the pattern refers back
+    to), or one of ``rest``'s alternatives."""
+    strings_comments = (_PY_TOKENS_RX if python else _CPP_TOKENS_RX).split("|(?P<o>", 1)[0]
+    if unnamed:
+        strings_comments = strings_comments.replace("(?P<s>", "(?:").replace("(?P<c>", "(?:")
+    return _SKIP[python] + "(?:" + strings_comments + rest + ")"
 
 
 def _depth(text: str, python: bool) -> int:
