@@ -9,28 +9,17 @@ text next to them, CRLF line ends, edits at both ends, edits that break the pars
 from __future__ import annotations
 
 import random
-import tomllib
 from pathlib import Path
 
 import pytest
 
 from cpasync_migrate import cpp
 from cpasync_migrate.cpp import reparse, source
-from cpasync_migrate.findings import FrontEndOptions, apply_edits
-from cpasync_migrate.rules import load_rules
+from cpasync_migrate.findings import apply_edits
+from test_cpp_speedups import _fixture
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "cpp"
-RULES = load_rules()
-
-
-def _fixture(name: str):
-    meta = tomllib.loads((FIXTURES / f"{name}.toml").read_text(encoding="utf-8"))
-    inp = next(FIXTURES.glob(f"{name}.in.*"))
-    args = meta.get("args", [])
-    target = args[args.index("--target") + 1] if "--target" in args else "0.1.8"
-    opts = FrontEndOptions(rules=RULES, target=RULES.generation(target), source=RULES.legacy)
-    return inp.read_bytes().decode("utf-8"), inp.name, opts
 
 
 def _fresh(text: str):

@@ -12,10 +12,9 @@ import sys
 
 import pytest
 
-from conftest import FIXTURES
 from cpasync_migrate import config, discovery, run as runmod
 from test_cli import LEGACY, write
-from test_warm_path import BENCH, _git, _report, configured  # noqa: F401 - the fixture
+from test_warm_path import _git, _report, configured  # noqa: F401 - the fixture
 
 SWITCHES = ("CPASYNC_MIGRATE_FOLDER_INHERIT", "CPASYNC_MIGRATE_FREE_FOLDERS", "CPASYNC_MIGRATE_MEMO_PERCENT")
 
@@ -104,33 +103,6 @@ def test_the_switches_are_read_from_the_environment(nested):
         r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                            env=dict(env, **{s: value for s in SWITCHES}))
         assert r.stdout.strip() == want, r.stderr
-
-
-@pytest.mark.slow  # both switches, on and off, over the benchmark trees and the fixtures
-@pytest.mark.parametrize("tree", ["tree-git", "tree", "fixtures"])
-def test_the_folder_switches_give_the_same_output_on_the_benchmark_trees(tree, tmp_path):
-    """Identical stdout, stderr and exit code with both switches on and with each one off: --check cold and
-    warm, -j 2 and -j 1."""
-    where = FIXTURES if tree == "fixtures" else BENCH / tree
-    if not where.is_dir():
-        pytest.skip(f"{where} not built (benchmarks/build_tree.sh)")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("CPASYNC_MIGRATE_")}
-
-    def run(off, *args):
-        e = dict(env, **{s: "0" if s == off else "1" for s in SWITCHES})
-        r = subprocess.run([sys.executable, "-m", "cpasync_migrate", "--check", *args, str(where)], cwd=tmp_path,
-                           capture_output=True, text=True, env=e)
-        return r.returncode, r.stdout, r.stderr
-
-    for jobs in ("2", "1"):
-        cold = run(None, "--no-cache", "-j", jobs)
-        assert cold[0] in (0, 1), cold[2]
-        for off in SWITCHES:
-            assert run(off, "--no-cache", "-j", jobs) == cold, (off, jobs)
-        cache = str(tmp_path / f"cache-{jobs}")
-        assert run(None, "--cache-dir", cache, "-j", jobs) == cold
-        for off in (None, *SWITCHES):  # warm: the cache of the run before
-            assert run(off, "--cache-dir", cache, "-j", jobs) == cold, (off, jobs)
 
 
 def test_the_percent_format_gives_the_memos_string(tmp_path, monkeypatch):

@@ -329,7 +329,8 @@ def test_the_front_ends_are_imported_before_the_fork_only_where_every_hit_is_ana
 
 
 BENCH = Path(os.environ.get("CPASYNC_BENCH_CACHE", Path.home() / ".cache" / "cpasync-migrate" / "bench-tree"))
-SWITCHES = ("CPASYNC_MIGRATE_WALK_FACTS", "CPASYNC_MIGRATE_MEMO_STRINGS", "CPASYNC_MIGRATE_PRELOAD")
+SWITCHES = ("CPASYNC_MIGRATE_WALK_FACTS", "CPASYNC_MIGRATE_MEMO_STRINGS", "CPASYNC_MIGRATE_PRELOAD",
+            "CPASYNC_MIGRATE_FOLDER_INHERIT", "CPASYNC_MIGRATE_FREE_FOLDERS", "CPASYNC_MIGRATE_MEMO_PERCENT")
 
 
 @pytest.mark.slow  # every switch of the warm and cold paths, on and off, over the benchmark trees and the fixtures
@@ -360,3 +361,7 @@ def test_every_switch_gives_the_same_output_on_the_benchmark_trees(tree, tmp_pat
             first = run(off, "--cache-dir", cache, "-j", jobs)
             assert first == cold, (off, jobs)
             assert run(off, "--cache-dir", cache, "-j", jobs) == cold, (off, jobs)
+        shared = str(tmp_path / f"cache-{jobs}")  # one cache filled with every switch on, read with each one off
+        assert run(None, "--cache-dir", shared, "-j", jobs) == cold
+        for off in (None, *SWITCHES):
+            assert run(off, "--cache-dir", shared, "-j", jobs) == cold, (off, jobs)
