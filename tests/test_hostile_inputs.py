@@ -375,7 +375,7 @@ def test_deep_nesting_is_a_file_error_not_a_crash(tmp_path, n):
     put(tmp_path / "ok.py", LEGACY)
     r = cli("--check", "--no-cache", "-j", "1", ".", cwd=tmp_path)
     assert r.returncode == 2 and "Traceback" not in r.stderr and "RecursionError" not in r.stderr, r.stderr
-    errors = sorted(ln.split(":")[0] for ln in r.stdout.splitlines() if ": CPA900" in ln)
+    errors = sorted({ln.split(":")[0] for ln in r.stdout.splitlines() if ": CPA900" in ln})
     assert errors == sorted(n_ for n_ in DEEP if n_ != "chain.py" or n == 1000), r.stdout
     assert "ok.py:9:9: CPA001" in r.stdout
     # nesting as deep as the parsers allow is still analysed
@@ -386,6 +386,42 @@ def test_deep_nesting_is_a_file_error_not_a_crash(tmp_path, n):
     assert sorted(ln.split(":")[0] for ln in r.stdout.splitlines() if ": CPA" in ln) == [
         "fine/c.cc", "fine/p.py", "fine/u.py"], r.stdout
     assert ": CPA900" not in r.stdout
+
+
+# Depth without nested brackets, which files.nesting does not see: libcst's parser took seconds at 2,000 levels,
+# never ended at 20,000 (conditional expressions, attributes, calls, subscripts, operators) or overflowed the C
+# stack (lambdas, boolean operations: a crash of the whole run with -j 1).  python/parse_gate.py refuses them.
+CHAINS = {
+    "conditional": lambda n: "a if b else " * n + "c",
+    "lambda": lambda n: "lambda: " * n + "c",
+    "attribute": lambda n: "c" + ".a" * n,
+    "call": lambda n: "c" + "()" * n,
+    "subscript": lambda n: "c" + "[0]" * n,
+    "binary": lambda n: " + ".join(["a"] * n),
+    "boolean": lambda n: " and ".join(["a"] * n),
+}
+
+
+# A legacy call through a module-level name bound to the intrinsic: the ast pass hands the file to libcst.
+THROUGH_LIBCST = LEGACY.replace("\n\n\n@T.prim_func", "\n\ncp = T.ptx_cp_async\n\n\n@T.prim_func").replace(
+    "T.ptx_cp_async(\"float16\"", "cp(\"float16\"")
+
+
+@pytest.mark.parametrize("mode", ["--check", "--diff"])
+def test_depth_without_brackets_is_a_file_error_in_bounded_time(tmp_path, mode):
+    assert "cp(" in THROUGH_LIBCST and "cp = T.ptx_cp_async" in THROUGH_LIBCST
+    for name, make in CHAINS.items():
+        for n in (400, 2_000, 20_000):
+            put(tmp_path / f"{name}_{n}.py", THROUGH_LIBCST + "\nX = " + make(n) + "\n")
+    put(tmp_path / "ok.py", LEGACY)
+    put(tmp_path / "fine.py", THROUGH_LIBCST + "\nX = " + CHAINS["subscript"](90) + "\n")  # within the bound
+    r = cli(mode, "--no-cache", "-j", "1", ".", cwd=tmp_path)  # the timeout is the hang guard
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    said = r.stdout + r.stderr  # (--diff: the diff on stdout, the findings on stderr)
+    errors = {ln.split(":")[0] for ln in said.splitlines() if ": CPA900 " in ln and "not examined" not in ln}
+    assert errors == {f"{name}_{n}.py" for name in CHAINS for n in (400, 2_000, 20_000)}, r.stdout
+    if mode == "--check":
+        assert "ok.py:9:9: CPA001" in r.stdout and "fine.py:11:9: CPA001" in r.stdout, r.stdout
 
 
 def test_the_nesting_scan_skips_strings_and_comments():

@@ -2,8 +2,9 @@
 
 The check runs on the text the edits produce, so any parser of the language answers it.  It uses
 the standard library's (the interpreter's own grammar, and no libcst import in a run whose files the
-``ast`` pass decided) whenever that parser reads the original text; a file it cannot read (syntax of
-a newer Python than the one running the tool) is checked with libcst, which read it for the rewrite.
+``ast`` pass decided) whenever that parser reads the original text; otherwise libcst's, behind the same gate
+as every libcst parse (``parse_gate.py``: a text the standard parser refuses is never given to libcst, so
+such a rewrite is refused; the analysis refuses such a file before any rewrite).
 ``STDLIB`` (environment ``CPASYNC_MIGRATE_STDLIB_REPARSE=0`` turns it off) switches the first; off,
 every check uses libcst as before (a measuring switch; ``tests/test_python_reparse.py`` checks that
 both give the same answer).

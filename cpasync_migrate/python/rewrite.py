@@ -19,7 +19,7 @@ from .checks.legacy_call import LegacyCall
 from .checks.value_read import ValueRead
 from .context import Context
 from .decide import dispatch
-from . import positions, scopes
+from . import parse_gate, positions, scopes
 
 
 # What the analysis reads about nodes: positions (positions.py: libcst's PositionProvider's ranges)
@@ -167,6 +167,9 @@ def _facts(module: cst.Module):
 
 def analyze(text: str, path: str, options: FrontEndOptions, style=None) -> Analysis:
     """``style``: the file_style.FileStyle of the whole file when ``text`` is a window of it (window.py)."""
+    refused = parse_gate.refusal(text)  # libcst is given only what Python reads, nested within a bound
+    if refused is not None:
+        return Analysis([], error=refused.message, error_line=refused.line, error_column=refused.column)
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as e:
@@ -198,6 +201,9 @@ def analyze(text: str, path: str, options: FrontEndOptions, style=None) -> Analy
 
 
 def reparse_problem(old_text: str, new_text: str) -> Optional[str]:
+    refused = parse_gate.refusal(new_text)
+    if refused is not None:
+        return f"the rewritten text does not parse (line {refused.line or 1}: {refused.message})"
     try:
         cst.parse_module(new_text)
     except cst.ParserSyntaxError as e:
