@@ -8,7 +8,9 @@ The switches (each a module attribute read from its environment variable):
   function around a node, a function's Op variables) found by queries over the bytes that matter alone, and
   the ifs and calls whose condition or bytes hold no op word not handed to the checks;
 - ``analyzer.INCREMENTAL_CHECK`` (``CPASYNC_MIGRATE_CPP_INCREMENTAL_CHECK``): the fixes' re-parse check parses the
-  rewritten text incrementally from the file's tree (its error count is also compared with a fresh parse's).
+  rewritten text incrementally from the file's tree (its error count is also compared with a fresh parse's);
+- ``source.ONE_QUERY`` (``CPASYNC_MIGRATE_CPP_ONE_QUERY``): one tree-sitter query for every kind of node the front end
+  asks for, the kinds told apart by type afterwards.
 
 Compared: the analyses (every finding with its fix, edits, assumptions, op and role; the error), and the
 change sets the findings make (``sets.group``), with every switch on, every switch off, and each one off
@@ -34,7 +36,7 @@ RULES = load_rules()
 CACHE = Path(os.environ.get("CPASYNC_BENCH_CACHE", Path.home() / ".cache" / "cpasync-migrate" / "bench-tree"))
 REALCPP = Path.home() / ".cache" / "cpasync-migrate" / "realcpp"
 
-SWITCHES = [(window, "ENABLED"), (window, "REUSE"), (context, "LEAN"), (analyzer, "INCREMENTAL_CHECK")]
+SWITCHES = [(window, "ENABLED"), (window, "REUSE"), (context, "LEAN"), (analyzer, "INCREMENTAL_CHECK"), (source, "ONE_QUERY")]
 
 # Unrelated declarations appended to a fixture, so that its window leaves most of the file out.
 PADDING = "\n".join(

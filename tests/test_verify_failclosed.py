@@ -276,3 +276,114 @@ def test_module_level_rebinding_the_reader_does_not_follow_is_named(stmt):
     assert not refusals(fac)
     named = refusals(fac + stmt + "\n")
     assert any("'N'" in r for r in named), named
+
+
+# ---------------------------------------------------------------- what the new text may change around the kernels
+
+NEW_CALL = ('T.ptx_cp_async(T.tvm_access_ptr(T.type_annotation("float16"), S.data, tx * 8, 8, 2), '
+            'T.tvm_access_ptr(T.type_annotation("float16"), A.data, bx * 128 + tx * 8, 8, 1), 16)')
+OLD_CALL = 'T.ptx_cp_async("float16", S.data, tx * 8, A.data, bx * 128 + tx * 8, 16)'
+MIGRATED = KERNEL.replace(OLD_CALL, NEW_CALL)
+
+
+def verdicts(old: str, new: str) -> dict:
+    return {v.kernel: (v.verdict, v.reason) for v in verify_source(old, new, "k.py", rules=RULES, target="0.1.8",
+                                                                   seeds=1)}
+
+
+def test_the_correct_migration_is_proven():
+    assert verdicts(KERNEL, MIGRATED)["main"][0] == "equivalent"
+
+
+@pytest.mark.parametrize("patch", [
+    "T.type_annotation = lambda dtype: T.type_annotation('float32')",
+    "setattr(T, 'tvm_access_ptr', None)",
+    "import tilelang.language.tir.op as op\nop.tvm_access_ptr = None",
+    "import importlib\nm = importlib.import_module('tilelang.language')\nm.type_annotation = None",
+    "getattr(T, 'tir').type_annotation = None",
+    "X = [T]\nX[0].alloc_shared = T.alloc_fragment",
+])
+def test_an_attribute_written_outside_a_function_makes_every_kernel_inconclusive(patch):
+    """TileLang looks its API up when the kernel is built: a write to any module or module-level object (not only
+    to the intrinsic's own path) may change what the migrated call builds."""
+    new = MIGRATED.replace("import tilelang.language as T\n", "import tilelang.language as T\n" + patch + "\n", 1)
+    verdict, reason = verdicts(KERNEL, new)["main"]
+    assert verdict == "inconclusive" and "written at line" in reason, reason
+
+
+def test_attribute_writes_to_a_function_s_own_objects_are_not_refused():
+    helper = "\n\nclass Box:\n    def __init__(self):\n        self.x = 1\n\n\ndef fill(b):\n    b.y = 2\n"
+    assert verdicts(KERNEL + helper, MIGRATED + helper)["main"][0] == "equivalent"
+
+
+@pytest.mark.parametrize("tail", ["main = other", "main, x = other, 1", "def main():\n    pass",
+                                  "from tilelang.language import ptx_cp_async as main"])
+def test_a_kernel_name_bound_again_is_inconclusive(tail):
+    other = "\n\n@T.prim_func\ndef other(A: T.Tensor((1024,), \"float16\"), B: T.Tensor((1024,), \"float16\")):\n" \
+            "    with T.Kernel(8, threads=16) as bx:\n        B[bx] = A[bx]\n"
+    v = verdicts(KERNEL, MIGRATED + other + "\n" + tail + "\n")
+    assert v["main"][0] == "inconclusive" and "bound again" in v["main"][1], v["main"]
+    assert v["other"][0] == "inconclusive" and "adds the prim_func" in v["other"][1], v["other"]
+
+
+def test_a_kernel_only_the_new_text_has_gets_a_verdict():
+    extra = MIGRATED + "\n\n@T.prim_func\ndef extra(A: T.Tensor((1024,), \"float16\"), B: T.Tensor((1024,), " \
+                       "\"float16\")):\n    with T.Kernel(8, threads=16) as bx:\n        B[bx] = A[bx]\n"
+    v = verdicts(KERNEL, extra)
+    assert v["main"][0] == "equivalent" and v["extra"][0] == "inconclusive", v
+
+
+PIPELINED = KERNEL.replace("        for i in T.serial(8):", "        for i in T.Pipelined(8, num_stages=2):")
+
+
+@pytest.mark.parametrize("edit", ["num_stages=3", "num_stages=2, order=[0]", "num_stages=2, stage=[1]"])
+def test_loop_arguments_the_interpreter_does_not_run_are_compared(edit):
+    new = PIPELINED.replace(OLD_CALL, NEW_CALL)
+    assert verdicts(PIPELINED, new)["main"][0] == "equivalent"
+    verdict, reason = verdicts(PIPELINED, new.replace("num_stages=2", edit))["main"]
+    assert verdict == "inconclusive" and "other arguments differ" in reason, reason
+
+
+def test_annotations_the_interpreter_does_not_run_are_compared():
+    old = KERNEL.replace("        S = T.alloc_shared", "        T.reads(A[bx * 128 : bx * 128 + 128])\n        S = T.alloc_shared")
+    new = old.replace(OLD_CALL, NEW_CALL)
+    assert verdicts(old, new)["main"][0] == "equivalent"
+    for changed in (new.replace("bx * 128 + 128])", "bx * 128 + 64])"), new.replace("T.reads(", "T.writes(")):
+        verdict, reason = verdicts(old, changed)["main"]
+        assert verdict == "inconclusive" and "annotations differ" in reason, reason
+
+
+BYTES = '''
+import tilelang.language as T
+
+
+@T.prim_func
+def main(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "int32")):
+    with T.Kernel(8, threads=64) as bx:
+        tx = T.get_thread_binding()
+        R = T.alloc_shared((1024,), "uint8")
+        P = T.alloc_shared((64,), "float32")
+        for z in T.serial(EXT):
+            P[tx] = T.float32(0)
+        T.ptx_cp_async("float16", R.data, tx * 8, A.data, bx * 512 + tx * 8, 16)
+        T.ptx_commit_group()
+        T.ptx_wait_group(0)
+        for i, j in T.Parallel(8, 64):
+            B[bx * 8 + i, j] = T.Cast("int32", R[(i * 64 + j) * 2]) + T.Cast("int32", R[(i * 64 + j) * 2 + 1]) * 256
+'''
+BYTES_NEW_CALL = ('T.ptx_cp_async(T.tvm_access_ptr(T.type_annotation("float16"), R.data, tx * 8, 8, 2), '
+                  'T.tvm_access_ptr(T.type_annotation("float16"), A.data, bx * 512 + tx * 8, 8, 1), 16)')
+
+
+def test_an_allocation_used_only_in_code_that_may_not_run_leaves_the_merge_open():
+    """A float16 call into a uint8 buffer: merged with P (two shared.dyn allocations in use), its offset counts
+    float16 elements, and the rewrite in float16 is exact.  Whether lowering still counts P when its only use never
+    runs is not modelled, so both readings are checked and the unmerged one refutes the rewrite."""
+    for ext, want in (("1", "equivalent"), ("0", "inconclusive")):
+        old = BYTES.replace("EXT", ext)
+        new = old.replace('T.ptx_cp_async("float16", R.data, tx * 8, A.data, bx * 512 + tx * 8, 16)', BYTES_NEW_CALL)
+        assert new != old
+        verdict, reason = verdicts(old, new)["main"]
+        assert verdict == want, (ext, reason)
+        if want == "inconclusive":
+            assert "may not run" in reason, reason

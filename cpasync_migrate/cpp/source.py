@@ -204,6 +204,35 @@ class Source:
 
 _KIND_QUERIES: dict = {}
 
+# One query for every kind the front end asks for (CPASYNC_MIGRATE_CPP_ONE_QUERY=0: one query per tuple of kinds,
+# as before).  Compiling a tree-sitter query costs about 8 ms whatever it holds (ts_query_new analyses the
+# grammar), and a process asked for five tuples: 40 ms per worker, more than the extra nodes one query hands back
+# before they are told apart by type.  tests/test_cpp_speedups.py checks the same analyses on and off.
+ONE_QUERY = os.environ.get("CPASYNC_MIGRATE_CPP_ONE_QUERY", "1") != "0"
+KINDS = ("function_definition", "function_declarator", "preproc_def", "preproc_function_def", "declaration",
+         "if_statement", "call_expression", "using_declaration")
+
+
+def _query(types: tuple[str, ...]):
+    """(the query that finds nodes of ``types``, the types to keep of what it finds, or None: all of it)."""
+    if ONE_QUERY and all(t in KINDS for t in types):
+        key, keep = KINDS, frozenset(types)
+    else:
+        key, keep = types, None
+    query = _KIND_QUERIES.get(key)
+    if query is None:
+        src = "[" + " ".join(f"({t})" for t in key) + "] @n"  # one pattern: compiles faster than several
+        query = _KIND_QUERIES[key] = tree_sitter.Query(_language(), src)
+    return query, keep
+
+
+def _captured(query, keep, root, lo=None, hi=None) -> list:
+    cursor = tree_sitter.QueryCursor(query)
+    if lo is not None:
+        cursor.set_byte_range(lo, hi)
+    found = cursor.captures(root).get("n", [])
+    return found if keep is None else [n for n in found if n.type in keep]
+
 
 def nodes_of_types(root, types: tuple[str, ...], ranges: Optional[list[tuple[int, int]]] = None) -> list:
     """Nodes of the given types below ``root``, in document order (a tree-sitter query: the walk runs in C).
@@ -211,18 +240,13 @@ def nodes_of_types(root, types: tuple[str, ...], ranges: Optional[list[tuple[int
     With ``ranges`` (byte ranges), only the nodes that overlap one of them: those inside it
     and those around it.
     """
-    query = _KIND_QUERIES.get(types)
-    if query is None:
-        src = "[" + " ".join(f"({t})" for t in types) + "] @n"  # one pattern: compiles faster than several
-        query = _KIND_QUERIES[types] = tree_sitter.Query(_language(), src)
+    query, keep = _query(types)
     if ranges is None:
-        found = tree_sitter.QueryCursor(query).captures(root).get("n", [])
+        found = _captured(query, keep, root)
     else:
         seen: dict = {}
         for lo, hi in ranges:
-            cursor = tree_sitter.QueryCursor(query)
-            cursor.set_byte_range(lo, hi)
-            for n in cursor.captures(root).get("n", []):
+            for n in _captured(query, keep, root, lo, hi):
                 seen[n.id] = n
         found = list(seen.values())
     return sorted(found, key=lambda n: (n.start_byte, -n.end_byte))
@@ -232,16 +256,9 @@ def nodes_around(root, types: tuple[str, ...], ranges) -> list[list]:
     """For each byte range ``(lo, hi)``, the nodes of the given types below ``root`` that hold all of it (those
     around it, as a tree-sitter query finds them: in C, descending only into the nodes over the range;
     ``Node.parent`` would search down from the root once per step up)."""
-    query = _KIND_QUERIES.get(types)
-    if query is None:
-        src = "[" + " ".join(f"({t})" for t in types) + "] @n"
-        query = _KIND_QUERIES[types] = tree_sitter.Query(_language(), src)
-    out = []
-    for lo, hi in ranges:
-        cursor = tree_sitter.QueryCursor(query)
-        cursor.set_byte_range(lo, hi)
-        out.append([n for n in cursor.captures(root).get("n", []) if n.start_byte <= lo and hi <= n.end_byte])
-    return out
+    query, keep = _query(types)
+    return [[n for n in _captured(query, keep, root, lo, hi) if n.start_byte <= lo and hi <= n.end_byte]
+            for lo, hi in ranges]
 
 
 def walk(node) -> Iterator:

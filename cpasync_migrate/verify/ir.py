@@ -169,6 +169,7 @@ class For(Stmt):
     kind: str  # serial | unroll | vectorized | pipelined
     body: list
     line: int = 0
+    params: str = ""  # the loop's other arguments as text (num_stages, order, stage ...), compared, not run
 
 
 @dataclass
@@ -303,6 +304,7 @@ class Kernel:
     body: list
     sites: list = field(default_factory=list)  # CpAsync nodes in program order
     unsupported: list = field(default_factory=list)  # Opaque statements (the kernel cannot run)
+    notes: list = field(default_factory=list)  # statements that run nothing (T.reads, T.func_attr ...), as text
 
     @property
     def nthreads(self) -> int:

@@ -48,7 +48,7 @@ from typing import Optional
 
 from .ir import (
     CopyRegion, CpAsync, Fill, Kernel, Load, Opaque, Store, walk_expr, walk_stmts, For, If, Assign,
-    Evaluate,
+    Evaluate, Const, Parallel,
 )
 
 
@@ -101,10 +101,10 @@ def _exprs_of(st):
         yield from st.dst.starts
 
 
-def touched(k: Kernel) -> set:
-    """Buffers the kernel reads or writes (by object identity)."""
+def touched(k: Kernel, body=None) -> set:
+    """Buffers the kernel (or the statements ``body``) reads or writes (by object identity)."""
     out = set()
-    for st in walk_stmts(k.body):
+    for st in walk_stmts(k.body if body is None else body):
         if isinstance(st, Store):
             out.add(id(st.buf))
         elif isinstance(st, CpAsync):
@@ -122,9 +122,27 @@ def touched(k: Kernel) -> set:
     return out
 
 
+def _surely_run(body) -> list:
+    """The statements of ``body`` that run whatever the inputs: none under an ``if``, a loop whose extent is not a
+    positive constant, or a statement outside the modelled subset (whether lowering keeps an allocation used only
+    in code that never runs is not modelled)."""
+    out = []
+    for st in body:
+        if isinstance(st, For):
+            if isinstance(st.extent, Const) and st.extent.value > 0:
+                out.append(For(st.var, st.start, st.extent, st.kind, _surely_run(st.body), st.line, st.params))
+        elif isinstance(st, Parallel):
+            if all(isinstance(e, int) and e > 0 for e in st.extents):
+                out.append(Parallel(st.vars, st.extents, _surely_run(st.body), st.line))
+        elif not isinstance(st, (If, Opaque)):
+            out.append(st)
+    return out
+
+
 def plan(k: Kernel, rules) -> MergePlan:
     p = MergePlan()
     used = touched(k)
+    surely = touched(k, _surely_run(k.body))
     opaque = any(isinstance(st, Opaque) for st in walk_stmts(k.body))
     for b in k.allocs:
         if b.param or id(b) not in used:
@@ -134,6 +152,12 @@ def plan(k: Kernel, rules) -> MergePlan:
         elif b.scope == "shared":
             p.static.append(b.name)
     dyn_options = [len(p.dyn) > 1]
+    sure = [b for b in k.allocs if not b.param and b.scope == "shared.dyn" and id(b) in surely]
+    if (len(sure) > 1) != (len(p.dyn) > 1):
+        dyn_options = [False, True]
+        p.open.append(f"{', '.join(b.name for b in k.allocs if b.name in p.dyn and id(b) not in surely)} is used only "
+                      "in code that may not run (under an if, or a loop that may run no iteration), and whether "
+                      "lowering still counts it among the shared.dyn allocations it merges is not modelled")
     if len(p.dyn) == 1 and opaque:
         dyn_options = [False, True]
         p.open.append("a statement outside the modelled subset may add a shared.dyn allocation during lowering "

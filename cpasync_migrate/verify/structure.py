@@ -252,6 +252,9 @@ class _Walk:
         if isinstance(a, For):
             if a.kind != b.kind:
                 raise Differ(f"the old kernel has a {a.kind} loop where the new one has a {b.kind} loop", la, lb)
+            if a.params != b.params:
+                raise Differ("the loops' other arguments differ (num_stages, order, stage, ...: not run by the "
+                             "interpreter)", la, lb)
             if self.k_(self.so, a.start) != self.k_(self.sn, b.start) or \
                     self.k_(self.so, a.extent) != self.k_(self.sn, b.extent):
                 raise Differ("loop bounds differ", la, lb)
@@ -321,6 +324,12 @@ def _compare(ko: Kernel, kn: Kernel, size_of, by_name: bool) -> Match:
         return m
     if ko.grid != kn.grid or ko.block != kn.block:
         m.reason = "the launch differs"
+        return m
+    notes_o, notes_n = [n.split(": ", 1)[1] for n in ko.notes], [n.split(": ", 1)[1] for n in kn.notes]
+    if notes_o != notes_n:  # T.reads, T.writes, T.func_attr ...: not run by the interpreter, so compared as text
+        k = next((i for i, (a, b) in enumerate(zip(notes_o, notes_n)) if a != b), min(len(notes_o), len(notes_n)))
+        first = (ko.notes[k] if k < len(ko.notes) else kn.notes[k]).split(":", 1)[0]
+        m.reason = f"the kernels' annotations differ ({first}; not run by the interpreter)"
         return m
 
     try:

@@ -69,6 +69,8 @@ def verify_source(old_text: str, new_text: str, path: str, options: Optional[Ver
         old = build_kernels(old_text, rules, meaning=source.size_meaning, binds=binds, tree=old_tree)
     except SyntaxError as e:
         return [Verdict("<file>", e.lineno or 0, "inconclusive", f"the old text does not parse: {e.msg}")]
+    except (MemoryError, RecursionError):
+        return [Verdict("<file>", 0, "inconclusive", "the old text nests deeper than Python's parser reads")]
     try:
         new_tree = ast.parse(new_text)
         new = build_kernels(new_text, rules, meaning=target.size_meaning, binds=binds, forms=accepted_forms(target),
@@ -76,15 +78,21 @@ def verify_source(old_text: str, new_text: str, path: str, options: Optional[Ver
     except SyntaxError as e:
         return [Verdict(b.qualname, b.line, "mismatch", f"the new text does not parse: {e.msg} (line {e.lineno})")
                 for b in old]
+    except (MemoryError, RecursionError):
+        return [Verdict(b.qualname, b.line, "inconclusive", "the new text nests deeper than Python's parser reads")
+                for b in old]
     out = []
     cache: dict = {}
     trees = (old_tree, new_tree)
     covered: tuple = (set(), set())
+    paired = set()
     for bo, bn in pair_kernels(old, new):
         v = _verify_kernel(bo, bn, opts)
         _record(covered, bo, bn, v, trees)
         v = _sweep(v, bo, old_text, new_text, opts, cache, trees, covered)
         out.append(v)
+        paired.add(id(bn))
+    out.extend(_added(new, paired))
     if old_text != new_text:  # an unchanged text changes nothing: there is no site to prove
         _require_coverage(out, trees, covered)
     if opts.emit_cuda_dir:
@@ -220,6 +228,14 @@ def _fmt_binds(b: dict) -> str:
 
 def _record(covered: tuple, bo: BuiltKernel, bn: Optional[BuiltKernel], v: Verdict, trees: tuple):
     coverage.record(covered, bo, bn, bool(v.detail.get("unchanged")), trees)
+
+
+def _added(new: list, paired: set) -> list:
+    """A verdict for each prim_func of the new text that no kernel of the old text pairs with: the migration added
+    it, and nothing it does was compared with anything (inconclusive, so --require-proof refuses the file)."""
+    return [Verdict(b.qualname, b.line, "inconclusive", f"the new text adds the prim_func {b.qualname} (line {b.line} "
+                    "of the new text), which the old text does not have: nothing it does is compared", [],
+                    {"added": True}) for b in new if id(b) not in paired]
 
 
 def _require_coverage(out: list, trees: tuple, covered: tuple):

@@ -104,14 +104,19 @@ def _reached(ks: KernelSource) -> list:
 
 
 def _poisoned(mod: ModuleInfo) -> tuple:
-    """Writes the builder does not follow: (paths rebound by attribute writes, a write to the import system)."""
+    """Writes the builder does not follow: (paths rebound by attribute writes, a write to the import system,
+    the first attribute write to an object not local to a function: a module, a module-level name, a computed
+    object, any of which may be or hold TileLang's or TVM's API)."""
     names = mod.names
     paths = []
+    loose = ""
     for obj, attr, line in names.attr_writes:
         r = names.route_of(obj)
+        text = ast.unparse(obj)[:30] + (f".{attr}" if attr else " (an attribute the text does not give)")
         if isinstance(r, Route) and r.base.split(".")[0] in ROOTS:
-            text = ast.unparse(obj)[:30] + (f".{attr}" if attr else " (an attribute the text does not give)")
             paths.append((r.path + (f".{attr}" if attr else ""), f"{text} is written at line {line}"))
+        elif not loose and not names.local_root(obj):
+            loose = f"{text} is written at line {line}"
     system = ""
     for node, line in names.import_writes:
         r = names.route_of(node)
@@ -119,14 +124,22 @@ def _poisoned(mod: ModuleInfo) -> tuple:
         if path == "sys.modules" or path.endswith(".reload") or (isinstance(node, ast.Name) and node.id == "reload"):
             system = f"{ast.unparse(node)[:30]} at line {line} changes what an import binds"
             break
-    return paths, system
+    return paths, system, loose
 
 
 def names_problem(mod: ModuleInfo, ks: KernelSource, gens) -> tuple:
     """``(problem, foreign)`` for the prim_func ``ks`` built under the generations ``gens`` (see the module
     docstring); empty strings when none."""
     rules, names = mod.rules, mod.names
-    poisoned, system = _poisoned(mod)
+    poisoned, system, loose = _poisoned(mod)
+    written = poisoned[0][1] if poisoned else loose
+    if written:  # TileLang looks its API up when the kernel is built: a write anywhere may change any of it
+        return (f"{written}: the verifier does not follow writes to the attributes of modules or module-level "
+                "objects, so what the kernel's TileLang and TVM names are is not known from the text"), ""
+    again = [b for b in names.bindings_where_defined(ks.node) if b.kind != "def" or b.line != ks.node.lineno]
+    if again:
+        return (f"{ks.node.name!r} is bound again at line {again[0].line} ({again[0].kind}): which function the "
+                f"name holds when the module is used is not known from the text"), ""
     nodes = _reached(ks)
     # and the statements the kernel's build-time names come from: the module's and its factories', outside defs
     defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)

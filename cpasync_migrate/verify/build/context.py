@@ -61,6 +61,9 @@ class KernelContext:
         self.params: list[Buffer] = []
         self.sites: list = []
         self.unsupported: list = []
+        # the statements read as changing nothing the interpreter runs (T.reads, T.func_attr, ...), as text:
+        # two kernels are the same program only where these are the same too (structure.py)
+        self.notes: list = []
         self.kernel_seen = False
         self.depth = 0
 

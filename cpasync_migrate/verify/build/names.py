@@ -296,6 +296,32 @@ class NameModel:
             self._bind(scope, a.arg, "parameter", getattr(a, "lineno", line))
 
     # ------------------------------------------------------------------ answers
+    def local_root(self, node) -> bool:
+        """Whether the object an attribute write ``node.x = ...`` (or ``setattr(node, ...)``) changes is reached
+        from a name local to a function (a parameter or a local variable, ``self`` of a method); a module-level
+        name, a builtin or a computed object (``getattr(T, "tir")``, ``f()``) is not."""
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return False
+        s = self._scope_of.get(id(node))
+        while s is not None and s.kind != "module":
+            if node.id in s.declared_global:
+                return False
+            if s.kind != "class" and node.id in s.bindings:
+                return True
+            s = s.parent
+        return False
+
+    def bindings_where_defined(self, fn: ast.FunctionDef) -> list:
+        """Every binding of ``fn``'s name in the scope its ``def`` runs in (the ``def`` itself included)."""
+        for d in fn.decorator_list:
+            while isinstance(d, (ast.Attribute, ast.Call, ast.Subscript)):
+                d = d.func if isinstance(d, ast.Call) else d.value
+            if isinstance(d, ast.Name) and id(d) in self._scope_of:
+                return self._target(self._scope_of[id(d)], fn.name).bindings.get(fn.name, [])
+        return self.module.bindings.get(fn.name, [])
+
     def resolve(self, node: ast.Name) -> Union[Route, Problem, None]:
         """Where the value of the name read at ``node`` comes from (see the module docstring)."""
         scope = self._scope_of.get(id(node), self.module)

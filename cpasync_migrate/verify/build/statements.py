@@ -77,7 +77,7 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext, StatementPart
         grid = tuple(g if g is not None else 1 for g in self.grid)
         block = tuple(b if b is not None else 1 for b in self.block)
         return Kernel(self.src.qualname, fn.lineno, self.params, grid, block, self.thread_vars, self.allocs, body,
-                      self.sites, self.unsupported)
+                      self.sites, self.unsupported, self.notes)
 
     def stmts(self, body, scope: Scope) -> list:
         out = []
@@ -330,7 +330,8 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext, StatementPart
             if sc not in ("shared", "shared.dyn"):
                 raise Unsupported(f"tvm_storage_sync({sc!r})", line)
             return [Barrier(line)]
-        if op in NOOP_OPS:
+        if op in NOOP_OPS:  # nothing the interpreter runs; what it says is compared (structure.py)
+            self.notes.append(f"T.{op} at line {line}: {ast.dump(call)}")
             return []
         if op == "launch_thread":
             return self.launch(call, scope, None)
@@ -484,9 +485,13 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext, StatementPart
         if op in LOOP_OPS:
             if len(tnames) != 1:
                 raise Unsupported("loop with a tuple target", line)
-            # the other parameters (unroll's explicit/unroll_factor, Pipelined's num_stages .. group) do not
-            # change what the loop computes; unknown ones are refused by the binding
+            # the other parameters (unroll's explicit/unroll_factor, Pipelined's num_stages .. group) are not
+            # run by the interpreter: the loop keeps them as text, and two kernels are the same program only where
+            # they are the same (a pipeline's stage and order move statements across iterations); unknown ones
+            # are refused by the binding
             bd = self.bind_call(op, it, scope)
+            params = "; ".join([f"{k}={ast.dump(v)}" for k, v in sorted(bd.args.items()) if k not in ("start", "stop", "step")]
+                               + [f"*{ast.dump(v)}" for v in bd.rest])
             step = bd.get("step")
             if step is not None:
                 ok, sv = self.try_cval(step, scope)
@@ -502,7 +507,7 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext, StatementPart
                 ext = fold(Bin("sub", self.expr(stop, scope), start))
             ir = self.fresh(tnames[0])
             inner.names[tnames[0]] = ("var", ir)
-            return [For(ir, start, ext, LOOP_OPS[op], self.stmts(st.body, inner), line)]
+            return [For(ir, start, ext, LOOP_OPS[op], self.stmts(st.body, inner), line, params)]
         raise Unsupported(f"for over {ast.unparse(it.func)[:40]}", line)
 
     def target_names(self, t) -> list:
