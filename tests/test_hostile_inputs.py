@@ -18,6 +18,7 @@ import pytest
 
 from test_cli import LEGACY, MIGRATED_CALL
 from test_hostile import HANG, cli, put
+from test_parse_gate import SHAPES
 
 # The attack suites run in CI with -m slow (.ci/run), outside the default run.
 pytestmark = pytest.mark.slow
@@ -391,15 +392,7 @@ def test_deep_nesting_is_a_file_error_not_a_crash(tmp_path, n):
 # Depth without nested brackets, which files.nesting does not see: libcst's parser took seconds at 2,000 levels,
 # never ended at 20,000 (conditional expressions, attributes, calls, subscripts, operators) or overflowed the C
 # stack (lambdas, boolean operations: a crash of the whole run with -j 1).  python/parse_gate.py refuses them.
-CHAINS = {
-    "conditional": lambda n: "a if b else " * n + "c",
-    "lambda": lambda n: "lambda: " * n + "c",
-    "attribute": lambda n: "c" + ".a" * n,
-    "call": lambda n: "c" + "()" * n,
-    "subscript": lambda n: "c" + "[0]" * n,
-    "binary": lambda n: " + ".join(["a"] * n),
-    "boolean": lambda n: " and ".join(["a"] * n),
-}
+CHAINS = SHAPES  # (tests/test_parse_gate.py)
 
 
 # A legacy call through a module-level name bound to the intrinsic: the ast pass hands the file to libcst.
