@@ -532,3 +532,18 @@ def test_an_edit_made_while_the_file_is_written_is_not_lost(tmp_path, monkeypatc
     monkeypatch.setattr(os, "fsync", real_fsync)
     r = run_inproc("--no-cache", "k.py", cwd=tmp_path)  # run again: written, the user's edit kept
     assert r.returncode == 0 and "# the user's edit" in f.read_text() and MIGRATED_CALL in f.read_text()
+
+
+@pytest.mark.parametrize("mode", ["--check", "--diff"])
+def test_many_legacy_calls_in_one_small_file_are_decided_in_linear_time(tmp_path, mode):
+    """1,600 legacy calls in one kernel (112 kB, under the windowed size): the ast pass read the file's habits (a
+    token pass over the whole text) once per call laid out; the run never ended.  The timeout is the hang guard."""
+    body = "".join(f"        T.ptx_cp_async(\"float16\", S.data, tx * 8 + {i}, A.data, tx * 8, 16)\n" for i in range(1600))
+    put(tmp_path / "k.py", LEGACY.replace("        T.ptx_cp_async(\"float16\", S.data, tx * 8, A.data, tx * 8, 16)\n",
+                                          body))
+    r = cli(mode, "--no-cache", "-j", "1", "k.py", cwd=tmp_path)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    if mode == "--check":
+        assert r.stdout.count(": CPA001 ") == 1600, r.stdout[-2000:]
+    else:  # every call rewritten in the diff
+        assert r.stdout.count("+        T.ptx_cp_async(\n") == 1600, r.stdout[-2000:]

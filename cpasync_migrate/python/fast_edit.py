@@ -27,8 +27,9 @@ from .decide.legacy import kept_argument_edits, merge_point_edits
 from .layout_render import _Arg, _Atom, _Call, _render, _Style, line_context, requote, str_width
 
 DEFAULT_LINE_LENGTH = 88  # (layout.DEFAULT_LINE_LENGTH)
-# a text's lines split once and each node's offsets read once per text, not at each call laid out and each question
-# (environment CPASYNC_MIGRATE_FAST_EDIT_MEMO=0 turns it off)
+# a text's lines split once, each node's offsets read once and the file's habits (a token pass over the whole text)
+# found once per text, not at each call laid out and each question (environment CPASYNC_MIGRATE_FAST_EDIT_MEMO=0 turns
+# it off; off, a file of n legacy calls was tokenized n times: 400 calls in 28 kB took 20 s, 1,600 never ended)
 MEMO = os.environ.get("CPASYNC_MIGRATE_FAST_EDIT_MEMO", "1") != "0"
 # a window's line starts held in blocks (``_Starts``; environment CPASYNC_MIGRATE_FAST_LINEAR=0 turns it off, as
 # ``fast.LINEAR``)
@@ -122,6 +123,14 @@ class Source:
         self._lines: Optional[list[str]] = None
         self._spans: dict = {}
         self._crlf: Optional[bool] = None
+        self._style = None
+
+    def file_style(self):
+        """The text's ``file_style.FileStyle`` (its habits and indent unit, each found when first asked), made once
+        per text (``MEMO``); None with ``MEMO`` off (each call laid out then reads them again)."""
+        if MEMO and self._style is None:
+            self._style = file_style.FileStyle(self.text)
+        return self._style
 
     def lines(self) -> list[str]:
         """``text.splitlines(True)``, split once per text (``MEMO``; off: split at each call laid out)."""
@@ -393,6 +402,8 @@ def lay_out(src: Source, call: ast.Call, rs: int, re_: int, edits: list[Edit], l
     requoted by the file's habit, applied, and the new call laid out again, the way the old ``call`` was laid out
     (``layout._style``).  ``style``: the whole file's ``file_style.FileStyle`` when the text is a window of it."""
     text = src.text
+    if style is None:
+        style = src.file_style()
     habits = style.habits() if style is not None else file_style.habits(text)
     edits = requote(edits, habits)
     if any(not (rs <= e.start and e.end <= re_) for e in edits):
