@@ -41,6 +41,15 @@ def _is_strs(v) -> bool:
     return isinstance(v, list) and all(isinstance(x, str) for x in v)
 
 
+# The most globs one configuration key may hold: each listed file is tried against each glob (and each of its
+# folders), so a tree's own configuration must not choose that product (10,000 globs over 4,000 files never ended).
+MAX_GLOBS = 256
+
+
+def _is_globs(v) -> bool:
+    return _is_strs(v) and len(v) <= MAX_GLOBS
+
+
 BOOL = Kind("bool", "true or false", lambda v: isinstance(v, bool))
 STR = Kind("str", "a string", lambda v: isinstance(v, str))
 GENERATION = Kind("generation", "a string (a TileLang version or API generation)", lambda v: isinstance(v, str))
@@ -50,11 +59,12 @@ JOBS = Kind("jobs", "a whole number of at least 1",
 LINE_LENGTH = Kind("line-length", "a whole number from 1 to 320",
                    lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 320)
 SIZE = Kind("size", "a size in bytes (a whole number >= 0, or a string such as \"4MB\"; 0: no limit)", _size_ok)
-GLOBS = Kind("globs", "a list of strings (glob patterns)", _is_strs)
+GLOBS = Kind("globs", f"a list of at most {MAX_GLOBS} strings (glob patterns)", _is_globs)
 CODES = Kind("codes", "a list of strings (codes, or prefixes such as \"CPA1\")", _is_strs)
 PER_FILE_IGNORES = Kind(
-    "per-file-ignores", "a table of glob = [codes] (e.g. \"tests/*\" = [\"CPA003\"])",
-    lambda v: isinstance(v, dict) and all(isinstance(k, str) and _is_strs(x) for k, x in v.items()))
+    "per-file-ignores", f"a table of at most {MAX_GLOBS} glob = [codes] (e.g. \"tests/*\" = [\"CPA003\"])",
+    lambda v: isinstance(v, dict) and len(v) <= MAX_GLOBS and all(isinstance(k, str) and _is_strs(x)
+                                                                  for k, x in v.items()))
 STYLE = Kind("style", "one of \"tvm_access_ptr\", \"access_ptr\"", lambda v: v in ("tvm_access_ptr", "access_ptr"))
 FLAG = Kind("flag", "a flag", lambda v: isinstance(v, bool))  # command line only
 ANY = Kind("value", "a value", lambda v: True)  # command line only (argparse checks it)
