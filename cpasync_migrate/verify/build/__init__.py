@@ -23,7 +23,7 @@ from typing import Optional
 
 from ..ir import Unsupported
 from .apis import imports_problem, names_problem, text_generations
-from .identity import BuiltKernel, definitions, fingerprint, foreign_construct
+from .identity import BuiltKernel, definitions, fingerprint, foreign_construct, imports
 from .copies import text_forms
 from .module import ModuleInfo, parse_bind_value
 from .statements import KernelBuilder
@@ -46,12 +46,12 @@ def build_kernels(text: str, rules, *, meaning: str, binds: Optional[dict] = Non
     tree = ast.parse(text) if tree is None else tree
     b = {k: parse_bind_value(v) if isinstance(v, str) else v for k, v in (binds or {}).items()}
     mod = ModuleInfo(tree, rules, b)
-    defs = definitions(tree)
+    defs, imported = definitions(tree), imports(tree)
     gens = text_generations(mod, tree, meaning, forms)
     loads = imports_problem(mod, tree, gens)
     out = []
     for ks in mod.kernels:
-        fp = fingerprint(text, ks, tree, defs)
+        fp = fingerprint(text, ks, tree, defs, imported)
         fr = foreign_construct(mod, ks)
         bad_form = _form_problem(mod, ks, forms)
         if bad_form:

@@ -9,7 +9,10 @@ TileLang-only construct reached through TVM's namespace (the text would not buil
 from __future__ import annotations
 
 import ast
+import os
+import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Optional
 
 from ..ir import Kernel, Unsupported
@@ -58,16 +61,49 @@ def _free_names(fn) -> set:
     return _names_in(fn) - local
 
 
+# A definition's text read from the text's lines split once (environment CPASYNC_MIGRATE_VERIFY_SEGMENTS=0: by
+# ast.get_source_segment, as before); tests/test_verify_identity.py checks both give the same text.
+SEGMENTS = os.environ.get("CPASYNC_MIGRATE_VERIFY_SEGMENTS", "1") != "0"
+
+
+@lru_cache(maxsize=4)
+def _lines(text: str) -> list:
+    """``text`` split after each ``\r\n``, ``\r`` or ``\n`` (as ``ast.get_source_segment`` splits it), once per
+    text: that function splits the whole text again at every call, character by character, and a module of many
+    kernels asked it for each definition each kernel reaches (quadratic: 200 kernels in 310 kB never ended)."""
+    return re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
+
+
+def _segment(text: str, node) -> Optional[str]:
+    """``ast.get_source_segment(text, node)`` from the lines split once (``_lines``)."""
+    end_line, end_col = getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None)
+    if end_line is None or end_col is None:
+        return None
+    lines = _lines(text)
+    first, last = node.lineno - 1, end_line - 1
+    if first == last:
+        return lines[first].encode()[node.col_offset:end_col].decode()
+    return "".join([lines[first].encode()[node.col_offset:].decode(), *lines[first + 1:last],
+                    lines[last].encode()[:end_col].decode()])
+
+
 def _def_text(text: str, node) -> str:
     if isinstance(node, ast.For):
         return "for " + ast.unparse(node.target) + " in " + ast.unparse(node.iter)
     if isinstance(node, ast.With):
         return "with " + ", ".join(ast.unparse(i) for i in node.items)
     deco = "".join("@" + ast.unparse(d) + "\n" for d in getattr(node, "decorator_list", []))
-    return deco + (ast.get_source_segment(text, node) or ast.unparse(node))
+    segment = _segment(text, node) if SEGMENTS else ast.get_source_segment(text, node)
+    return deco + (segment or ast.unparse(node))
 
 
-def fingerprint(text: str, ks: KernelSource, tree: Optional[ast.Module] = None, defs: Optional[dict] = None) -> str:
+def imports(tree: ast.Module) -> list:
+    """Every import statement of the module, as text (in ``ast.walk`` order)."""
+    return [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+
+
+def fingerprint(text: str, ks: KernelSource, tree: Optional[ast.Module] = None, defs: Optional[dict] = None,
+                imported: Optional[list] = None) -> str:
     """The text of the prim_func and of everything it can reach: every statement anywhere in the module
     that binds a name the prim_func (or, transitively, such a statement) mentions, every import, and the
     headers of the enclosing factories.  Equal fingerprints mean the kernel's meaning cannot have changed."""
@@ -76,9 +112,7 @@ def fingerprint(text: str, ks: KernelSource, tree: Optional[ast.Module] = None, 
         parts.append("factory " + f.name + "(" + ast.unparse(f.args) + ")")
     if tree is not None:
         defs = defs if defs is not None else definitions(tree)
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                parts.append(ast.unparse(node))
+        parts.extend(imported if imported is not None else imports(tree))
         seen_nodes: set = set()
         todo = list(_free_names(ks.node))
         for f in ks.factory:
