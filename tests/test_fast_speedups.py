@@ -483,3 +483,38 @@ def test_gc_pause_restores_the_collector(monkeypatch):
             assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def _alias_texts() -> list:
+    """Alias graphs: chains written forward and backward, a cycle, branches, chains that reach no call."""
+    import random
+
+    rng = random.Random(26)
+    out = []
+    for n in (3, 40):
+        chain = ["a0 = T.ptx_cp_async"] + [f"a{i} = a{i - 1}" for i in range(1, n)]
+        call = f"\n\ndef k(S, A):\n    a{n - 1}('float16', S.data, 0, A.data, 0, 16)\n"
+        out += ["import tilelang.language as T\n" + "\n".join(chain) + call,
+                "import tilelang.language as T\n" + "\n".join(reversed(chain)) + call,
+                "import tilelang.language as T\n" + "\n".join(chain[1:]) + call]  # the root never bound to it
+    for _ in range(20):
+        lines = []
+        for i in range(30):
+            j = rng.randrange(30)
+            lines.append(rng.choice([f"b{i} = b{j}", f"b{i} = b{j}", f"b{i} = c{j} = b{j}", f"b{i} = T.ptx_cp_async",
+                                     f"b{i} = f(b{j})"]))
+        rng.shuffle(lines)
+        out.append("import tilelang.language as T\n" + "\n".join(lines) +
+                   f"\n\ndef k(S, A):\n    b{rng.randrange(30)}('float16', S.data, 0, A.data, 0, 16)\n")
+    return out
+
+
+@pytest.mark.parametrize("text", _alias_texts())
+def test_alias_chains_are_followed_the_same_by_search_and_fixed_point(text, monkeypatch):
+    tree = ast.parse(text)
+    got = {}
+    for on in (True, False):
+        monkeypatch.setattr(fast_scan, "QUICK", on)
+        s = fast_scan.scan(tree, {})
+        got[on] = (fast_scan._reaching(s), fast_scan.reaches_by_binding(s))
+    assert got[True] == got[False]

@@ -18,7 +18,8 @@ from .decide.attributes import through
 # The scan's own time (environment CPASYNC_MIGRATE_FAST_SCAN_QUICK=0 turns it off): node types with no fields are not
 # visited; the scan records the mentions of the intrinsic (``Scan.mentions``), so ``value_reads`` walks only the
 # top-level statements that hold one and ``reaches_by_binding`` reads only the assignments whose targets a call can
-# reach; off, both walk every node, as before.
+# reach (the alias chains followed by a search over their edges, not a pass over every assignment per name added);
+# off, both walk every node, as before.
 QUICK = os.environ.get("CPASYNC_MIGRATE_FAST_SCAN_QUICK", "1") != "0"
 
 
@@ -353,7 +354,22 @@ def reaches_by_binding(s: Scan) -> bool:
                 break
         alias = value.id if type(value) is ast.Name else None
         mentions.append((targets, direct, alias))
-    changed = True
+    if QUICK:  # the same least fixed point, by a search over the alias edges: each assignment read once
+        by_alias: dict = {}
+        todo = []
+        for targets, direct, alias in mentions:
+            if direct:
+                todo.extend(targets)
+            elif alias is not None:
+                by_alias.setdefault(alias, []).append(targets)
+        while todo:
+            n = todo.pop()
+            if n not in tainted:
+                tainted.add(n)
+                for targets in by_alias.pop(n, ()):
+                    todo.extend(targets)
+        return bool(tainted & s.callee_names)
+    changed = True  # (a pass over every assignment per name added: quadratic in a chain of aliases)
     while changed:
         changed = False
         for targets, direct, alias in mentions:
@@ -369,6 +385,18 @@ def _reaching(s: Scan) -> set:
     any other name reaches no called name, so ``reaches_by_binding`` reads only the assignments to these."""
     out = set(s.callee_names)
     aliases = [(targets, value.id) for targets, value in s.values if type(value) is ast.Name]
+    if QUICK:  # the same fixed point by a search from the called names (8,000 chained aliases: 22 s before)
+        sources: dict = {}
+        for targets, source in aliases:
+            for t in targets:
+                sources.setdefault(t, []).append(source)
+        todo = list(out)
+        while todo:
+            for source in sources.pop(todo.pop(), ()):
+                if source not in out:
+                    out.add(source)
+                    todo.append(source)
+        return out
     changed = True
     while changed:
         changed = False
