@@ -11,6 +11,8 @@ The switches (each a module attribute read from its environment variable):
   rewritten text incrementally from the file's tree (its error count is also compared with a fresh parse's);
 - ``source.ONE_QUERY`` (``CPASYNC_MIGRATE_CPP_ONE_QUERY``): one tree-sitter query for every kind of node the front end
   asks for, the kinds told apart by type afterwards.
+- ``analyzer.EDIT_INDEX`` (``CPASYNC_MIGRATE_CPP_EDIT_INDEX``): the fixes' overlap check by buckets of the file and the
+  incremental re-parse's line numbers by a list of line breaks (a file of many fixes).
 
 Compared: the analyses (every finding with its fix, edits, assumptions, op and role; the error), and the
 change sets the findings make (``sets.group``), with every switch on, every switch off, and each one off
@@ -36,7 +38,8 @@ RULES = load_rules()
 CACHE = Path(os.environ.get("CPASYNC_BENCH_CACHE", Path.home() / ".cache" / "cpasync-migrate" / "bench-tree"))
 REALCPP = Path.home() / ".cache" / "cpasync-migrate" / "realcpp"
 
-SWITCHES = [(window, "ENABLED"), (window, "REUSE"), (context, "LEAN"), (analyzer, "INCREMENTAL_CHECK"), (source, "ONE_QUERY")]
+SWITCHES = [(window, "ENABLED"), (window, "REUSE"), (context, "LEAN"), (analyzer, "INCREMENTAL_CHECK"), (source, "ONE_QUERY"),
+            (analyzer, "EDIT_INDEX")]
 
 # Unrelated declarations appended to a fixture, so that its window leaves most of the file out.
 PADDING = "\n".join(
@@ -170,3 +173,19 @@ def test_switches_change_nothing_on_the_trees(monkeypatch):
     got = _assert_equal(items, monkeypatch)
     assert any(a.findings for a in got["all on"])  # the trees hold sites, or the test shows little
     assert _assert_same_reparse(items, monkeypatch) > 10  # the re-parse comparison saw fixes
+
+
+def test_switches_change_nothing_on_a_file_of_many_fixes(monkeypatch):
+    """Sixty consumer branches and their builder: more fixes than the line-break list is built for, and overlap checks
+    across several buckets of the index."""
+    branch = ("void G::V{i}(const CallNode* op, std::ostream& os) {{\n"
+              "  if (op->op.same_as(builtin::ptx_cp_async())) {{\n"
+              "    ICHECK_EQ(op->args.size(), 5U);\n"
+              "    std::string dst = PrintExpr(op->args[0]);\n    std::string dst_off = PrintExpr(op->args[1]);\n"
+              "    std::string src = PrintExpr(op->args[2]);\n    std::string src_off = PrintExpr(op->args[3]);\n"
+              "    std::string size = PrintExpr(op->args[4]);\n"
+              "    this->stream << PrintCpAsyncAssembly(dst, dst_off, src, src_off, size);\n  }}\n}}\n\n")
+    text = "".join(branch.format(i=i) for i in range(60))
+    opts = FrontEndOptions(rules=RULES, target=RULES.generation("0.1.8"), source=RULES.legacy)
+    got = _assert_equal([(text, "codegen.cc", opts)], monkeypatch)
+    assert sum(f.fix is not None for f in got["all on"][0].findings) >= 17, got["all on"][0].findings[:2]

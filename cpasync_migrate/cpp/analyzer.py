@@ -47,6 +47,39 @@ _AROUND_NAME = ("function_definition", "preproc_def", "preproc_function_def", "d
 # tree-sitter), instead of whole (CPASYNC_MIGRATE_CPP_INCREMENTAL_CHECK=0); tests/test_cpp_speedups.py
 # compares the error counts of both parses, and the analyses.
 INCREMENTAL_CHECK = os.environ.get("CPASYNC_MIGRATE_CPP_INCREMENTAL_CHECK", "1") != "0"
+# The fixes' overlap check and the incremental re-parse's line numbers by index (CPASYNC_MIGRATE_CPP_EDIT_INDEX=0: each
+# edit compared with every edit taken before it, and each position's line counted from the file's start): a file of
+# n fixes cost n squared (1,600 consumer branches in 1 MB: 24 s).  tests/test_cpp_speedups.py checks the same fixes.
+EDIT_INDEX = os.environ.get("CPASYNC_MIGRATE_CPP_EDIT_INDEX", "1") != "0"
+_BUCKET = 4096  # bytes of the file per bucket of the overlap index
+
+
+class _Taken:
+    """The byte ranges of the edits taken so far, and whether an edit overlaps one (``clashes``: ``a < te and ta < b``,
+    or an insertion at the start of an insertion, ``a == b == ta``); indexed by ``_BUCKET``-byte buckets of the file
+    (``EDIT_INDEX``), else a list searched whole."""
+
+    def __init__(self):
+        self.spans: list = []
+        self.buckets: dict = {}
+
+    def add(self, a: int, b: int) -> None:
+        if not EDIT_INDEX:
+            self.spans.append((a, b))
+            return
+        for k in range(a // _BUCKET, b // _BUCKET + 1):
+            self.buckets.setdefault(k, []).append((a, b))
+
+    def clashes(self, edits) -> bool:
+        for e in edits:
+            a, b = e.start, e.end
+            near = self.spans if not EDIT_INDEX else [
+                t for k in range(max(a - 1, 0) // _BUCKET, b // _BUCKET + 1) for t in self.buckets.get(k, ())]
+            if any(a < te and ta < b or (a == b == ta) for ta, te in near):
+                return True
+        return False
+
+
 _MAX_WORD_QUERIES = 2000  # more occurrences of the Op variables' names than this: one query over the hot ranges
 _MACROS = ("preproc_def", "preproc_function_def")
 _CLUSTER_GAP = 512  # offset-like names closer than this are searched for their declarators by one query
@@ -371,29 +404,27 @@ class CppAnalyzer(CppContext):
         base = len(self.errors)
         error_summary(self.text, self.src.root)
 
-        def clashes(edits, taken) -> bool:
-            return any(a < te and ta < b or (a == b == ta) for a, b in ((e.start, e.end) for e in edits)
-                       for ta, te in taken)
-
-        taken: list[tuple[int, int]] = []
+        taken = _Taken()
         free = []
         for c in candidates:
-            if not clashes(c[1], taken):
+            if not taken.clashes(c[1]):
                 free.append(c)
-                taken.extend((e.start, e.end) for e in c[1])
+                for e in c[1]:
+                    taken.add(e.start, e.end)
         together = apply_edits(self.text, [e for _, edits in free for e in edits])
         root = self._reparsed(together, [b for site, _ in free for b in site.edits]) if INCREMENTAL_CHECK else None
         together_ok = error_summary(together, root)[0] <= base
-        taken = []
+        taken = _Taken()
         for site, edits in candidates:
-            if clashes(edits, taken):
+            if taken.clashes(edits):
                 site.leave("its edits would overlap another site's")
             elif together_ok or error_summary(apply_edits(self.text, edits))[0] <= base:
                 fixes[id(site)] = Fix(edits=edits, applicability=site.applicability,
                                       assumptions=list(site.assumptions), steps=list(steps),
                                       set_established=site.set_established and bool(site.assumptions),
                                       needs_function=site.needs_function)
-                taken.extend((e.start, e.end) for e in edits)
+                for e in edits:
+                    taken.add(e.start, e.end)
             else:
                 site.park("the rewritten text would not parse")
         return fixes
@@ -410,8 +441,13 @@ class CppAnalyzer(CppContext):
             return None
         tree = self.src.tree.copy()
 
+        breaks = [m.start() for m in re.finditer(b"\n", old)] if EDIT_INDEX and len(byte_edits) > 16 else None
+
         def point(b: int) -> tuple[int, int]:
-            return (old.count(b"\n", 0, b), b - (old.rfind(b"\n", 0, b) + 1))
+            if breaks is None:
+                return (old.count(b"\n", 0, b), b - (old.rfind(b"\n", 0, b) + 1))
+            i = bisect.bisect_left(breaks, b)  # the line breaks before b
+            return (i, b - (breaks[i - 1] + 1 if i else 0))
 
         for a, b, r in sorted(byte_edits, reverse=True):  # from the end: the bytes before each edit are the original's
             rb = r.encode("utf-8", "surrogatepass")
