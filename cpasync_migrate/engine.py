@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from . import files
+from . import budget, files
 from .codes import FILE_ERROR
 from .findings import Edit, FileOutcome, Finding, FrontEndOptions, Status, apply_edits, line_starts, offset_to_linecol
 
@@ -41,6 +41,8 @@ class RunSettings:
     defer_coupled: bool = False
     hold: dict = field(default_factory=dict)
     max_file_size: int = files.DEFAULT_MAX_FILE_SIZE  # bytes; a larger file is a file error (0: no limit)
+    # CPU seconds a file's analysis may take, before its growth with the file's size (budget.py; 0: no limit)
+    file_cpu_limit: float = budget.DEFAULT_SECONDS
     allow_read_only: bool = False  # write mode also rewrites read-only files (keeping their mode)
     line_length: Optional[int] = None  # --line-length (None: each file's nearest pyproject.toml says)
     # whether a code is selected in a file (``selected(code, path)``; run.Selection); None: every code.  A site
@@ -190,15 +192,19 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
     if fresh:
         fe, opts = front_end(language), front_end_options(settings, line_length, cpp_style)
         kw = {"fixes": True} if fixes else {}  # (python/fast.py: DECIDE_FIXES; a run it decides never imports libcst)
-        try:
-            analysis = fe.analyze(text, path, opts, **kw)
-        except (RecursionError, MemoryError):  # nesting past what files.nesting bounds (a long chain of a + a + ...)
-            return error_outcome(path, language, "nested too deep for the parser or its passes; not analysed")
         from . import suppress
 
-        if suppress.spelling(opts.rules.suppress_comment).marker in text:  # suppression comments (suppress.py)
-            analysis = suppress.resolve(text, path, language, analysis, lambda t: fe.analyze(t, path, opts, **kw),
-                                        opts.rules)
+        limit = budget.limit_for(settings.file_cpu_limit, len(raw))
+        try:
+            with budget.cpu_budget(limit):
+                analysis = fe.analyze(text, path, opts, **kw)
+                if suppress.spelling(opts.rules.suppress_comment).marker in text:  # suppression comments (suppress.py)
+                    analysis = suppress.resolve(text, path, language, analysis,
+                                                lambda t: fe.analyze(t, path, opts, **kw), opts.rules)
+        except (RecursionError, MemoryError):  # nesting past what files.nesting bounds (a long chain of a + a + ...)
+            return error_outcome(path, language, "nested too deep for the parser or its passes; not analysed")
+        except budget.OverBudget:  # never cached: another machine, or another limit, may finish it
+            return error_outcome(path, language, budget.message(limit))
         if ck is not None:
             cache.store_analysis(settings.cache_dir, ck, analysis)
     if analysis.error:

@@ -66,6 +66,8 @@ PER_FILE_IGNORES = Kind(
     lambda v: isinstance(v, dict) and len(v) <= MAX_GLOBS and all(isinstance(k, str) and _is_strs(x)
                                                                   for k, x in v.items()))
 STYLE = Kind("style", "one of \"tvm_access_ptr\", \"access_ptr\"", lambda v: v in ("tvm_access_ptr", "access_ptr"))
+SECONDS = Kind("seconds", "a number of seconds >= 0 (0: no limit)",
+                lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < float("inf"))
 FLAG = Kind("flag", "a flag", lambda v: isinstance(v, bool))  # command line only
 ANY = Kind("value", "a value", lambda v: True)  # command line only (argparse checks it)
 
@@ -236,6 +238,10 @@ OPTIONS: tuple = (
     Option("jobs", ("-j", "--jobs"), JOBS, None, key="jobs", group="performance", arg={"type": int},
            help="worker processes (default: the CPUs this process may use; a configuration file may "
                 "set fewer, never more)"),
+    Option("file_cpu_limit", ("--file-cpu-limit",), SECONDS, None, group="performance",
+           arg={"metavar": "SECONDS", "type": float},
+           help="CPU seconds one file's analysis may take, and 12 times that more per MiB of the file (default: 5; "
+                "0: no limit); a file that needs more is a file error, not analysed (command line only)"),
     Option("cache", ("--no-cache",), BOOL, None, key="cache", group="performance", arg={"action": "store_false"},
            help="do not read or write the results cache"),
     Option("cache_dir", ("--cache-dir",), NONEMPTY, None, key="cache-dir", group="performance",
