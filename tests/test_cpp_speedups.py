@@ -13,6 +13,8 @@ The switches (each a module attribute read from its environment variable):
   asks for, the kinds told apart by type afterwards.
 - ``analyzer.EDIT_INDEX`` (``CPASYNC_MIGRATE_CPP_EDIT_INDEX``): the fixes' overlap check by buckets of the file and the
   incremental re-parse's line numbers by a list of line breaks (a file of many fixes).
+- ``scope_index.ON`` (``CPASYNC_MIGRATE_CPP_SCOPE_INDEX``): what a function or class declares, assigns and names,
+  found by one walk of it per file and looked up by name (a function of many builders).
 
 Compared: the analyses (every finding with its fix, edits, assumptions, op and role; the error), and the
 change sets the findings make (``sets.group``), with every switch on, every switch off, and each one off
@@ -28,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from cpasync_migrate import cpp, files, sets
-from cpasync_migrate.cpp import analyzer, context, source, window
+from cpasync_migrate.cpp import analyzer, context, scope_index, source, window
 from cpasync_migrate.findings import FileOutcome, FrontEndOptions
 from cpasync_migrate.rules import load_rules
 
@@ -39,7 +41,7 @@ CACHE = Path(os.environ.get("CPASYNC_BENCH_CACHE", Path.home() / ".cache" / "cpa
 REALCPP = Path.home() / ".cache" / "cpasync-migrate" / "realcpp"
 
 SWITCHES = [(window, "ENABLED"), (window, "REUSE"), (context, "LEAN"), (analyzer, "INCREMENTAL_CHECK"), (source, "ONE_QUERY"),
-            (analyzer, "EDIT_INDEX")]
+            (analyzer, "EDIT_INDEX"), (scope_index, "ON")]
 
 # Unrelated declarations appended to a fixture, so that its window leaves most of the file out.
 PADDING = "\n".join(
@@ -189,3 +191,55 @@ def test_switches_change_nothing_on_a_file_of_many_fixes(monkeypatch):
     opts = FrontEndOptions(rules=RULES, target=RULES.generation("0.1.8"), source=RULES.legacy)
     got = _assert_equal([(text, "codegen.cc", opts)], monkeypatch)
     assert sum(f.fix is not None for f in got["all on"][0].findings) >= 17, got["all on"][0].findings[:2]
+
+
+def test_switches_change_nothing_on_a_function_of_many_builders(monkeypatch):
+    """Builders of every kind the scope questions read, many to a function: data named by Var declarations, by
+    parameters and by a class's fields, by names declared nowhere (left for a person); arrays declared with their
+    list, assigned a list, appended to; an Op variable assigned again before some builders and inside a branch
+    before others; access pointers held in locals declared before the use, after it, and twice (the first declaration in the text counts)."""
+    parts = ["namespace tvm {\nnamespace tl {\n", "class Emitter {\n  Var fdst_, fsrc_;\n"]
+    body = ["  Stmt Many(Var pdst, Var psrc, Buffer buf) {\n    Array<Stmt> seq;\n    Op op = builtin::ptx_cp_async();\n"]
+    for i in range(24):
+        k = i % 8
+        if k == 0:
+            body.append(f"    Var d{i}(\"d\"), s{i}(\"s\");\n    seq.push_back(Evaluate(Call(DataType::Handle(), "
+                        f"builtin::ptx_cp_async(), {{d{i}, o{i}, s{i}, so{i}, 16}})));\n")
+        elif k == 1:
+            body.append(f"    seq.push_back(Evaluate(Call(DataType::Handle(), builtin::ptx_cp_async(), "
+                        f"{{pdst, o{i}, psrc, so{i}, 8}})));\n")
+        elif k == 2:
+            body.append(f"    seq.push_back(Evaluate(Call(DataType::Handle(), builtin::ptx_cp_async(), "
+                        f"{{fdst_, o{i}, fsrc_, so{i}, 4}})));\n")
+        elif k == 3:
+            body.append(f"    seq.push_back(Evaluate(Call(DataType::Handle(), builtin::ptx_cp_async(), "
+                        f"{{nowhere{i}, o{i}, s{i}, so{i}, 16}})));\n")
+        elif k == 4:
+            body.append(f"    Array<PrimExpr> a{i} = {{buf->data, o{i}, buf->data, so{i}, 16}};\n"
+                        f"    a{i}.push_back(pred);\n"
+                        f"    seq.push_back(Evaluate(Call(DataType::Handle(), builtin::ptx_cp_async(), a{i})));\n")
+        elif k == 5:
+            body.append(f"    Array<PrimExpr> b{i};\n    b{i} = {{buf->data, o{i}, buf->data, so{i}, 16}};\n"
+                        f"    if (flag) {{\n      op = builtin::ptx_cp_async();\n    }}\n"
+                        f"    seq.push_back(Evaluate(Call(DataType::Handle(), op, b{i})));\n")
+        elif k == 6:
+            body.append(f"    op = Op::Get(\"tir.other\");\n    op = builtin::ptx_cp_async();\n"
+                        f"    seq.push_back(Evaluate(Call(DataType::Handle(), op, {{buf->data, o{i}, buf->data, so{i}, "
+                        f"16}})));\n")
+        else:
+            body.append(f"    PrimExpr ap{i} = tvm_access_ptr(t, buf->data, o{i}, n, 2);\n"
+                        f"    seq.push_back(Evaluate(Call(DataType::Handle(), builtin::ptx_cp_async(), "
+                        f"{{ap{i}, late{i}, buf->data, so{i}, 16}})));\n    PrimExpr late{i} = tvm_access_ptr(t, buf->data, "
+                        f"0, n, 1);\n    PrimExpr ap{i} = o{i};\n"
+                        f"    {{\n      PrimExpr w{i} = o{i};\n    }}\n    PrimExpr w{i} = tvm_access_ptr(t, buf->data, 0, n, 2);\n"
+                        f"    seq.push_back(Evaluate(Call(DataType::Handle(), builtin::ptx_cp_async(), "
+                        f"{{w{i}, w{i}, buf->data, so{i}, 16}})));\n")
+    body.append("    return SeqStmt(seq);\n  }\n")
+    text = "".join(parts + body) + "};\n}  // namespace tl\n}  // namespace tvm\n"
+    opts = FrontEndOptions(rules=RULES, target=RULES.generation("0.1.8"), source=RULES.legacy)
+    got = _assert_equal([(text, "builders.cc", opts)], monkeypatch)
+    findings = got["all on"][0].findings
+    assert len(findings) >= 21 and sum(f.fix is not None for f in findings) >= 3, findings[:3]
+    assert any(f.fix is None for f in findings)
+    lines = text.split("\n")
+    assert sum("{w" in lines[f.line - 1] for f in findings) == 3  # their first declaration is no access pointer

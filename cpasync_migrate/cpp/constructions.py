@@ -15,7 +15,7 @@ from typing import Optional
 
 from ..findings import Applicability
 from .. import codes
-from . import hoist
+from . import hoist, scope_index
 from .context import CppContext, PendingSite, int_value, short
 from .layout import layout_statement
 from .source import ancestors, named, squash, walk
@@ -147,7 +147,7 @@ class ConstructionChecks:
         declared = False
         if body is None:
             return lists, appends, other, declared
-        for n in walk(body):
+        for n in self.ctx.scope_index(body).identifiers(name) if scope_index.ON else walk(body):
             if n.type != "identifier" or self.ctx.text_of(n) != name or n.start_byte == arr.start_byte:
                 continue
             p = n.parent
@@ -342,7 +342,13 @@ class ConstructionChecks:
         name = self.ctx.text_of(var)
         body = fn.child_by_field_name("body")
         last = None
-        for n in walk(body) if body is not None else ():
+        if body is None:
+            found = ()
+        elif scope_index.ON:
+            found = self.ctx.scope_index(body).assignments(name)
+        else:
+            found = walk(body)
+        for n in found:
             if n.type != "assignment_expression" or n.start_byte >= node.start_byte:
                 continue
             left = n.child_by_field_name("left")
@@ -385,6 +391,11 @@ class ConstructionChecks:
         if self.ctx.cpp.access_pointer_name is not None and self.ctx.cpp.access_pointer_name.search(name):
             return True
         body = fn.child_by_field_name("body") if fn is not None and depth == 0 else None
+        if scope_index.ON:
+            for start, v in self.ctx.scope_index(body).initialisers(name) if body is not None else ():
+                if start < e.start_byte:  # the first declaration before the use
+                    return self._is_access_pointer(v, fn, depth + 1)
+            return False
         for n in walk(body) if body is not None else ():
             if n.type == "init_declarator" and n.start_byte < e.start_byte:
                 d, v = n.child_by_field_name("declarator"), n.child_by_field_name("value")
@@ -618,8 +629,12 @@ class ConstructionChecks:
         for sc in scopes:
             if sc is None:
                 continue
+            if scope_index.ON:
+                if not var_types.isdisjoint(self.ctx.scope_index(sc).declared_types(name)):
+                    return True
+                continue
             for n in walk(sc):
-                if n.type in ("declaration", "field_declaration", "parameter_declaration"):
+                if n.type in scope_index.DECLARATIONS:
                     ty = n.child_by_field_name("type")
                     if ty is None or squash(self.ctx.text_of(ty)) not in var_types:
                         continue

@@ -160,6 +160,7 @@ class CppContext:
         self._fns: Optional[list] = None
         self._fn_starts: Optional[list[int]] = None
         self._around: dict = {}  # node id -> the function around it (func_of, LEAN)
+        self._scopes: dict = {}  # node id -> its ScopeIndex (scope_index.py)
         # the walk only asks whether the file has a site (window.py): a family that knows it adds one may add
         # it bare (no message, no fix) and return
         self.probe = False
@@ -278,6 +279,16 @@ class CppContext:
                         found[self.leaf_name(d.child_by_field_name("declarator"))] = val
             self._op_vars[key] = found
         return self._op_vars[key]
+
+    def scope_index(self, node):
+        """What ``node`` (a function, its body, a class body) declares, assigns and names, by name; one walk of
+        it per file (scope_index.py)."""
+        from .scope_index import ScopeIndex
+
+        idx = self._scopes.get(node.id)
+        if idx is None:
+            idx = self._scopes[node.id] = ScopeIndex(node, self.text_of, self.leaf_name)
+        return idx
 
     def leaf_name(self, decl) -> str:
         while decl is not None and decl.type not in ("identifier", "field_identifier"):
