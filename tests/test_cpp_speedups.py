@@ -13,6 +13,10 @@ The switches (each a module attribute read from its environment variable):
   asks for, the kinds told apart by type afterwards.
 - ``analyzer.EDIT_INDEX`` (``CPASYNC_MIGRATE_CPP_EDIT_INDEX``): the fixes' overlap check by buckets of the file and the
   incremental re-parse's line numbers by a list of line breaks (a file of many fixes).
+- ``analyzer.AROUND_ANY`` (``CPASYNC_MIGRATE_CPP_AROUND_ANY``): the nodes around the op's occurrences each found once,
+  by one query over the occurrences past a quota (occurrences deep inside one another);
+- ``args_index.ON`` (``CPASYNC_MIGRATE_CPP_ARGS_INDEX``): a consumer's ``args`` reads and declarations found by one
+  walk of the outermost region asked, with the parents the walk met (nested branches, deep expressions);
 - ``scope_index.ON`` (``CPASYNC_MIGRATE_CPP_SCOPE_INDEX``): what a function or class declares, assigns and names,
   found by one walk of it per file and looked up by name (a function of many builders).
 
@@ -30,7 +34,7 @@ from pathlib import Path
 import pytest
 
 from cpasync_migrate import cpp, files, sets
-from cpasync_migrate.cpp import analyzer, context, scope_index, source, window
+from cpasync_migrate.cpp import analyzer, args_index, context, scope_index, source, window
 from cpasync_migrate.findings import FileOutcome, FrontEndOptions
 from cpasync_migrate.rules import load_rules
 
@@ -41,7 +45,7 @@ CACHE = Path(os.environ.get("CPASYNC_BENCH_CACHE", Path.home() / ".cache" / "cpa
 REALCPP = Path.home() / ".cache" / "cpasync-migrate" / "realcpp"
 
 SWITCHES = [(window, "ENABLED"), (window, "REUSE"), (context, "LEAN"), (analyzer, "INCREMENTAL_CHECK"), (source, "ONE_QUERY"),
-            (analyzer, "EDIT_INDEX"), (scope_index, "ON")]
+            (analyzer, "EDIT_INDEX"), (scope_index, "ON"), (analyzer, "AROUND_ANY"), (args_index, "ON")]
 
 # Unrelated declarations appended to a fixture, so that its window leaves most of the file out.
 PADDING = "\n".join(
@@ -243,3 +247,60 @@ def test_switches_change_nothing_on_a_function_of_many_builders(monkeypatch):
     assert any(f.fix is None for f in findings)
     lines = text.split("\n")
     assert sum("{w" in lines[f.line - 1] for f in findings) == 3  # their first declaration is no access pointer
+
+
+def _consumer_shapes(n: int) -> str:
+    """Consumer branches deep inside one another: ``if``s nested without braces and with them, an ``else if`` chain,
+    and long ``<<`` and ``+`` chains of ``args`` reads, with offset declarations, ``Downcast<Var>`` reads and size
+    tests at several depths (the reads differ from level to level, so each branch reads something of its own)."""
+    test = "op->op.same_as(builtin::ptx_cp_async())"
+    out = ["namespace tvm {\nnamespace codegen {\n"]
+    nested = "".join("  " * (i + 1) + f"if ({test})\n" for i in range(n))
+    out.append(f"void Nested(const CallNode* op, std::ostream& os) {{\n{nested}    os << op->args[4];\n}}\n")
+    braced = []
+    for i in range(n):
+        inner = ["ICHECK_EQ(op->args.size(), 5);", "PrimExpr dst_offset = op->args[1] * 2;",
+                 "Var v = Downcast<Var>(op->args[0]);", "os << op->args[i];"][i % 4]
+        braced.append("  " * (i + 1) + f"if ({test}) {{\n" + "  " * (i + 2) + inner + "\n")
+    braced.append("".join("  " * (i + 1) + "}\n" for i in reversed(range(n))))
+    out.append("void Braced(const CallNode* op, std::ostream& os, int i) {\n" + "".join(braced) + "}\n")
+    chain = [f"  if ({test}) {{\n    os << op->args[4];\n  }}"]
+    chain += [f" else if ({test}) {{\n    os << op->args[{i % 6}];\n    auto src_offset = f(op->args[3]);\n  }}"
+              for i in range(1, n)]
+    out.append("void Chain(const CallNode* op, std::ostream& os) {\n" + "".join(chain) + "\n}\n")
+    reads = " << ".join(f"op->args[{i % 6}]" for i in range(4 * n))
+    sums = " + ".join(f"op->args[{i % 5}].as<VarNode>()->x" for i in range(4 * n))
+    out.append(f"void Shift(const CallNode* op, std::ostream& os) {{\n  if ({test}) {{\n    os << {reads};\n"
+               f"    int s = {sums};\n  }}\n}}\n")
+    out.append("}  // namespace codegen\n}  // namespace tvm\n")
+    return "".join(out)
+
+
+def test_switches_change_nothing_on_consumers_deep_inside_one_another(monkeypatch):
+    text = _consumer_shapes(40)
+    opts = FrontEndOptions(rules=RULES, target=RULES.generation("0.1.8"), source=RULES.legacy)
+    got = _assert_equal([(text, "printer.cc", opts)], monkeypatch)
+    findings = got["all on"][0].findings
+    fns = {text.count("\n", 0, text.find(f"void {f}(")) + 1: f for f in ("Nested", "Braced", "Chain", "Shift")}
+    starts = sorted(fns)
+    hit = {fns[max(s for s in starts if s <= f.line)] for f in findings}
+    assert hit == set(fns.values()), hit  # every shape holds sites
+    assert len(findings) >= 80  # each nested and chained branch, and the braced ones that read the legacy layout
+
+
+def test_the_nodes_around_any_occurrence_are_those_around_each(monkeypatch):
+    """source.nodes_around_any against the union of source.nodes_around, on the shapes above, with the quota hit
+    early (from the first range), late and never."""
+    text = _consumer_shapes(30)
+    root = source.parse_bytes(text.encode()).root_node
+    name = b"ptx_cp_async"
+    data = text.encode()
+    occ = [i for i in range(len(data)) if data.startswith(name, i)]
+    ranges = [(o, o + len(name)) for o in occ]
+    types = analyzer._AROUND_NAME
+    want = sorted({n.id for around in source.nodes_around(root, types, ranges) for n in around})
+    for per, floor in ((0, 0), (64, 4096), (10**9, 10**9), (1, 200)):
+        monkeypatch.setattr(source, "AROUND_QUOTA_PER_RANGE", per)
+        monkeypatch.setattr(source, "AROUND_QUOTA", floor)
+        got = source.nodes_around_any(root, types, ranges)
+        assert sorted(n.id for n in got) == want and len(got) == len(want), (per, floor)

@@ -25,7 +25,7 @@ from typing import Optional
 
 from ..findings import Applicability
 from .. import codes
-from . import hoist
+from . import args_index, hoist
 from .context import CppContext, PendingSite, int_suffix, int_value, short
 from .layout import layout_statement
 from .parts import MergePart
@@ -51,6 +51,8 @@ class ConsumerChecks:
     def __init__(self, ctx: CppContext, merge: MergePart):
         self.ctx = ctx
         self.merge = merge
+        self._args = args_index.ArgsIndex(ctx.text_of, ctx.cpp.args_field) if args_index.ON else None
+        self._sub_of: dict = {}  # a read's index literal's id -> (its subscript, the subscript's parent): _data_as_var
 
     # ---------------------------------------------------------- consumers
     def _op_tests(self, cond, fn) -> list[str]:
@@ -210,10 +212,13 @@ class ConsumerChecks:
         """Reads ``args[K]`` (node, K), size literals (literal node, N), and other uses."""
         reads, sizes, loose = [], [], []
         for region in regions:
-            for n in walk(region):
+            if self._args is not None:
+                uses = self._args.reads(region)
+            else:
+                uses = ((n, n.parent, None) for n in walk(region) if self.ctx.args_access(n, obj))
+            for n, p, pp in uses:
                 if not self.ctx.args_access(n, obj):
                     continue
-                p = n.parent
                 if p is not None and p.type == "subscript_expression" and p.child_by_field_name("argument") == n:
                     idx = named(p.child_by_field_name("indices"))
                     v = int_value(self.ctx.text_of(idx[0])) if len(idx) == 1 and idx[0].type == "number_literal" else None
@@ -221,17 +226,21 @@ class ConsumerChecks:
                         loose.append(p)
                     else:
                         reads.append((idx[0], v))
+                        if self._args is not None:
+                            self._sub_of[idx[0].id] = (p, pp)
                     continue
+                if self._args is None and p is not None:
+                    pp = p.parent
                 if (
                     p is not None
                     and p.type == "field_expression"
                     and self.ctx.text_of(p.child_by_field_name("field")) == "size"
-                    and p.parent is not None
-                    and p.parent.type == "call_expression"
+                    and pp is not None
+                    and pp.type == "call_expression"
                 ):
-                    lit = self._size_literal(p.parent)
+                    lit = self._size_literal(pp)
                     if lit is None:
-                        loose.append(p.parent)
+                        loose.append(pp)
                     else:
                         sizes.append(lit)
                     continue
@@ -270,8 +279,11 @@ class ConsumerChecks:
         for lit, k in reads:
             if k not in data_idx:
                 continue
-            sub = lit.parent.parent if lit.parent is not None else None  # subscript_expression
-            p = sub.parent if sub is not None else None
+            if lit.id in self._sub_of:  # as the index's walk met them (Node.parent costs the node's depth)
+                sub, p = self._sub_of[lit.id]
+            else:
+                sub = lit.parent.parent if lit.parent is not None else None  # subscript_expression
+                p = sub.parent if sub is not None else None
             if p is not None and p.type == "argument_list" and p.parent is not None:
                 fn = squash(self.ctx.text_of(p.parent.child_by_field_name("function") or p.parent))
                 m = re.fullmatch(r"(?:\w+::)*Downcast<(.+)>", fn)
@@ -287,7 +299,7 @@ class ConsumerChecks:
     def _offset_reads(self, obj, body) -> list:
         """Declarations ``NAME = f(<obj>->args[K])`` whose NAME says "offset"."""
         out = []
-        for n in walk(body):
+        for n in self._args.declarators(body) if self._args is not None else walk(body):
             if n.type != "init_declarator":
                 continue
             name = self.ctx.leaf_name(n.child_by_field_name("declarator"))
@@ -295,6 +307,13 @@ class ConsumerChecks:
                 continue
             val = n.child_by_field_name("value")
             if val is None:
+                continue
+            if self._args is not None:
+                lo, hi = val.start_byte, val.end_byte
+                if any(p is not None and p.type == "subscript_expression" and lo <= p.start_byte and p.end_byte <= hi
+                       and p.child_by_field_name("argument") == a and self.ctx.args_access(a, obj)
+                       for a, p, _ in self._args.reads(val)):
+                    out.append(n)
                 continue
             for m in walk(val):
                 if m.type == "subscript_expression" and self.ctx.args_access(m.child_by_field_name("argument"), obj):

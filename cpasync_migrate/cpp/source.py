@@ -261,6 +261,41 @@ def nodes_around(root, types: tuple[str, ...], ranges) -> list[list]:
             for lo, hi in ranges]
 
 
+# nodes_around_any: what the queries so far handed back, past which the ranges left are asked by one query over
+# them all (per range asked, and in all)
+AROUND_QUOTA_PER_RANGE = 64
+AROUND_QUOTA = 4096
+
+
+def nodes_around_any(root, types: tuple[str, ...], ranges) -> list:
+    """The nodes of the given types below ``root`` that hold at least one of the byte ranges, each once, in no
+    particular order.  ``ranges`` are sorted by start and their ends too (ranges of one width, such as the
+    occurrences of a name).
+
+    One query per range, as :func:`nodes_around`, while those stay small; where ranges lie deep inside one
+    another (an ``else if`` chain of a thousand branches, a thousand nested ``if``s) each query hands back every
+    node around its range, so past a quota the ranges left are asked by one query over all of them, its nodes
+    kept where they hold one.  Either way the same nodes, in time linear in the file."""
+    query, keep = _query(types)
+    found: dict = {}
+    spent = 0
+    for k, (lo, hi) in enumerate(ranges):
+        if spent > AROUND_QUOTA_PER_RANGE * k + AROUND_QUOTA:
+            rest = ranges[k:]
+            starts = [a for a, _ in rest]
+            for n in _captured(query, keep, root, rest[0][0], rest[-1][1]):
+                j = bisect.bisect_left(starts, n.start_byte)  # the first range starting in it ends first
+                if j < len(rest) and rest[j][1] <= n.end_byte:
+                    found[n.id] = n
+            break
+        got = _captured(query, keep, root, lo, hi)
+        spent += len(got)
+        for n in got:
+            if n.start_byte <= lo and hi <= n.end_byte:
+                found[n.id] = n
+    return list(found.values())
+
+
 def walk(node) -> Iterator:
     """All nodes below ``node`` (itself included), in document order."""
     stack = [node]
