@@ -7,6 +7,7 @@ tests skip; the tool itself never runs clang-format.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -312,3 +313,45 @@ def test_without_get_pointer_type_the_pointer_type_is_named_in_two_steps_and_sta
             "  DataType dst_dtype =\n      Downcast<PrimType>(dst_pointer_type->element_type)->dtype;\n") in new
     assert "GetPointerType" not in new
     assert _clean(new)
+
+
+def test_the_layout_is_the_same_with_and_without_its_memo(monkeypatch):
+    """layout.MEMO (CPASYNC_MIGRATE_CPP_LAYOUT_MEMO): the search's breaks remembered by a statement's shape.  Each
+    statement above, and copies whose names are respelled at the same length (same shape: a memo hit) and at other
+    lengths (new shapes), at several indents and column limits, laid out in one order with the memo (warm from the
+    statements before) and without it; and a memo that may only hold two shapes."""
+    import random
+
+    from cpasync_migrate.cpp import layout
+
+    rng = random.Random(7)
+
+    def respell(stmt: str, same: bool) -> str:
+        def one(m):
+            w = m.group(0)
+            if w in ("return", "Call", "Array", "PrimExpr", "DataType", "Evaluate", "builtin", "tir", "tvm"):
+                return w
+            n = len(w) if same else max(1, len(w) + rng.choice((-3, -1, 2, 9)))
+            return "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(n))
+
+        return re.sub(r"\b[a-z_][a-z_0-9]*\b", one, stmt)
+
+    cases = []
+    for indent, stmt in [*STATEMENTS, *STREAMS]:
+        for s in (stmt, respell(stmt, True), respell(stmt, True), respell(stmt, False)):
+            for ind in (indent, indent + 4):
+                for limit in (80, 100):
+                    cases.append((s, ind, limit))
+    rng.shuffle(cases)
+
+    def laid(memo: bool, size: int) -> list:
+        monkeypatch.setattr(layout, "MEMO", memo)
+        monkeypatch.setattr(layout, "_MEMO_SIZE", size)
+        monkeypatch.setattr(layout, "_SEARCHED", {})
+        out = [layout_statement(s, ind, Style(column_limit=limit)) for s, ind, limit in cases]
+        return out + [layout_statement(s, ind, Style(column_limit=limit)) for s, ind, limit in cases]
+
+    off = laid(False, 512)
+    assert laid(True, 512) == off
+    assert laid(True, 2) == off
+    assert sum(x is not None for x in off) > len(off) // 2 and len(set(off)) > 20

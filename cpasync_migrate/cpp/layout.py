@@ -27,6 +27,7 @@ list; once a nested level breaks, the next argument of every outer level starts 
 from __future__ import annotations
 
 import heapq
+import os
 import re
 from dataclasses import dataclass
 from typing import Optional
@@ -455,6 +456,44 @@ def _search(toks, style, first_indent):
     raise _Decline()
 
 
+# A switch (CPASYNC_MIGRATE_CPP_LAYOUT_MEMO=0: every statement searched, as before; a measuring switch).  On: the
+# search's answer remembered by the statement's shape, what the search reads of each token (its kind, length and
+# attributes; the text only of brackets), so statements that differ only in their names' and numbers' spelling of
+# one length are searched once.  The search costs about 0.1 s a statement (thousands of states): a generated
+# function of hundreds of builders took a minute.  tests/test_cpp_layout.py checks the same layouts on and off.
+MEMO = os.environ.get("CPASYNC_MIGRATE_CPP_LAYOUT_MEMO", "1") != "0"
+_MEMO_SIZE = 512
+_SEARCHED: dict = {}
+
+
+def _shape(toks, style, first_indent) -> tuple:
+    return (first_indent, style.column_limit, style.continuation,
+            tuple((t.kind, len(t.text), t.text if t.kind != "atom" else None, t.space, t.can_break, t.base_penalty,
+                   t.level, t.strength, t.match, t.braced, t.fake_open, t.fake_close, t.two, t.extra) for t in toks))
+
+
+def _search_once(toks, style, first_indent):
+    """``_search``'s breaks (a new set), remembered by the statement's shape; a decline is remembered too."""
+    if not MEMO:
+        return _search(toks, style, first_indent)
+    key = _shape(toks, style, first_indent)
+    got = _SEARCHED.get(key)
+    if got is None:
+        try:
+            got = frozenset(_search(toks, style, first_indent))
+        except _Decline:
+            got = _DECLINED
+        if len(_SEARCHED) >= _MEMO_SIZE:
+            _SEARCHED.pop(next(iter(_SEARCHED)))  # the oldest
+        _SEARCHED[key] = got
+    if got is _DECLINED:
+        raise _Decline()
+    return set(got)
+
+
+_DECLINED = object()
+
+
 def _render(toks, style, first_indent, breaks) -> str:
     # replay to get the columns
     stack = [[first_indent, first_indent, False, False, False, False, False]]
@@ -505,7 +544,7 @@ def layout_statement(text: str, indent: int, style: Style) -> Optional[str]:
         if style.column_limit <= 0:
             breaks = set()
         else:
-            breaks = _search(toks, style, indent)
+            breaks = _search_once(toks, style, indent)
         if any(a < b < e for a, e in tk.chains + tk.complex for b in breaks):
             return None  # clang-format breaks call chains before their "." / "->": not modelled
         return _render(toks, style, indent, breaks)
