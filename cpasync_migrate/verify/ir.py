@@ -304,7 +304,8 @@ class Kernel:
     body: list
     sites: list = field(default_factory=list)  # CpAsync nodes in program order
     unsupported: list = field(default_factory=list)  # Opaque statements (the kernel cannot run)
-    notes: list = field(default_factory=list)  # statements that run nothing (T.reads, T.func_attr ...), as text
+    # statements that run nothing (T.reads, T.func_attr ...): (where, "T.op at line N"; what, the call's ast.dump)
+    notes: list = field(default_factory=list)
 
     @property
     def nthreads(self) -> int:

@@ -325,10 +325,10 @@ def _compare(ko: Kernel, kn: Kernel, size_of, by_name: bool) -> Match:
     if ko.grid != kn.grid or ko.block != kn.block:
         m.reason = "the launch differs"
         return m
-    notes_o, notes_n = [n.split(": ", 1)[1] for n in ko.notes], [n.split(": ", 1)[1] for n in kn.notes]
+    notes_o, notes_n = [dump for _, dump in ko.notes], [dump for _, dump in kn.notes]
     if notes_o != notes_n:  # T.reads, T.writes, T.func_attr ...: not run by the interpreter, so compared as text
         k = next((i for i, (a, b) in enumerate(zip(notes_o, notes_n)) if a != b), min(len(notes_o), len(notes_n)))
-        first = (ko.notes[k] if k < len(ko.notes) else kn.notes[k]).split(":", 1)[0]
+        first = (ko.notes[k] if k < len(ko.notes) else kn.notes[k])[0]
         m.reason = f"the kernels' annotations differ ({first}; not run by the interpreter)"
         return m
 

@@ -167,35 +167,31 @@ def names_problem(mod: ModuleInfo, ks: KernelSource, gens) -> tuple:
     for node in nodes:
         for n in ast.walk(node):
             if isinstance(n, ast.Call) and mod.op_name(n.func) == rules.intrinsic:
-                p, f = _callee_problem(mod, n, poisoned, gens)
+                p, f = _callee_problem(mod, n, gens)
                 if p or f:
                     return p, f
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                p = _decorator_problem(mod, n, poisoned)
+                p = _decorator_problem(mod, n)
                 if p:
                     return p, ""
     return "", ""
 
 
-def _paths(mod: ModuleInfo, expr, poisoned) -> tuple:
-    """``(paths, problem)``: every path ``expr`` reaches under the rules' attribute shadows."""
+def _paths(mod: ModuleInfo, expr) -> tuple:
+    """``(paths, problem)``: every path ``expr`` reaches under the rules' attribute shadows.  (A path an attribute
+    write may have changed never gets here: ``names_problem`` refuses a module with any such write first.)"""
     r = mod.names.route_of(expr)
     text = ast.unparse(expr)[:50]
     if isinstance(r, Problem):
         return [], f"{text} at line {expr.lineno}: {r.message}"
     if r is None:
         return [], f"{text} at line {expr.lineno} is not reached through an import"
-    paths = readings(r, mod.rules.attributes)
-    for p in paths:
-        for q, why in poisoned:
-            if p == q or p.startswith(q + ".") or q.startswith(p + "."):
-                return [], f"{text} at line {expr.lineno} reaches {p}, and {why}: what it is is not known from the text"
-    return paths, ""
+    return readings(r, mod.rules.attributes), ""
 
 
-def _callee_problem(mod: ModuleInfo, call: ast.Call, poisoned, gens) -> tuple:
+def _callee_problem(mod: ModuleInfo, call: ast.Call, gens) -> tuple:
     rules = mod.rules
-    paths, problem = _paths(mod, call.func, poisoned)
+    paths, problem = _paths(mod, call.func)
     if problem:
         return problem, ""
     text, line = ast.unparse(call.func)[:50], call.lineno
@@ -226,7 +222,7 @@ def _callee_problem(mod: ModuleInfo, call: ast.Call, poisoned, gens) -> tuple:
     return "", ""
 
 
-def _decorator_problem(mod: ModuleInfo, fn, poisoned) -> str:
+def _decorator_problem(mod: ModuleInfo, fn) -> str:
     """A prim_func or macro with a decorator that is not TileLang's or TVM's, or whose prim_func/macro is not one
     API in every release (TVM's TVMScript prim_func is modelled: real TileLang lowers such kernels)."""
     decos = [d.func if isinstance(d, ast.Call) else d for d in fn.decorator_list]
@@ -238,7 +234,7 @@ def _decorator_problem(mod: ModuleInfo, fn, poisoned) -> str:
         if o is None:
             return (f"decorator @{text} of {fn.name!r} at line {d.lineno} is not TileLang's: what it makes of the "
                     "function is not known from the text")
-        paths, problem = _paths(mod, d, poisoned)
+        paths, problem = _paths(mod, d)
         if problem:
             return problem
         if o in ("prim_func", "macro"):

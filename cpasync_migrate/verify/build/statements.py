@@ -331,7 +331,7 @@ class KernelBuilder(CopyBuilder, ExpressionBuilder, KernelContext, StatementPart
                 raise Unsupported(f"tvm_storage_sync({sc!r})", line)
             return [Barrier(line)]
         if op in NOOP_OPS:  # nothing the interpreter runs; what it says is compared (structure.py)
-            self.notes.append(f"T.{op} at line {line}: {ast.dump(call)}")
+            self.notes.append((f"T.{op} at line {line}", ast.dump(call)))
             return []
         if op == "launch_thread":
             return self.launch(call, scope, None)
