@@ -190,21 +190,9 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
     text = src.text
     fresh = analysis is None
     if fresh:
-        fe, opts = front_end(language), front_end_options(settings, line_length, cpp_style)
-        kw = {"fixes": True} if fixes else {}  # (python/fast.py: DECIDE_FIXES; a run it decides never imports libcst)
-        from . import suppress
-
-        limit = budget.limit_for(settings.file_cpu_limit, len(raw))
-        try:
-            with budget.cpu_budget(limit):
-                analysis = fe.analyze(text, path, opts, **kw)
-                if suppress.spelling(opts.rules.suppress_comment).marker in text:  # suppression comments (suppress.py)
-                    analysis = suppress.resolve(text, path, language, analysis,
-                                                lambda t: fe.analyze(t, path, opts, **kw), opts.rules)
-        except (RecursionError, MemoryError):  # nesting past what files.nesting bounds (a long chain of a + a + ...)
-            return error_outcome(path, language, "nested too deep for the parser or its passes; not analysed")
-        except budget.OverBudget:  # never cached: another machine, or another limit, may finish it
-            return error_outcome(path, language, budget.message(limit))
+        analysis = _analyze(path, language, text, settings, line_length, cpp_style, fixes, len(raw))
+        if isinstance(analysis, FileOutcome):
+            return analysis
         if ck is not None:
             cache.store_analysis(settings.cache_dir, ck, analysis)
     if analysis.error:
@@ -222,6 +210,29 @@ def process_file(path: str, settings: RunSettings, explicit: bool = False,
         if failed is not None:
             return failed
     return _finish(outcome, src, raw, settings, no_write)
+
+
+def _analyze(path: str, language: str, text: str, settings: RunSettings, line_length: int, cpp_style, fixes: bool,
+             size: int):
+    """The front end's analysis of ``text`` (suppression comments resolved) within the file's CPU budget
+    (budget.py), or the error outcome of a file it could not finish (never cached: another machine, or another
+    limit, may finish it)."""
+    fe, opts = front_end(language), front_end_options(settings, line_length, cpp_style)
+    kw = {"fixes": True} if fixes else {}  # (python/fast.py: DECIDE_FIXES; a run it decides never imports libcst)
+    from . import suppress
+
+    limit = budget.limit_for(settings.file_cpu_limit, size)
+    try:
+        with budget.cpu_budget(limit):
+            analysis = fe.analyze(text, path, opts, **kw)
+            if suppress.spelling(opts.rules.suppress_comment).marker in text:  # suppression comments (suppress.py)
+                analysis = suppress.resolve(text, path, language, analysis,
+                                            lambda t: fe.analyze(t, path, opts, **kw), opts.rules)
+    except (RecursionError, MemoryError):  # nesting past what files.nesting bounds (a long chain of a + a + ...)
+        return error_outcome(path, language, "nested too deep for the parser or its passes; not analysed")
+    except budget.OverBudget:
+        return error_outcome(path, language, budget.message(limit))
+    return analysis
 
 
 def _read_raw(path: str, language: str, settings: RunSettings) -> tuple:

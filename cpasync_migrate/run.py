@@ -450,11 +450,6 @@ class Run:
                       f"{ceiling} bytes (a configuration file cannot lift the limit past that; --max-file-size "
                       "can)", file=sys.stderr)
                 max_file_size = ceiling
-        from .budget import DEFAULT_SECONDS
-
-        file_cpu_limit = DEFAULT_SECONDS if args.file_cpu_limit is None else args.file_cpu_limit
-        if not file_cpu_limit >= 0 or file_cpu_limit == float("inf"):
-            raise UsageError(f"--file-cpu-limit {args.file_cpu_limit}: expected a number of seconds >= 0 (0: no limit)")
         if args.line_length is not None and not 1 <= args.line_length <= 320:
             raise UsageError(f"--line-length {args.line_length}: expected a whole number from 1 to 320")
         line_length = args.line_length if args.line_length is not None else cfg.get("line-length")
@@ -486,7 +481,7 @@ class Run:
             verify=args.verify, device=device, require_proof=args.require_proof,
             binds=binds, emit_cuda=args.emit_cuda, cache_dir=cache_dir,
             keep_texts=mode != "check" or bool(args.emit_bundle), defer_coupled=mode == "write",
-            max_file_size=max_file_size, file_cpu_limit=file_cpu_limit,
+            max_file_size=max_file_size, file_cpu_limit=_file_cpu_limit(args),
             allow_read_only=(args.allow_read_only if args.allow_read_only is not None
                              else bool(cfg.get("allow-read-only", False))),
             line_length=line_length, selection=self.selection, per_file=self.file_settings,
@@ -780,3 +775,12 @@ def _deselect(outcomes, selected) -> None:
             if f.status is not Status.UNPARSABLE and not selected(f.code, o.path):
                 f.status = Status.SUPPRESSED
 
+
+def _file_cpu_limit(args) -> float:
+    """--file-cpu-limit's seconds (budget.py; the command line only sets it)."""
+    from .budget import DEFAULT_SECONDS
+
+    seconds = DEFAULT_SECONDS if args.file_cpu_limit is None else args.file_cpu_limit
+    if not seconds >= 0 or seconds == float("inf"):
+        raise UsageError(f"--file-cpu-limit {args.file_cpu_limit}: expected a number of seconds >= 0 (0: no limit)")
+    return seconds

@@ -112,6 +112,73 @@ def test_the_verifier_never_proves_what_real_lowering_refutes(fuzz_run):
     assert not false, "\n".join(false)
 
 
+# ---------------------------------------------------------------- the element count's spellings (real TileLang)
+
+SPELL_SEED = 20261207
+SPELL_COUNT = 36
+# Under element counts (0.1.9 and later) the code generator requires the count as an integer immediate
+# (`args[2].as<IntImmNode>()`).  The hand migration's literal count N, written other ways: a Python int when the
+# kernel is built (`2N // 2`, `int(N)`), an integer dtype's constructor (`T.int32(N)`), TVM arithmetic on one
+# (`T.int32(N) * 1`), and a float (`N.0`).  Real lowering says which of them TileLang accepts.
+COUNT_SPELLINGS = {"count_floordiv": "{twice} // 2", "count_int": "int({n})", "count_ctor": "T.int32({n})",
+                   "count_tvm_arith": "T.int32({n}) * 1", "count_float": "{n}.0"}
+BUILD_TIME_INTS = ("count_floordiv", "count_int", "count_ctor")
+
+
+def _respell(text: str, form: str) -> str:
+    """``text`` with the literal count of every ``ptx_cp_async`` call written as ``form``."""
+    tree = ast.parse(text)
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    edits = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "ptx_cp_async":
+            count = node.args[2] if len(node.args) >= 3 else next(
+                (k.value for k in node.keywords if k.arg == "num_elems"), None)
+            if isinstance(count, ast.Constant) and type(count.value) is int:
+                a = starts[count.lineno - 1] + count.col_offset
+                b = starts[count.end_lineno - 1] + count.end_col_offset
+                edits.append((a, b, form.format(n=count.value, twice=2 * count.value)))
+    for a, b, new in sorted(edits, reverse=True):
+        text = text[:a] + new + text[b:]
+    return text
+
+
+@pytest.fixture(scope="module")
+def spelled_run(fuzz_run, tmp_path_factory):  # after fuzz_run, which sets the environments up
+    from dataclasses import replace
+
+    cases = []
+    for c in fuzz_gen.generate(SPELL_SEED, SPELL_COUNT):
+        if c.target != "0.1.9" or "hand" not in c.candidates:
+            continue
+        hand = c.candidates["hand"]
+        variants = {k: _respell(hand, f) for k, f in COUNT_SPELLINGS.items()}
+        cases.append(replace(c, candidates={"hand": hand, **{k: t for k, t in variants.items() if t != hand}}))
+    return fuzz_truth.run(cases, tmp_path_factory.mktemp("fuzz-count"), REALTL_DIR)
+
+
+@pytest.mark.realtl
+@pytest.mark.skipif(os.environ.get("CPASYNC_REALTL") != "1", reason="opt-in: set CPASYNC_REALTL=1")
+def test_the_count_is_judged_as_real_lowering_reads_it(spelled_run):
+    """No spelling of the count is proven where TileLang refuses or differs, none is refuted where it agrees, and
+    a count that is an int when the kernel is built is proven wherever the literal count of the same case is."""
+    pairs = spelled_run["pairs"]
+    by = {(p.case, p.kind): p for p in pairs}
+    spelled = [p for p in pairs if p.kind in COUNT_SPELLINGS]
+    assert len(spelled) >= 40, fuzz_truth.tally(spelled_run)
+    assert not [(p.case, p.kind, p.truth_detail[:200]) for p in pairs if p.false_proof]
+    assert not [(p.case, p.kind, p.reasons[:1]) for p in pairs if p.truth == "agree" and p.verdict == "mismatch"]
+    floats = [p for p in spelled if p.kind == "count_float"]
+    assert floats and all(p.truth == "differ" for p in floats)  # the truth has teeth: a float count does not lower
+    lagging = [(p.case, p.kind, p.reasons[:1]) for p in spelled if p.kind in BUILD_TIME_INTS
+               and by[(p.case, "hand")].verdict == "equivalent" and p.truth == "agree" and p.verdict != "equivalent"]
+    assert not lagging
+    assert sum(p.kind in BUILD_TIME_INTS and p.verdict == "equivalent" for p in spelled) >= 10
+
+
 # Why a pair real lowering agrees on may be inconclusive: constructs docs/verify.md declares outside the modelled
 # subset (index arithmetic that leaves int32 other than by a left shift, whose lowering TileLang's simplifier
 # decides; static shared tiles, merged only under a pass option the text does not show).

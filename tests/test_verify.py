@@ -335,6 +335,40 @@ def k(A: T.Tensor((8, 64), "float16"), B: T.Tensor((8, 64), "float16")):
     assert v.verdict == "mismatch" and v.detail["interpreter"]["verdict"] == "mismatch"
 
 
+@pytest.mark.parametrize("count,verdict", [
+    ("8", "equivalent"), ("16 // 2", "equivalent"), ("N", "equivalent"), ("int(8)", "equivalent"),
+    ("T.int32(8)", "equivalent"), ("min(8, 99)", "equivalent"),
+    ("T.int32(4) * 2", "inconclusive"), ("tx - tx + 8", "inconclusive"), ("8.0", "inconclusive"),
+])
+def test_an_element_count_that_is_an_int_when_the_kernel_is_built_is_an_integer_immediate(count, verdict):
+    """Under 0.1.9 the code generator requires the count as an IntImm.  A Python int when the kernel is built
+    (TileLang's call_intrin makes it one) and an integer dtype's constructor of one are; what TVM or the passes
+    might fold is not known (test_realtl_fuzz.py's count spellings check these readings against real lowering)."""
+    old = '''
+import tilelang.language as T
+
+N = 8
+
+@T.prim_func
+def k(A: T.Tensor((8, 64), "float16"), B: T.Tensor((8, 64), "float16")):
+    with T.Kernel(8, threads=8) as bx:
+        tx = T.get_thread_binding()
+        S = T.alloc_shared((64,), "float16")
+        T.ptx_cp_async("float16", S.data, tx * 8, A.data, bx * 64 + tx * 8, 16)
+        T.ptx_commit_group()
+        T.ptx_wait_group(0)
+        for j in T.serial(8):
+            B[bx, tx * 8 + j] = S[tx * 8 + j]
+'''
+    call = 'T.ptx_cp_async("float16", S.data, tx * 8, A.data, bx * 64 + tx * 8, 16)'
+    new = old.replace(call, f'T.ptx_cp_async(T.access_ptr(S[tx * 8], "w", 8), T.access_ptr(A[bx, tx * 8], "r", 8), '
+                            f'{count})')
+    (v,) = verify_source(old, new, "a.py", rules=RULES, target="0.1.9")
+    assert v.verdict == verdict, v.to_dict()
+    if verdict == "inconclusive":
+        assert "size literal" in v.reason
+
+
 WIDTH_OLD = '''
 import tilelang.language as T
 

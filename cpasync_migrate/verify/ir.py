@@ -244,7 +244,7 @@ class CpAsync(Stmt):
     col: int = 0
     legacy_dtype: Optional[str] = None
     dtype_kw: bool = False  # a new-form call still carrying dtype=
-    size_literal: bool = True
+    size_literal: Optional[bool] = True  # an access-pointer call's count is an IntImm at codegen (None: not known)
 
 
 @dataclass

@@ -368,8 +368,11 @@ def const_value(e2: Expr):
 def _num_elems_checks(n, target, size, add) -> None:
     """What a target that counts elements asks of the new call: a literal count, both sides of one width."""
     if target.size_literal:
-        add("size literal", n.size_literal, "num_elems is an integer literal" if n.size_literal
-            else "num_elems must be an integer literal under this target")
+        add("size literal", n.size_literal, {
+            True: "num_elems is an integer when the kernel is built (an IntImm at codegen)",
+            False: "num_elems is a variable; under this target the code generator requires an integer immediate",
+            None: "num_elems is an expression the verifier does not fold: whether it reaches the code generator as "
+                  "the integer immediate this target requires is not known"}[n.size_literal])
     if target.same_width:
         sd, ss = size(n.dst.elem_type), size(n.src.elem_type)
         add("same width", sd == ss, f"sizeof({n.dst.elem_type}) = {sd}, sizeof({n.src.elem_type}) = {ss}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from ..ir import Bin, Buffer, Const, CpAsync, Ptr, Region, Unsupported, flat_index
+from ..ir import Bin, Buffer, Const, CpAsync, Ptr, Region, Unsupported, Var, flat_index
 from .context import KernelContext
 from .expressions import fold
 from .module import Scope
@@ -75,12 +75,12 @@ class CopyBuilder(KernelContext, ExpressionPart):
             dst = self.access_ptr(b[dst_p], scope)
             src = self.access_ptr(b[src_p], scope)
             size_node = b[size_p]
-            size_lit = isinstance(size_node, ast.Constant) and isinstance(size_node.value, int)
+            size = self.expr(size_node, scope)
             pn = b.get(pred_p)
             pred = self.expr(pn, scope) if pn is not None and not (
                 isinstance(pn, ast.Constant) and pn.value is None) else None
-            return CpAsync("access_ptr", dst, src, self.expr(size_node, scope), self.meaning, pred, line, col,
-                           None, dtype_kw, size_lit)
+            return CpAsync("access_ptr", dst, src, size, self.meaning, pred, line, col,
+                           None, dtype_kw, self.elem_count_literal(size_node, size, scope))
         params = tuple(self.rules.legacy.python_params)
         dtype_kw = any(k.arg == params[0] for k in call.keywords)
         b = self.bind_call(cp_async_signature(self.rules, "legacy", "bytes", dtype_kw), call, scope)
@@ -96,6 +96,26 @@ class CopyBuilder(KernelContext, ExpressionPart):
         extra = b.sig.params[len(params) - (1 if dtype_kw else 0):]
         pred = self.expr(b[extra[0]], scope) if extra and extra[0] in b else None
         return CpAsync("legacy", dst, src, self.expr(size_node, scope), "bytes", pred, line, col, ldt, False, size_lit)
+
+    def elem_count_literal(self, node, size, scope: Scope):
+        """Whether the access-pointer call's count reaches codegen as an integer immediate, which a target that
+        counts elements requires (the code generator reads ``args[2].as<IntImmNode>()``): True for a Python int
+        when the kernel is built (``16``, ``16 // 2``, a constant or factory parameter: ``call_intrin`` makes it an
+        IntImm) and for an integer dtype's constructor of one (``T.int32(8)``); False for a loop, thread or
+        parameter variable itself; None (not known) for anything else, an expression TVM or the passes before
+        codegen might fold to a constant or not."""
+        ok, v = self.try_cval(node, scope)
+        if ok:
+            return type(v) is int or None
+        if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
+            name = self.mod.op_name(node.func)
+            ok, v = self.try_cval(node.args[0], scope)
+            if name and ok and type(v) is int and self.rules.dtype_size(self.rules.canonical_dtype(name)) is not None \
+                    and self.rules.canonical_dtype(name).lstrip("u").startswith("int"):
+                return True
+        if isinstance(size, Var):
+            return False
+        return None
 
     def cp_async_form(self, call: ast.Call) -> str:
         return call_form(self.mod, call)
