@@ -17,6 +17,8 @@ The switches (each a module attribute read from its environment variable):
   by one query over the occurrences past a quota (occurrences deep inside one another);
 - ``args_index.ON`` (``CPASYNC_MIGRATE_CPP_ARGS_INDEX``): a consumer's ``args`` reads and declarations found by one
   walk of the outermost region asked, with the parents the walk met (nested branches, deep expressions);
+- ``declarations.DECL_INDEX`` (``CPASYNC_MIGRATE_CPP_DECL_INDEX``): the file's definitions and declarators by name,
+  listed once, and each name's overload questions answered once (many helper declarations);
 - ``scope_index.ON`` (``CPASYNC_MIGRATE_CPP_SCOPE_INDEX``): what a function or class declares, assigns and names,
   found by one walk of it per file and looked up by name (a function of many builders).
 
@@ -34,7 +36,7 @@ from pathlib import Path
 import pytest
 
 from cpasync_migrate import cpp, files, sets
-from cpasync_migrate.cpp import analyzer, args_index, context, scope_index, source, window
+from cpasync_migrate.cpp import analyzer, args_index, context, declarations, scope_index, source, window
 from cpasync_migrate.findings import FileOutcome, FrontEndOptions
 from cpasync_migrate.rules import load_rules
 
@@ -45,7 +47,8 @@ CACHE = Path(os.environ.get("CPASYNC_BENCH_CACHE", Path.home() / ".cache" / "cpa
 REALCPP = Path.home() / ".cache" / "cpasync-migrate" / "realcpp"
 
 SWITCHES = [(window, "ENABLED"), (window, "REUSE"), (context, "LEAN"), (analyzer, "INCREMENTAL_CHECK"), (source, "ONE_QUERY"),
-            (analyzer, "EDIT_INDEX"), (scope_index, "ON"), (analyzer, "AROUND_ANY"), (args_index, "ON")]
+            (analyzer, "EDIT_INDEX"), (scope_index, "ON"), (analyzer, "AROUND_ANY"), (args_index, "ON"),
+            (declarations, "DECL_INDEX")]
 
 # Unrelated declarations appended to a fixture, so that its window leaves most of the file out.
 PADDING = "\n".join(
@@ -304,3 +307,32 @@ def test_the_nodes_around_any_occurrence_are_those_around_each(monkeypatch):
         monkeypatch.setattr(source, "AROUND_QUOTA", floor)
         got = source.nodes_around_any(root, types, ranges)
         assert sorted(n.id for n in got) == want and len(got) == len(want), (per, floor)
+
+
+def test_switches_change_nothing_on_many_helper_declarations(monkeypatch):
+    """Printer helpers of the legacy shape declared many times under a few names, some with a definition that tests
+    its offsets, some with a pointer-only overload that forwards "" (defined, or only declared), some with an overload
+    of the pointer-only arity already there, and callers of each."""
+    params = ("const std::string& dst, const std::string& dst_offset, const std::string& src, "
+              "const std::string& src_offset, const std::string& size")
+    parts = ["#include <string>\nnamespace tvm {\nnamespace codegen {\n// ptx_cp_async\n"]
+    for name in ("PrintCpAsyncAssembly", "PrintCopy", "EmitAsync", "PrintLoad"):
+        for i in range(12):
+            parts.append(f"std::string {name}({params});\n")
+        if name == "PrintCopy":
+            parts.append(f"std::string {name}({params}) {{\n  if (dst_offset.empty() && src_offset == \"\") "
+                         f"return dst + src;\n  return dst + \" + \" + dst_offset + src + src_offset + size;\n}}\n")
+        if name == "EmitAsync":
+            parts.append(f"std::string {name}(const std::string& dst, const std::string& src, const std::string& size) "
+                         f"{{\n  return {name}(dst, \"\", src, \"\", size);\n}}\n")
+        if name == "PrintLoad":
+            parts.append(f"std::string {name}(const std::string& a, const std::string& b, const std::string& c);\n")
+        for i in range(6):
+            parts.append(f"void Use{name}{i}() {{ {name}(a, b, c, d, e); }}\n")
+    parts.append("}  // namespace codegen\n}  // namespace tvm\n")
+    text = "".join(parts)
+    opts = FrontEndOptions(rules=RULES, target=RULES.generation("0.1.8"), source=RULES.legacy)
+    got = _assert_equal([(text, "helpers.cc", opts)], monkeypatch)
+    findings = got["all on"][0].findings
+    assert len(findings) >= 36 and any(f.fix is not None for f in findings) and any(f.fix is None for f in findings)
+    assert not [f for f in findings if "EmitAsync" in f.message]  # its forwarding overload: migrated already

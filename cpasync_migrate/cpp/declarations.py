@@ -11,7 +11,9 @@ reported.
 """
 from __future__ import annotations
 
+import os
 import re
+from collections import defaultdict
 from typing import Optional
 
 from ..findings import Applicability
@@ -20,11 +22,48 @@ from .context import CppContext, PendingSite
 from .source import ancestors, named, nodes_of_types, squash, walk
 
 
+# A switch (CPASYNC_MIGRATE_CPP_DECL_INDEX=0: each helper declaration looks through every function of the file for
+# one of its name, as before; a measuring switch).  On: the file's definitions and declarators by name, listed once
+# (1,600 helper declarations in one file took 37 s).  tests/test_cpp_speedups.py checks the same analyses on and off.
+DECL_INDEX = os.environ.get("CPASYNC_MIGRATE_CPP_DECL_INDEX", "1") != "0"
+
+
 class DeclarationChecks:
     """CPA105 and CPA109 of one file (see the module docstring): a unit over the file's context."""
 
     def __init__(self, ctx: CppContext):
         self.ctx = ctx
+        self._defs: Optional[dict] = None  # short name -> [(definition, its declarator)] (DECL_INDEX)
+        self._decls: Optional[dict] = None  # short name -> [function declarator]
+        self._arity: dict = {}  # (short name, parameters) -> (a definition has it, a declarator has it)
+        self._overloads: dict = {}  # short name -> a pointer-only overload of it forwards "" for both offsets
+
+    def _definitions(self, fname: str) -> list:
+        """(definition, its declarator) of each function definition of the file named ``fname`` (without its
+        qualifiers), in the file's order; every definition with a declarator when DECL_INDEX is off."""
+        if not DECL_INDEX:
+            return [(fn, self.ctx.fn_declarator(fn)) for fn in self.ctx.fns]
+        if self._defs is None:
+            self._defs = defaultdict(list)
+            for fn in self.ctx.fns:
+                d = self.ctx.fn_declarator(fn)
+                inner = d.child_by_field_name("declarator") if d is not None else None
+                if inner is not None:
+                    self._defs[self._short_name(inner)].append((fn, d))
+        return self._defs.get(fname, [])
+
+    def _declarators(self, fname: str) -> list:
+        """The function declarators of the file named ``fname``, in the file's order (every one when DECL_INDEX
+        is off)."""
+        if not DECL_INDEX:
+            return nodes_of_types(self.ctx.src.root, ("function_declarator",))
+        if self._decls is None:
+            self._decls = defaultdict(list)
+            for d in nodes_of_types(self.ctx.src.root, ("function_declarator",)):
+                inner = d.child_by_field_name("declarator")
+                if inner is not None:
+                    self._decls[self._short_name(inner)].append(d)
+        return self._decls.get(fname, [])
 
     def _param_names(self, fdecl) -> Optional[list[str]]:
         """The parameter names of a function declarator; None when it has no parameter list."""
@@ -168,16 +207,11 @@ class DeclarationChecks:
         if any(p.type != "parameter_declaration" for p in params):
             return "a parameter has a default value or is variadic, so a pointer-only overload could be ambiguous"
         keep = [p for k, p in enumerate(params) if k not in (1, 3)]
-        for fn in self.ctx.fns:  # an overload of that arity already: a person decides how they relate
-            d = self.ctx.fn_declarator(fn)
-            inner = d.child_by_field_name("declarator") if d is not None else None
-            if inner is not None and self._short_name(inner) == fname and len(self._param_names(d) or []) == len(keep):
-                return f"the file already defines a {len(keep)}-parameter `{fname}`"
-        for d in nodes_of_types(self.ctx.src.root, ("function_declarator",)):
-            inner = d.child_by_field_name("declarator")
-            if d is not fdecl and inner is not None and self._short_name(inner) == fname \
-                    and len(self._param_names(d) or []) == len(keep):
-                return f"the file already declares a {len(keep)}-parameter `{fname}`"
+        defined, declared = self._has_arity(fname, len(keep), fdecl)  # an overload of that arity already: a person
+        if defined:                                                   # decides how they relate
+            return f"the file already defines a {len(keep)}-parameter `{fname}`"
+        if declared:
+            return f"the file already declares a {len(keep)}-parameter `{fname}`"
         ty = decl.child_by_field_name("type")
         if ty is None or any(c.type in ("storage_class_specifier", "template_declaration") for c in decl.children):
             return "its declaration is not a plain function declaration"
@@ -207,6 +241,27 @@ class DeclarationChecks:
         site.fix_note = (f"add the pointer-only overload `{fname}({', '.join(pnames)})`, forwarding \"\" for both "
                          "offsets (upstream's shape)")
         return None
+
+    def _has_arity(self, fname: str, n: int, fdecl) -> tuple[bool, bool]:
+        """(a definition of the file named ``fname`` takes ``n`` parameters, a function declarator other than
+        ``fdecl`` does); asked once per name and count under DECL_INDEX (``fdecl`` takes n + 2: never one of them)."""
+        key = (fname, n)
+        if DECL_INDEX and key in self._arity:
+            return self._arity[key]
+        defined = declared = False
+        for fn, d in self._definitions(fname):
+            inner = d.child_by_field_name("declarator") if d is not None else None
+            if inner is not None and self._short_name(inner) == fname and len(self._param_names(d) or []) == n:
+                defined = True
+                break
+        for d in self._declarators(fname):
+            inner = d.child_by_field_name("declarator")
+            if d is not fdecl and inner is not None and self._short_name(inner) == fname \
+                    and len(self._param_names(d) or []) == n:
+                declared = True
+                break
+        self._arity[key] = (defined, declared)
+        return defined, declared
 
     @staticmethod
     def _packed(head: str, items: list, tail: str, hanging: str) -> str:
@@ -249,9 +304,16 @@ class DeclarationChecks:
                 return True  # it only hands both offsets on to a helper of this file, which is judged itself
             return all(re.search(rf'\b{re.escape(o)}\s*\.\s*empty\s*\(\s*\)|\b{re.escape(o)}\s*[!=]=\s*""'
                                  rf'|""\s*[!=]=\s*{re.escape(o)}\b', text) for o in (off1, off2))
+        if DECL_INDEX and fname in self._overloads:
+            return self._overloads[fname]
+        self._overloads[fname] = found = self._forwarding_overload(fdecl, fname)
+        return found
+
+    def _forwarding_overload(self, fdecl, fname: str) -> bool:
+        """Whether the file defines a pointer-only overload of ``fname`` that forwards ``""`` for both offsets (the
+        same answer for every declaration of that name: ``fdecl`` is a declaration's, never a definition's)."""
         off = self.ctx.cpp.offset_param
-        for fn in self.ctx.fns:
-            decl = self.ctx.fn_declarator(fn)
+        for fn, decl in self._definitions(fname):
             if decl is None or decl is fdecl:
                 continue
             inner = decl.child_by_field_name("declarator")
