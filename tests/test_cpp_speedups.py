@@ -336,3 +336,42 @@ def test_switches_change_nothing_on_many_helper_declarations(monkeypatch):
     findings = got["all on"][0].findings
     assert len(findings) >= 36 and any(f.fix is not None for f in findings) and any(f.fix is None for f in findings)
     assert not [f for f in findings if "EmitAsync" in f.message]  # its forwarding overload: migrated already
+
+
+def _helper_arrays(n: int, outside: bool) -> str:
+    """Builders whose arguments a helper function of the file returns, many helpers: one called twice, one also
+    used otherwise, one defined twice; builders in functions that already use a name a hoist would declare; and
+    (``outside``) such a name declared outside every function, which stops every hoist of the file."""
+    parts = ["namespace tvm {\nnamespace tl {\n"]
+    if outside:
+        parts.append("static int dst_access_ptr = 0;\n")
+    for i in range(n):
+        parts.append(f"Array<PrimExpr> MakeArgs{i}(const Buffer& s, const Buffer& l) {{\n"
+                     f"  return {{s->data, {i}, l->data, {i} * 2, 16}};\n}}\n")
+        if i % 5 == 4:
+            parts.append(f"Array<PrimExpr> MakeArgs{i}(const Buffer& s);\n")
+        use = f"  auto keep = MakeArgs{i};\n" if i % 6 == 5 else ""
+        clash = "  int src_dtype = 0;\n" if i % 4 == 3 else ""
+        parts.append(f"Stmt Emit{i}(const Buffer& s, const Buffer& l) {{\n{clash}{use}"
+                     f"  return Evaluate(Call(DataType::Handle(), builtin::ptx_cp_async(), MakeArgs{i}(s, l)));\n}}\n")
+        if i % 7 == 0:
+            parts.append(f"Stmt Again{i}(const Buffer& s, const Buffer& l) {{\n"
+                         f"  return Evaluate(Call(DataType::Handle(), builtin::ptx_cp_async(), MakeArgs{i}(l, s)));\n}}\n")
+        parts.append(f"Stmt Inline{i}(const BufferStoreNode* store, const BufferLoadNode* load, int bytes) {{\n{clash}"
+                     f"  ICHECK(GetPointerType(store->buffer->data->type_annotation).has_value());\n"
+                     f"  return Evaluate(Call(store->buffer->dtype, builtin::ptx_cp_async(),\n"
+                     f"                       {{store->buffer->data, store->indices[{i}], load->buffer->data,\n"
+                     f"                        load->indices[0], PrimExpr(bytes)}}));\n}}\n")
+    parts.append("}  // namespace tl\n}  // namespace tvm\n")
+    return "".join(parts)
+
+
+def test_switches_change_nothing_on_helper_arrays_and_hoists(monkeypatch):
+    opts = FrontEndOptions(rules=RULES, target=RULES.generation("0.1.8"), source=RULES.legacy)
+    items = [(_helper_arrays(20, outside), f"helpers{int(outside)}.cc", opts) for outside in (False, True)]
+    got = _assert_equal(items, monkeypatch)
+    free, blocked = got["all on"]
+    assert len(free.findings) >= 40 and any(f.fix is not None for f in free.findings)
+    hoists = [sum("DataType src_dtype" in e.replacement for f in a.findings if f.fix for e in f.fix.edits)
+              for a in (free, blocked)]
+    assert hoists[0] >= 10 and hoists[1] == 0, hoists  # names in use in a function, or outside every one, block it

@@ -36,6 +36,8 @@ class ConstructionChecks:
 
     def __init__(self, ctx: CppContext):
         self.ctx = ctx
+        # name -> not used outside every function; (function id, name) -> nor in that function (_name_free)
+        self._free: dict = {}
 
     # ------------------------------------------------------ constructions
     def construction(self, call) -> None:
@@ -253,7 +255,7 @@ class ConstructionChecks:
             return None
         short_name = text.split("::")[-1]
         found = []
-        for f in self.ctx.fns:
+        for f in [f for f, _ in self.ctx.definitions_named(short_name)] if scope_index.ON else self.ctx.fns:
             decl = self.ctx.fn_declarator(f)
             inner = decl.child_by_field_name("declarator") if decl is not None else None
             ty = f.child_by_field_name("type")
@@ -310,7 +312,8 @@ class ConstructionChecks:
         of the intrinsic's op; else why not (rewriting its lists would change its other users)."""
         decl = self.ctx.fn_declarator(helper)
         name = squash(self.ctx.text_of(decl.child_by_field_name("declarator"))).split("::")[-1]
-        for n in walk(self.ctx.src.root):
+        root = self.ctx.src.root
+        for n in self.ctx.scope_index(root).names(name) if scope_index.ON else walk(root):
             if n.type not in ("identifier", "field_identifier") or self.ctx.text_of(n) != name:
                 continue
             if helper.start_byte <= n.start_byte < (helper.child_by_field_name("body") or helper).start_byte:
@@ -538,8 +541,7 @@ class ConstructionChecks:
         for f, a, b in self.ctx.hoisted:
             if f == fn and (a <= block.start_byte < b or block.start_byte <= a < block.end_byte):
                 return None  # another hoist of this function declares the same names in a block around it
-        fn_text = self.ctx.text_of(fn)
-        if not all(hoist.name_free(n, fn_text, self._outside_functions()) for n in names.values()):
+        if not all(self._name_free(n, fn) for n in names.values()):
             return None
         fmt = parts["fmt"]
         decls = []
@@ -555,6 +557,19 @@ class ConstructionChecks:
             decls.append(emit["hoist_access_ptr"].format(name=names[side + "_access_ptr"],
                                                           value=parts["ptr"](data, off, mask, dt), **fmt))
         return names, decls
+
+    def _name_free(self, name: str, fn) -> bool:
+        """``name`` is used neither in ``fn`` nor outside every function of the file (a hoisted local may take it);
+        asked once per function and name under scope_index.ON (the texts do not change while the file is
+        analysed: fixes are edits applied after)."""
+        if not scope_index.ON:
+            return hoist.name_free(name, self.ctx.text_of(fn), self._outside_functions())
+        if name not in self._free:  # the text outside every function: once per name
+            self._free[name] = hoist.name_free(name, "", self._outside_functions())
+        key = (fn.id, name)
+        if key not in self._free:
+            self._free[key] = self._free[name] and hoist.name_free(name, self.ctx.text_of(fn), "")
+        return self._free[key]
 
     def _outside_functions(self) -> str:
         """The file's text outside every function body (namespace and class scope, macros)."""

@@ -161,6 +161,7 @@ class CppContext:
         self._fn_starts: Optional[list[int]] = None
         self._around: dict = {}  # node id -> the function around it (func_of, LEAN)
         self._scopes: dict = {}  # node id -> its ScopeIndex (scope_index.py)
+        self._defs_named: Optional[dict] = None  # short name -> [(definition, declarator)] (definitions_named)
         # the walk only asks whether the file has a site (window.py): a family that knows it adds one may add
         # it bare (no message, no fix) and return
         self.probe = False
@@ -279,6 +280,20 @@ class CppContext:
                         found[self.leaf_name(d.child_by_field_name("declarator"))] = val
             self._op_vars[key] = found
         return self._op_vars[key]
+
+    def definitions_named(self, name: str) -> list:
+        """(definition, its declarator) of each function definition of the file whose declarator's name, without
+        its qualifiers, is ``name``, in the file's order (the file's definitions listed once)."""
+        if self._defs_named is None:
+            from collections import defaultdict
+
+            self._defs_named = defaultdict(list)
+            for fn in self.fns:
+                d = self.fn_declarator(fn)
+                inner = d.child_by_field_name("declarator") if d is not None else None
+                if inner is not None:
+                    self._defs_named[squash(self.text_of(inner)).split("::")[-1]].append((fn, d))
+        return self._defs_named.get(name, [])
 
     def scope_index(self, node):
         """What ``node`` (a function, its body, a class body) declares, assigns and names, by name; one walk of

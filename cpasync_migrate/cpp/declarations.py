@@ -33,7 +33,6 @@ class DeclarationChecks:
 
     def __init__(self, ctx: CppContext):
         self.ctx = ctx
-        self._defs: Optional[dict] = None  # short name -> [(definition, its declarator)] (DECL_INDEX)
         self._decls: Optional[dict] = None  # short name -> [function declarator]
         self._arity: dict = {}  # (short name, parameters) -> (a definition has it, a declarator has it)
         self._overloads: dict = {}  # short name -> a pointer-only overload of it forwards "" for both offsets
@@ -43,14 +42,7 @@ class DeclarationChecks:
         qualifiers), in the file's order; every definition with a declarator when DECL_INDEX is off."""
         if not DECL_INDEX:
             return [(fn, self.ctx.fn_declarator(fn)) for fn in self.ctx.fns]
-        if self._defs is None:
-            self._defs = defaultdict(list)
-            for fn in self.ctx.fns:
-                d = self.ctx.fn_declarator(fn)
-                inner = d.child_by_field_name("declarator") if d is not None else None
-                if inner is not None:
-                    self._defs[self._short_name(inner)].append((fn, d))
-        return self._defs.get(fname, [])
+        return self.ctx.definitions_named(fname)
 
     def _declarators(self, fname: str) -> list:
         """The function declarators of the file named ``fname``, in the file's order (every one when DECL_INDEX
