@@ -375,3 +375,20 @@ def test_switches_change_nothing_on_helper_arrays_and_hoists(monkeypatch):
     hoists = [sum("DataType src_dtype" in e.replacement for f in a.findings if f.fix for e in f.fix.edits)
               for a in (free, blocked)]
     assert hoists[0] >= 10 and hoists[1] == 0, hoists  # names in use in a function, or outside every one, block it
+
+
+def test_the_column_padding_is_the_same_with_and_without_its_memo(monkeypatch):
+    """source.PAD_MEMO (CPASYNC_MIGRATE_CPP_PAD_MEMO): each line's padding made once and sliced per site, against
+    the padding built a character at a time, at every offset of lines with tabs, wide and astral characters."""
+    import random
+
+    rng = random.Random(3)
+    alphabet = ["\t", " ", "a", "{", "é", "中", "😀", ";"]
+    text = "\n".join("".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 60))) for _ in range(40)) + "\n"
+    src = source.Source(text)
+    offsets = range(len(text))
+    monkeypatch.setattr(source, "PAD_MEMO", False)
+    off = [src.column_pad(o) for o in offsets]
+    monkeypatch.setattr(source, "PAD_MEMO", True)
+    assert [src.column_pad(o) for o in offsets] == off
+    assert any("\t" in p for p in off) and any(len(p) > 20 for p in off)
