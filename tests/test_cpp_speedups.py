@@ -17,6 +17,8 @@ The switches (each a module attribute read from its environment variable):
   by one query over the occurrences past a quota (occurrences deep inside one another);
 - ``args_index.ON`` (``CPASYNC_MIGRATE_CPP_ARGS_INDEX``): a consumer's ``args`` reads and declarations found by one
   walk of the outermost region asked, with the parents the walk met (nested branches, deep expressions);
+- ``analyzer.WORDS_RX`` (``CPASYNC_MIGRATE_CPP_WORDS_RX``): a node's bytes searched for every op word at once, by one
+  regular expression of their common prefixes (many Op variables);
 - ``declarations.DECL_INDEX`` (``CPASYNC_MIGRATE_CPP_DECL_INDEX``): the file's definitions and declarators by name,
   listed once, and each name's overload questions answered once (many helper declarations);
 - ``scope_index.ON`` (``CPASYNC_MIGRATE_CPP_SCOPE_INDEX``): what a function or class declares, assigns and names,
@@ -48,7 +50,7 @@ REALCPP = Path.home() / ".cache" / "cpasync-migrate" / "realcpp"
 
 SWITCHES = [(window, "ENABLED"), (window, "REUSE"), (context, "LEAN"), (analyzer, "INCREMENTAL_CHECK"), (source, "ONE_QUERY"),
             (analyzer, "EDIT_INDEX"), (scope_index, "ON"), (analyzer, "AROUND_ANY"), (args_index, "ON"),
-            (declarations, "DECL_INDEX")]
+            (declarations, "DECL_INDEX"), (analyzer, "WORDS_RX")]
 
 # Unrelated declarations appended to a fixture, so that its window leaves most of the file out.
 PADDING = "\n".join(
@@ -392,3 +394,40 @@ def test_the_column_padding_is_the_same_with_and_without_its_memo(monkeypatch):
     monkeypatch.setattr(source, "PAD_MEMO", True)
     assert [src.column_pad(o) for o in offsets] == off
     assert any("\t" in p for p in off) and any(len(p) > 20 for p in off)
+
+
+def test_switches_change_nothing_on_many_op_variables(monkeypatch):
+    """Op variables and lambdas holding the op, many to a function: each is an op word; builders and consumers
+    through them, and names that hold a word inside a longer one."""
+    parts = ["namespace tvm {\nnamespace tl {\nStmt Many(const Buffer& s, const Buffer& l, const CallNode* op) {\n"]
+    for i in range(60):
+        parts.append(f"  Op o{i} = builtin::ptx_cp_async();\n")
+        parts.append(f"  auto l{i} = [&]() {{ return Evaluate(Call(DataType::Handle(), builtin::ptx_cp_async(), "
+                     f"{{s->data, {i}, l->data, {i}, 16}})); }};\n")
+        if i % 3 == 0:
+            parts.append(f"  seq.push_back(Evaluate(Call(DataType::Handle(), o{i}, {{s->data, {i}, l->data, 0, 8}})));\n")
+        if i % 4 == 1:
+            parts.append(f"  if (op->op.same_as(o{i})) {{\n    os << op->args[4];\n  }}\n")
+        if i % 5 == 2:
+            parts.append(f"  foo{i}(xo{i}y, Call(DataType::Handle(), xo{i}, {{a, b, c, d, e}}));\n")
+    parts.append("  return SeqStmt(seq);\n}\n}  // namespace tl\n}  // namespace tvm\n")
+    text = "".join(parts)
+    opts = FrontEndOptions(rules=RULES, target=RULES.generation("0.1.8"), source=RULES.legacy)
+    got = _assert_equal([(text, "ops.cc", opts)], monkeypatch)
+    assert len(got["all on"][0].findings) >= 60
+
+
+def test_the_word_pattern_finds_what_the_word_search_finds():
+    """analyzer._trie_pattern against analyzer._holds on random words (prefixes of one another, regular-expression
+    characters) and texts, over many ranges."""
+    import random
+    import re
+
+    rng = random.Random(5)
+    for _ in range(1500):
+        words = list({bytes(rng.choice(b"ab_(.") for _ in range(rng.randint(1, 5))) for _ in range(rng.randint(2, 9))})
+        data = bytes(rng.choice(b"ab_(. c") for _ in range(rng.randint(0, 30)))
+        search = re.compile(analyzer._trie_pattern(words)).search
+        for lo in range(0, len(data) + 1, 3):
+            for hi in range(lo, len(data) + 1, 2):
+                assert analyzer._holds(data, words, lo, hi) == (search(data, lo, hi) is not None), (words, data, lo, hi)
