@@ -518,3 +518,26 @@ def test_alias_chains_are_followed_the_same_by_search_and_fixed_point(text, monk
         s = fast_scan.scan(tree, {})
         got[on] = (fast_scan._reaching(s), fast_scan.reaches_by_binding(s))
     assert got[True] == got[False]
+
+
+def test_enclosing_names_same_with_the_nesting_index(monkeypatch):
+    """fast_scan.enclosing under QUICK (the definitions' nesting computed once per scan): each finding's function,
+    in nested and sibling classes and functions, decorated ones, one-line ones, against every definition looked at."""
+    parts = ["import tilelang.language as T\n\n\n"]
+    for i in range(30):
+        deco = "@staticmethod\n    " if i % 3 == 0 else ""
+        parts.append(f"class C{i}:\n    x = 1\n\n    {deco}def f{i}(self):\n        return T.ptx_cp_async\n\n"
+                     f"    class Inner{i}:\n        def g(self): return [T.ptx_cp_async]\n\n")
+        parts.append(f"def h{i}():\n    def inner():\n        return T.ptx_cp_async\n    return inner\n\n\n")
+        parts.append(f"@T.prim_func\ndef k{i}(A: T.Buffer((64,), \"float16\")):\n"
+                     f"    S = T.alloc_shared((64,), \"float16\")\n"
+                     f"    T.ptx_cp_async(\"float16\", S.data, {i}, A.data, {i}, 16)\n\n\n")
+    text = "".join(parts)
+    opts = _options()
+    got = {}
+    for on in (True, False):
+        monkeypatch.setattr(fast_scan, "QUICK", on)
+        got[on] = _analysis(text, opts, False)
+    assert got[True] == got[False]
+    functions = {f.function for f in got[True][2]}
+    assert {"C3.Inner3.g", "C0.f0", "h5.inner", "k7"} <= functions, sorted(functions)[:10]

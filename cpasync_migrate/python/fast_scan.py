@@ -455,11 +455,41 @@ def enclosing(defs: list, node, memo: Optional[dict] = None) -> Optional[str]:
     definitions whose extent holds the node's are exactly its ancestors.
     """
     pos, end = (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
+    tree = _nesting(defs, memo) if QUICK and memo is not None else None
+    if tree is not None:  # from the last definition starting at or before the node, up its parents
+        ext, starts, parents = tree
+        i = bisect.bisect_right(starts, pos) - 1
+        while i != -1 and not end <= ext[i][1]:
+            i = parents[i]
+        names = []
+        while i != -1:
+            names.append(ext[i][2])
+            i = parents[i]
+        return ".".join(reversed(names)) or None
     around = []
     for start, stop, name in _extents(defs, memo):
         if start <= pos and end <= stop:
             around.append((start, name))
     return ".".join(name for _, name in sorted(around)) or None
+
+
+def _nesting(defs: list, memo: dict):
+    """(extents sorted by start, their starts, the index of each one's parent or -1), computed once per scan (a
+    file of thousands of definitions asked once per finding walked every definition each time); None when two
+    extents overlap without nesting (not seen in an AST: the caller then looks at each)."""
+    if "nesting" not in memo:
+        ext = sorted(_extents(defs, memo), key=lambda e: (e[0], (-e[1][0], -e[1][1])))
+        parents, stack, ok = [], [], True
+        for i, (start, stop, _) in enumerate(ext):
+            while stack and ext[stack[-1]][1] <= start:
+                stack.pop()
+            if stack and stop > ext[stack[-1]][1]:
+                ok = False
+                break
+            parents.append(stack[-1] if stack else -1)
+            stack.append(i)
+        memo["nesting"] = (ext, [e[0] for e in ext], parents) if ok else None
+    return memo["nesting"]
 
 
 def _extents(defs: list, memo: Optional[dict]) -> list:
