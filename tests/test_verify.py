@@ -308,9 +308,11 @@ def test_example_kernels_run_in_the_interpreter(path):
         assert res.bytes > 0
 
 
-def test_access_ptr_style_and_its_rw_modes():
-    old = '''
+# one legacy copy per thread of a block, read back after the wait (N: a module constant some tests spell a count with)
+ONE_COPY = '''
 import tilelang.language as T
+
+N = 8
 
 @T.prim_func
 def k(A: T.Tensor((8, 64), "float16"), B: T.Tensor((8, 64), "float16")):
@@ -323,7 +325,11 @@ def k(A: T.Tensor((8, 64), "float16"), B: T.Tensor((8, 64), "float16")):
         for j in T.serial(8):
             B[bx, tx * 8 + j] = S[tx * 8 + j]
 '''
-    call = 'T.ptx_cp_async("float16", S.data, tx * 8, A.data, bx * 64 + tx * 8, 16)'
+ONE_COPY_CALL = 'T.ptx_cp_async("float16", S.data, tx * 8, A.data, bx * 64 + tx * 8, 16)'
+
+
+def test_access_ptr_style_and_its_rw_modes():
+    old, call = ONE_COPY, ONE_COPY_CALL
     good = old.replace(call, 'T.ptx_cp_async(T.access_ptr(S[tx * 8], "w", 8), T.access_ptr(A[bx, tx * 8], "r", 8), 8)')
     (v,) = verify_source(old, good, "a.py", rules=RULES, target="0.1.9")
     assert v.verdict == "equivalent", v.to_dict()
@@ -344,23 +350,7 @@ def test_an_element_count_that_is_an_int_when_the_kernel_is_built_is_an_integer_
     """Under 0.1.9 the code generator requires the count as an IntImm.  A Python int when the kernel is built
     (TileLang's call_intrin makes it one) and an integer dtype's constructor of one are; what TVM or the passes
     might fold is not known (test_realtl_fuzz.py's count spellings check these readings against real lowering)."""
-    old = '''
-import tilelang.language as T
-
-N = 8
-
-@T.prim_func
-def k(A: T.Tensor((8, 64), "float16"), B: T.Tensor((8, 64), "float16")):
-    with T.Kernel(8, threads=8) as bx:
-        tx = T.get_thread_binding()
-        S = T.alloc_shared((64,), "float16")
-        T.ptx_cp_async("float16", S.data, tx * 8, A.data, bx * 64 + tx * 8, 16)
-        T.ptx_commit_group()
-        T.ptx_wait_group(0)
-        for j in T.serial(8):
-            B[bx, tx * 8 + j] = S[tx * 8 + j]
-'''
-    call = 'T.ptx_cp_async("float16", S.data, tx * 8, A.data, bx * 64 + tx * 8, 16)'
+    old, call = ONE_COPY, ONE_COPY_CALL
     new = old.replace(call, f'T.ptx_cp_async(T.access_ptr(S[tx * 8], "w", 8), T.access_ptr(A[bx, tx * 8], "r", 8), '
                             f'{count})')
     (v,) = verify_source(old, new, "a.py", rules=RULES, target="0.1.9")

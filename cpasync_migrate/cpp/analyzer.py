@@ -144,6 +144,16 @@ def _trie_pattern(words: list[bytes]) -> bytes:
     return emit(trie)
 
 
+def _file_by_kind(n, macros: dict, decls: dict, nodes: dict) -> bool:
+    """A node around an occurrence of the op's name put with its kind (macro definitions, declarations, the ifs and
+    calls); True for a function definition, which the caller keeps."""
+    kind = n.type
+    if kind == "function_definition":
+        return True
+    (macros if kind in _MACROS else decls if kind == "declaration" else nodes)[n.id] = n
+    return False
+
+
 class CppAnalyzer(CppContext):
     """One C++ file's legacy ``ptx_cp_async`` sites: ``CppAnalyzer(text, path, options).run()``.
 
@@ -254,16 +264,8 @@ class CppAnalyzer(CppContext):
         for o, around in zip(occ, () if AROUND_ANY else nodes_around(root, _AROUND_NAME, [(o, o + width) for o in occ])):
             top = None
             for n in around:
-                kind = n.type
-                if kind == "function_definition":
-                    if top is None or n.start_byte < top.start_byte:
-                        top = n
-                elif kind in _MACROS:
-                    macros[n.id] = n
-                elif kind == "declaration":
-                    decls[n.id] = n
-                else:
-                    nodes[n.id] = n
+                if _file_by_kind(n, macros, decls, nodes) and (top is None or n.start_byte < top.start_byte):
+                    top = n
             if top is None:
                 loose_at.append(o)
             else:
@@ -283,17 +285,8 @@ class CppAnalyzer(CppContext):
         (``nodes_around_any``, linear where occurrences lie deep inside one another): each occurrence's outermost
         function definition is one of those not inside another that holds an occurrence, and an occurrence
         inside none of them is loose."""
-        fdefs = []
-        for n in nodes_around_any(self.src.root, _AROUND_NAME, [(o, o + width) for o in occ]):
-            kind = n.type
-            if kind == "function_definition":
-                fdefs.append(n)
-            elif kind in _MACROS:
-                macros[n.id] = n
-            elif kind == "declaration":
-                decls[n.id] = n
-            else:
-                nodes[n.id] = n
+        fdefs = [n for n in nodes_around_any(self.src.root, _AROUND_NAME, [(o, o + width) for o in occ])
+                 if _file_by_kind(n, macros, decls, nodes)]
         end = -1
         outer = []
         for f in sorted(fdefs, key=lambda n: (n.start_byte, -n.end_byte)):
