@@ -547,3 +547,37 @@ def test_many_legacy_calls_in_one_small_file_are_decided_in_linear_time(tmp_path
         assert r.stdout.count(": CPA001 ") == 1600, r.stdout[-2000:]
     else:  # every call rewritten in the diff
         assert r.stdout.count("+        T.ptx_cp_async(\n") == 1600, r.stdout[-2000:]
+
+
+# C++ files shaped against the front end's passes, each under the default size limit.  Before the passes were made
+# linear each took longer than the hang guard (nested branches 41 s at 1,000, an else-if chain 53 s at 5,000, a
+# << chain never ended at 32,000, builders 9 s at 200 and helper declarations 37 s at 1,600, each growing about
+# fourfold per doubling); the budget is off, so the timeout is the only bound.
+_TEST = "op->op.same_as(builtin::ptx_cp_async())"
+CPP_SHAPES = {
+    "nested-ifs": lambda: "void F(const CallNode* op, std::ostream& os) {\n" + f"  if ({_TEST})\n" * 2000
+                          + "    os << op->args[4];\n}\n",
+    "else-if-chain": lambda: "void F(const CallNode* op, std::ostream& os) {\n" + f"  if ({_TEST}) {{ os << op->args[4]; }}"
+                             + "".join(f" else if ({_TEST}) {{ os << op->args[{i % 6}]; }}\n" for i in range(10000))
+                             + "}\n",
+    "shift-chain": lambda: f"void F(const CallNode* op, std::ostream& os) {{\n  if ({_TEST}) {{\n    os << "
+                           + " << ".join(f"op->args[{i % 6}]" for i in range(32000)) + ";\n  }\n}\n",
+    "builders": lambda: "Stmt F() {\n  Array<Stmt> seq;\n"
+                        + "".join(f"  Var d{i}(\"d\"), s{i}(\"s\");\n" for i in range(800))
+                        + "".join(f"  seq.push_back(Evaluate(Call(DataType::Handle(), builtin::ptx_cp_async(), "
+                                  f"{{d{i}, o{i}, s{i}, so{i}, 16}})));\n" for i in range(800)) + "  return SeqStmt(seq);\n}\n",
+    "helper-declarations": lambda: "// ptx_cp_async\n" + "".join(
+        f"void Emit{i % 40}(const char* dst, int dst_offset, const char* src, int src_offset, int bytes{i});\n"
+        for i in range(3200)),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", sorted(CPP_SHAPES))
+def test_cpp_shapes_against_the_passes_are_analysed_in_linear_time(tmp_path, shape):
+    text = "namespace tvm {\nnamespace codegen {\n" + CPP_SHAPES[shape]() + "}  // namespace codegen\n}  // namespace tvm\n"
+    assert len(text) < 1 << 20
+    put(tmp_path / "k.cc", text)
+    r = cli("--check", "--no-cache", "-j", "1", "--file-cpu-limit", "0", "k.cc", cwd=tmp_path)
+    assert r.returncode == 1 and "Traceback" not in r.stderr and "CPA900" not in r.stdout, r.stdout[-2000:]
+    assert r.stdout.count("k.cc:") >= 1
