@@ -15,8 +15,6 @@ chooses what is scanned and reported, never how much the tool runs.
 """
 from __future__ import annotations
 
-import signal
-import threading
 from contextlib import contextmanager
 
 DEFAULT_SECONDS = 5.0  # --file-cpu-limit's default
@@ -43,6 +41,9 @@ def message(limit: float) -> str:
 
 
 def usable() -> bool:
+    import signal  # here, not at import: a run whose every file is in the results cache never asks
+    import threading
+
     return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
 
 
@@ -52,6 +53,8 @@ def cpu_budget(limit: float):
     if limit <= 0 or not usable():
         yield
         return
+    import signal
+
     armed = [True]
 
     def expired(signum, frame):
