@@ -240,7 +240,7 @@ OPTIONS: tuple = (
                 "set fewer, never more)"),
     Option("file_cpu_limit", ("--file-cpu-limit",), SECONDS, None, group="performance",
            arg={"metavar": "SECONDS", "type": float},
-           help="CPU seconds one file's analysis may take, and 12 times that more per MiB of the file (default: 5; "
+           help="CPU seconds one file's analysis may take, and 60 times that more per MiB of the file (default: 5; "
                 "0: no limit); a file that needs more is a file error, not analysed (command line only)"),
     Option("cache", ("--no-cache",), BOOL, None, key="cache", group="performance", arg={"action": "store_false"},
            help="do not read or write the results cache"),
