@@ -779,8 +779,9 @@ def _deselect(outcomes, selected) -> None:
 def _file_cpu_limit(args) -> float:
     """--file-cpu-limit's seconds (budget.py; the command line only sets it)."""
     from .budget import DEFAULT_SECONDS
+    from .options import SECONDS
 
     seconds = DEFAULT_SECONDS if args.file_cpu_limit is None else args.file_cpu_limit
-    if not seconds >= 0 or seconds == float("inf"):
-        raise UsageError(f"--file-cpu-limit {args.file_cpu_limit}: expected a number of seconds >= 0 (0: no limit)")
+    if not SECONDS.check(seconds):
+        raise UsageError(f"--file-cpu-limit {args.file_cpu_limit}: expected {SECONDS.words}")
     return seconds

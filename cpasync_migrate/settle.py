@@ -28,7 +28,7 @@ def settle(outcomes: list[FileOutcome], settings: engine.RunSettings, paths: lis
     upstream = dict(rules.python_api.get("upstream", {}))
     held = decide(sets, settings.unsafe_fixes, accept_partial, paths, upstream)
     key_set = {}
-    members_at: dict = {}  # (path, line, column, code) -> the members there (MEMBER_INDEX)
+    members_at: dict = {}  # (the set's id, (path, line, column, code)) -> its members there (MEMBER_INDEX)
     for cs in sets:
         for m in cs.members:
             key = (m.path, m.finding.line, m.finding.column, m.finding.code)

@@ -149,7 +149,7 @@ class ConstructionChecks:
         declared = False
         if body is None:
             return lists, appends, other, declared
-        for n in self.ctx.scope_index(body).identifiers(name) if scope_index.ON else walk(body):
+        for n in self.ctx.scope_index(body).names(name) if scope_index.ON else walk(body):
             if n.type != "identifier" or self.ctx.text_of(n) != name or n.start_byte == arr.start_byte:
                 continue
             p = n.parent
@@ -259,7 +259,7 @@ class ConstructionChecks:
             decl = self.ctx.fn_declarator(f)
             inner = decl.child_by_field_name("declarator") if decl is not None else None
             ty = f.child_by_field_name("type")
-            if inner is None or ty is None or squash(self.ctx.text_of(inner)).split("::")[-1] != short_name:
+            if inner is None or ty is None or self.ctx.short_name(inner) != short_name:
                 continue
             if self.ctx.cpp.is_array_type(self.ctx.text_of(ty)) and f.child_by_field_name("body") is not None:
                 found.append(f)
@@ -311,7 +311,7 @@ class ConstructionChecks:
         """None when every use of ``helper``'s name in the file is a call passed as the arguments of a call
         of the intrinsic's op; else why not (rewriting its lists would change its other users)."""
         decl = self.ctx.fn_declarator(helper)
-        name = squash(self.ctx.text_of(decl.child_by_field_name("declarator"))).split("::")[-1]
+        name = self.ctx.short_name(decl.child_by_field_name("declarator"))
         root = self.ctx.src.root
         for n in self.ctx.scope_index(root).names(name) if scope_index.ON else walk(root):
             if n.type not in ("identifier", "field_identifier") or self.ctx.text_of(n) != name:

@@ -292,8 +292,12 @@ class CppContext:
                 d = self.fn_declarator(fn)
                 inner = d.child_by_field_name("declarator") if d is not None else None
                 if inner is not None:
-                    self._defs_named[squash(self.text_of(inner)).split("::")[-1]].append((fn, d))
+                    self._defs_named[self.short_name(inner)].append((fn, d))
         return self._defs_named.get(name, [])
+
+    def short_name(self, node) -> str:
+        """A declarator's or callee's name without its qualifiers (``codegen::PrintCpAsyncAssembly``: the last part)."""
+        return squash(self.text_of(node)).split("::")[-1]
 
     def scope_index(self, node):
         """What ``node`` (a function, its body, a class body) declares, assigns and names, by name; one walk of

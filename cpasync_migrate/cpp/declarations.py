@@ -54,7 +54,7 @@ class DeclarationChecks:
             for d in nodes_of_types(self.ctx.src.root, ("function_declarator",)):
                 inner = d.child_by_field_name("declarator")
                 if inner is not None:
-                    self._decls[self._short_name(inner)].append(d)
+                    self._decls[self.ctx.short_name(inner)].append(d)
         return self._decls.get(fname, [])
 
     def _param_names(self, fdecl) -> Optional[list[str]]:
@@ -65,10 +65,6 @@ class DeclarationChecks:
         return [self.ctx.leaf_name(p.child_by_field_name("declarator")) for p in named(node)
                 if p.type in ("parameter_declaration", "optional_parameter_declaration")]
 
-    def _short_name(self, node) -> str:
-        """A declarator's or callee's name without its qualifiers (``codegen::PrintCpAsyncAssembly``: the last part)."""
-        return squash(self.ctx.text_of(node)).split("::")[-1]
-
     def helper(self, fdecl) -> None:
         names = self._param_names(fdecl)
         inner = fdecl.child_by_field_name("declarator")
@@ -78,7 +74,7 @@ class DeclarationChecks:
         ptr = self.ctx.cpp.pointer_param
         if not (off.search(names[1]) and off.search(names[3])):
             return
-        fname = self._short_name(inner)
+        fname = self.ctx.short_name(inner)
         if fname not in self.ctx.cpp.helper_names and (
             not (ptr.search(names[0]) and ptr.search(names[2])) or self.ctx.cpp.helper_exclude.search(fname)
         ):
@@ -157,10 +153,10 @@ class DeclarationChecks:
         if args is None or args.type != "argument_list" or args.parent is None or args.parent.type != "call_expression":
             return False
         callee = args.parent.child_by_field_name("function")
-        name = self._short_name(callee) if callee is not None else ""
+        name = self.ctx.short_name(callee) if callee is not None else ""
         if name not in self.ctx.cpp.helper_names or not any(
                 (d := self.ctx.fn_declarator(f)) is not None and d.child_by_field_name("declarator") is not None
-                and self._short_name(d.child_by_field_name("declarator")) == name for f in self.ctx.fns):
+                and self.ctx.short_name(d.child_by_field_name("declarator")) == name for f in self.ctx.fns):
             return False
         a = named(args)
         k = next((i for i, x in enumerate(a) if x == u), None)
@@ -243,12 +239,12 @@ class DeclarationChecks:
         defined = declared = False
         for fn, d in self._definitions(fname):
             inner = d.child_by_field_name("declarator") if d is not None else None
-            if inner is not None and self._short_name(inner) == fname and len(self._param_names(d) or []) == n:
+            if inner is not None and self.ctx.short_name(inner) == fname and len(self._param_names(d) or []) == n:
                 defined = True
                 break
         for d in self._declarators(fname):
             inner = d.child_by_field_name("declarator")
-            if d is not fdecl and inner is not None and self._short_name(inner) == fname \
+            if d is not fdecl and inner is not None and self.ctx.short_name(inner) == fname \
                     and len(self._param_names(d) or []) == n:
                 declared = True
                 break
@@ -309,7 +305,7 @@ class DeclarationChecks:
             if decl is None or decl is fdecl:
                 continue
             inner = decl.child_by_field_name("declarator")
-            if inner is None or self._short_name(inner) != fname:
+            if inner is None or self.ctx.short_name(inner) != fname:
                 continue
             pnames = self._param_names(decl) or []
             if len(pnames) < 3 or any(off.search(n) for n in pnames):
@@ -317,7 +313,7 @@ class DeclarationChecks:
             for call in nodes_of_types(fn, ("call_expression",)):
                 callee = call.child_by_field_name("function")
                 args = call.child_by_field_name("arguments")
-                if callee is None or args is None or self._short_name(callee) != fname:
+                if callee is None or args is None or self.ctx.short_name(callee) != fname:
                     continue
                 a = named(args)
                 if len(a) >= 5 and self.ctx.text_of(a[1]) == '""' and self.ctx.text_of(a[3]) == '""':

@@ -25,7 +25,7 @@ from .source import squash, walk
 ON = os.environ.get("CPASYNC_MIGRATE_CPP_SCOPE_INDEX", "1") != "0"
 
 DECLARATIONS = ("declaration", "field_declaration", "parameter_declaration")
-_KEPT = frozenset((*DECLARATIONS, "init_declarator", "assignment_expression", "identifier"))
+_KEPT = frozenset((*DECLARATIONS, "init_declarator", "assignment_expression"))
 _NAMES = frozenset(("identifier", "field_identifier"))
 
 
@@ -37,69 +37,67 @@ class ScopeIndex:
     def __init__(self, node, text_of, leaf_name) -> None:
         self._text_of, self._leaf_name = text_of, leaf_name
         self._by_type: dict = defaultdict(list)
-        names = []
         for n in walk(node):
             kind = n.type
             if kind in _KEPT:
                 self._by_type[kind].append(n)
-            if kind in _NAMES:
-                names.append(n)
-        self._names_list = names
-        self._declared = self._inits = self._assigns = self._idents = self._names = None
+            elif kind in _NAMES:
+                self._by_type["name"].append(n)
+        self._tables: dict = {}  # question -> {name: answer}, each built when first asked
 
-    def declared_types(self, name: str) -> set:
+    def _lookup(self, question: str, name: str, build):
+        table = self._tables.get(question)
+        if table is None:
+            table = self._tables[question] = build()
+        return table.get(name, ())
+
+    def declared_types(self, name: str):
         """The types (whitespace removed) of the declarations of ``name`` in the scope: declarations, fields
         and parameters, each declarator by its leaf name."""
-        if self._declared is None:
+        def build():
             out: dict = defaultdict(set)
             for kind in DECLARATIONS:
                 for n in self._by_type.get(kind, ()):
                     ty = n.child_by_field_name("type")
-                    if ty is None:
-                        continue
-                    t = squash(self._text_of(ty))
-                    for d in n.children_by_field_name("declarator"):
-                        out[self._leaf_name(d)].add(t)
-            self._declared = out
-        return self._declared.get(name, set())
+                    if ty is not None:
+                        t = squash(self._text_of(ty))
+                        for d in n.children_by_field_name("declarator"):
+                            out[self._leaf_name(d)].add(t)
+            return out
 
-    def initialisers(self, name: str) -> list:
+        return self._lookup("declared", name, build)
+
+    def initialisers(self, name: str):
         """(start byte, value) of each ``name = value`` init declarator (a plain identifier declared), in
         document order."""
-        if self._inits is None:
+        def build():
             out: dict = defaultdict(list)
             for n in self._by_type.get("init_declarator", ()):
                 d, v = n.child_by_field_name("declarator"), n.child_by_field_name("value")
                 if d is not None and d.type == "identifier" and v is not None:
                     out[self._text_of(d)].append((n.start_byte, v))
-            self._inits = out
-        return self._inits.get(name, [])
+            return out
 
-    def assignments(self, name: str) -> list:
+        return self._lookup("initialisers", name, build)
+
+    def assignments(self, name: str):
         """The assignment expressions whose left side is the identifier ``name``, in document order."""
-        if self._assigns is None:
+        def build():
             out: dict = defaultdict(list)
             for n in self._by_type.get("assignment_expression", ()):
                 left = n.child_by_field_name("left")
                 if left is not None and left.type == "identifier":
                     out[self._text_of(left)].append(n)
-            self._assigns = out
-        return self._assigns.get(name, [])
+            return out
 
-    def identifiers(self, name: str) -> list:
-        """The identifier nodes spelled ``name``, in document order."""
-        if self._idents is None:
-            out: dict = defaultdict(list)
-            for n in self._by_type.get("identifier", ()):
-                out[self._text_of(n)].append(n)
-            self._idents = out
-        return self._idents.get(name, [])
+        return self._lookup("assignments", name, build)
 
-    def names(self, name: str) -> list:
+    def names(self, name: str):
         """The identifier and field identifier nodes spelled ``name``, in document order."""
-        if self._names is None:
+        def build():
             out: dict = defaultdict(list)
-            for n in self._names_list:
+            for n in self._by_type.get("name", ()):
                 out[self._text_of(n)].append(n)
-            self._names = out
-        return self._names.get(name, [])
+            return out
+
+        return self._lookup("names", name, build)

@@ -152,6 +152,7 @@ class Source:
         self.tree = parse_bytes(self.data, old_tree) if window is None else parse_ranges(self.data, window)
         self.root = self.tree.root_node
         self._starts: Optional[list[int]] = None
+        self._pads: dict = {}  # line -> its padding (column_pad, PAD_MEMO)
         if len(self.data) == len(text):
             self._b2c = None
         elif SPARSE_OFFSETS:
@@ -199,10 +200,9 @@ class Source:
         keeping the line's own tabs."""
         line, col = self.linecol(char_offset)
         if PAD_MEMO:  # the line's padding made once, in C: n sites on one long line cost n slices
-            pads = self.__dict__.setdefault("_pads", {})
-            pad = pads.get(line)
+            pad = self._pads.get(line)
             if pad is None:
-                pad = pads[line] = _NOT_TAB.sub(" ", self.line_text(line))
+                pad = self._pads[line] = _NOT_TAB.sub(" ", self.line_text(line))
             return pad[: col - 1]
         prefix = self.line_text(line)[: col - 1]
         return "".join(ch if ch == "\t" else " " for ch in prefix)

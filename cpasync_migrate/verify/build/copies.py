@@ -109,9 +109,9 @@ class CopyBuilder(KernelContext, ExpressionPart):
             return type(v) is int or None
         if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
             name = self.mod.op_name(node.func)
+            dt = self.rules.canonical_dtype(name) if name else ""
             ok, v = self.try_cval(node.args[0], scope)
-            if name and ok and type(v) is int and self.rules.dtype_size(self.rules.canonical_dtype(name)) is not None \
-                    and self.rules.canonical_dtype(name).lstrip("u").startswith("int"):
+            if ok and type(v) is int and dt.lstrip("u").startswith("int") and self.rules.dtype_size(dt) is not None:
                 return True
         if isinstance(size, Var):
             return False
