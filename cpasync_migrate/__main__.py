@@ -4,6 +4,8 @@ from .syspath import drop_unsafe
 
 drop_unsafe()
 
-from .cli import main  # noqa: E402
+import sys  # noqa: E402
 
-raise SystemExit(main())
+from .replay import main  # noqa: E402
+
+raise SystemExit(main(sys.argv[1:]))

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from . import __version__
+from . import __version__, streams
 from .errors import EXIT_USAGE, UsageError
 
 EPILOG = """\
@@ -258,12 +258,7 @@ def choose_target(spec: Optional[str], rules, origin: str, paths=()) -> dict:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    for stream in (sys.stdout, sys.stderr):  # a file name that is not UTF-8 is printed as its bytes
-        if hasattr(stream, "reconfigure") and getattr(stream, "errors", "") == "strict":
-            try:
-                stream.reconfigure(errors="surrogateescape")
-            except (ValueError, OSError):
-                pass
+    streams.tolerant()  # a file name that is not UTF-8 is printed as its bytes
     args_given = sys.argv[1:] if argv is None else list(argv)
     if args_given[:1] == ["rule"]:  # `cpasync-migrate rule CODE`: a code's page (scan a folder named rule as ./rule)
         return rule(args_given[1:])
@@ -282,7 +277,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             print("cpasync-migrate: interrupted", file=sys.stderr)
             return 2
     except BrokenPipeError:  # the reader went away (`| head`) outside the report: quiet, as other tools are
-        _quiet_stdout()
+        streams.quiet_stdout()
         return 1
 
 
@@ -317,16 +312,6 @@ def rule(argv: list[str]) -> int:
     return 0
 
 
-def _quiet_stdout() -> None:
-    """Point stdout at the null device, so that the flush at exit raises no second BrokenPipeError."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass
-
-
 def _emit_kept(outcomes, scanned, mode, args, target_info, rules, sets, **kw) -> int:
     """:func:`emit.emit`; when stdout's reader went away mid-report (`... | head`), no traceback and the
     exit code the run had (as ruff and black do)."""
@@ -342,7 +327,7 @@ def _emit_kept(outcomes, scanned, mode, args, target_info, rules, sets, **kw) ->
                 return emit(outcomes, scanned, mode, args, target_info, rules, sets, out=fh, **kw)
         return emit(outcomes, scanned, mode, args, target_info, rules, sets, **kw)
     except BrokenPipeError:
-        _quiet_stdout()
+        streams.quiet_stdout()
         return exit_code(outcomes, mode)
 
 

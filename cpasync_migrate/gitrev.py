@@ -16,6 +16,7 @@ import os
 from typing import Iterable, Optional
 
 from .errors import UsageError
+from .inputs import announce, ran
 
 # Seconds one git process may take ($CPASYNC_MIGRATE_GIT_TIMEOUT: the environment is the user's).  git lists
 # 400,000 files in a few seconds; what takes longer waits on something the tree planted.
@@ -89,6 +90,8 @@ def git(args: list, cwd: str, filters_off: bool = False, stdout=None, limit: flo
         raise GitTimeout(f"git is not asked again in this run: {_stalled}")
     limit = timeout() if limit is None else limit
     cmd = ["git", "-C", cwd, *SAFE_OPTIONS, *args]
+    if stdout is None:  # its answer is told to a run record (replay.py), which runs it again to compare
+        announce()
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE if stdout is None else stdout,
                             stderr=subprocess.PIPE, env=git_env(extra), start_new_session=True)
     try:
@@ -106,7 +109,14 @@ def git(args: list, cwd: str, filters_off: bool = False, stdout=None, limit: flo
             _stalled = f"git {args[0]} in {cwd} did not finish in {limit:g} s (killed)"
             raise GitTimeout(_stalled) from None
         raise
+    if stdout is None:
+        ran(["git", list(args), cwd, filters_off], answer(proc.returncode, out, err))
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def answer(code: int, out: bytes, err: bytes) -> bytes:
+    """What a run record compares of a git process: its exit code, stdout and stderr, unambiguously joined."""
+    return b"%d\0%d\0" % (code, len(out)) + out + err
 
 
 def filter_drivers(cwd: str) -> list[str]:

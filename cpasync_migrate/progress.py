@@ -24,6 +24,10 @@ class Progress:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+            from .inputs import refuse
+
+            refuse("a progress bar was shown (its output depends on time)")
+
             self.bar = Progress(TextColumn("cpasync-migrate"), BarColumn(), MofNCompleteColumn(),
                                 TimeElapsedColumn(), transient=True, console=Console(stderr=True))
             self.bar.start()

@@ -213,7 +213,19 @@ class Run:
         r._choose_target()
         r._choose_files()
         r._settle_settings()
+        r._no_record()
         return r
+
+    def _no_record(self) -> None:
+        """A run record (replay.py) is a cache entry of a read-only run that proves nothing: none is left without
+        the cache, in write mode or by --verify (its verdicts are always made afresh)."""
+        s = self.settings
+        why = ("the results cache is off" if s.cache_dir is None else "write mode" if s.mode == "write"
+               else "--verify" if s.verify else None)
+        if why:
+            from .inputs import refuse
+
+            refuse(why)
 
     def _check_arguments(self) -> None:
         args = self.args

@@ -23,6 +23,7 @@ from .engine import NOT_CACHED, RunSettings, error_outcome, forget_folders, lang
 from .findings import FileOutcome
 from .cost import cost_of
 from .gitrev import changed_since, since_filter
+from .inputs import expect, note
 from .tree import leads_outside
 from .pool import ForkPool as _ForkPool  # looked up at run time, so a run can be given another pool
 from .progress import progress as _progress
@@ -46,6 +47,7 @@ def _discovered(paths, excludes, respect_gitignore, since_set, errors=None, skip
     sep = os.sep
     for path in discovery.discover(paths, SUFFIXES, excludes, respect_gitignore, errors, skipped, special, reasons,
                                    links, folders):
+        note(path)  # an input of the run, also where the stat memo lets it go unread (replay.py)
         if changed is not None and not changed(path):
             continue
         if keep is not None and path not in explicit:
@@ -157,6 +159,7 @@ def _process(pe):
 def _answer(task):
     """A worker's job: a chunk to prefilter ("pre", see ``_prefilter_chunk``) or a file to process ("file")."""
     kind, arg = task
+    expect([pe[0] for pe in arg] if kind == "pre" else [arg[0]])  # the parent noted them (replay.py)
     return _prefilter_chunk(arg) if kind == "pre" else _process(arg)
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Optional
 
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -35,7 +34,7 @@ def _parts(rel: str) -> list[str]:
     return [p for p in rel.replace(os.sep, "/").split("/") if p not in ("", ".")]
 
 
-def inside(path: str, root: str) -> Optional[str]:
+def inside(path: str, root: str) -> str | None:
     """``path`` relative to ``root`` (``/``-separated, ``""`` for the root itself) when ``path`` lies
     inside it by its text (no ``..`` that climbs out, not elsewhere when absolute); None otherwise."""
     full = os.path.normpath(os.path.join(os.path.abspath(root), path))
@@ -47,7 +46,7 @@ def inside(path: str, root: str) -> Optional[str]:
     return full[len(base.rstrip(os.sep)) + 1:].replace(os.sep, "/")
 
 
-def links_below(root: str, rel: str) -> Optional[str]:
+def links_below(root: str, rel: str) -> str | None:
     """The first folder on the way from ``root`` to ``root/rel`` that exists and is not a plain folder
     (a link, a file), as a path; None when there is none."""
     cur = root
@@ -62,7 +61,7 @@ def links_below(root: str, rel: str) -> Optional[str]:
     return None
 
 
-def open_subdir(dir_fd: int, name: str, create: bool = True, mode: int = 0o777, shown: Optional[str] = None) -> int:
+def open_subdir(dir_fd: int, name: str, create: bool = True, mode: int = 0o777, shown: str | None = None) -> int:
     """A descriptor of the folder ``name`` inside ``dir_fd``, opened without following a link (created
     when missing and ``create``).  A link or a file of that name: :class:`UnsafePath`, whose message
     names ``shown`` (the folder's path as the user knows it; default ``name``)."""
@@ -100,7 +99,7 @@ def _refuse(dir_fd: int, name: str, shown: str, e: OSError) -> None:
     raise e
 
 
-def open_dir(path: str, *, under: Optional[str] = None, create: bool = True, mode: int = 0o777) -> int:
+def open_dir(path: str, *, under: str | None = None, create: bool = True, mode: int = 0o777) -> int:
     """A descriptor of the folder ``path`` (see the module docstring); the caller closes it."""
     if under is None:
         if create:
@@ -123,7 +122,7 @@ def open_dir(path: str, *, under: Optional[str] = None, create: bool = True, mod
     return fd
 
 
-def open_child(path: str, name: str, *, under: Optional[str] = None, create: bool = True, mode: int = 0o777) -> int:
+def open_child(path: str, name: str, *, under: str | None = None, create: bool = True, mode: int = 0o777) -> int:
     """A descriptor of the folder ``name`` inside the folder ``path`` (:func:`open_dir`'s rules for
     ``path`` and ``under``), ``name`` opened without following a link.  The same as opening ``path``
     and then :func:`open_subdir`, in one ``open`` where ``path`` is the user's and both exist."""
@@ -187,7 +186,7 @@ def create_at(dir_fd: int, name: str, data: bytes, mode: int = 0o600) -> bool:
             pass
 
 
-def read_at(dir_fd: int, name: str, limit: int = 64 << 20, touch: bool = False) -> Optional[bytes]:
+def read_at(dir_fd: int, name: str, limit: int = 64 << 20, touch: bool = False) -> bytes | None:
     """The bytes of the regular file ``name`` inside ``dir_fd``, read without following a link and without
     blocking on a FIFO; None when it is missing, not a regular file, or over ``limit`` bytes.  ``touch``:
     also set its times to now (through the open descriptor)."""

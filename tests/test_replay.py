@@ -1,0 +1,273 @@
+"""Run records (replay.py): an unchanged second run prints what the first printed without running, and any change
+to what the run read, to how it was asked, or to the tool makes it run again; runs with side effects leave no
+record, and a record that is not this machine's is never used."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+from cpasync_migrate import cli, inputs, replay
+
+LEGACY = 'import tilelang.language as T\nT.ptx_cp_async("float16", A.data, 0, B.data, 0, 16)\n'
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch):
+    """A small tree (a legacy kernel, a plain file, a C++ file, a sub-folder), the current folder; its files count
+    as written long ago (tests write them just before the run), and inputs are taken up to ``tmp_path`` only (the
+    folders above it change whenever another test makes its own)."""
+    t = tmp_path / "tree"
+    (t / "pkg" / "sub").mkdir(parents=True)
+    (t / "pkg" / "kernel.py").write_bytes((FIXTURES / "python" / "alias_t_positional.in.py").read_bytes())
+    (t / "pkg" / "plain.py").write_text("x = 1\n")
+    (t / "pkg" / "sub" / "other.py").write_text(LEGACY)
+    (t / "pkg" / "helper.cc").write_text("int f() { return 1; }\n")
+    monkeypatch.setattr(replay, "RACY_NS", -3600 * 10**9)
+    monkeypatch.setattr(replay, "TOP", str(tmp_path))
+    monkeypatch.chdir(t)
+    return t
+
+
+@pytest.fixture
+def runs(monkeypatch):
+    """How many times the command line really ran (``cli.main``), in this process."""
+    count = [0]
+    real = cli.main
+
+    def counted(argv=None):
+        count[0] += 1
+        return real(argv)
+
+    monkeypatch.setattr(cli, "main", counted)
+    return count
+
+
+def _main(capsys, *argv):
+    code = replay.main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _check(capsys, tmp_path, *extra):
+    mode = () if "--diff" in extra else ("--check",)
+    return _main(capsys, *mode, "--cache-dir", str(tmp_path / "cache"), *extra, "pkg")
+
+
+def test_an_unchanged_second_run_is_replayed_and_prints_the_same(tree, tmp_path, runs, capsys, monkeypatch):
+    first = _check(capsys, tmp_path)
+    assert runs[0] == 1 and first[0] == 1 and "CPA001" in first[1], first
+    second = _check(capsys, tmp_path)
+    assert runs[0] == 1, "the second run ran instead of being replayed"
+    assert second == first
+    monkeypatch.setattr(replay, "ENABLED", False)  # the switch: the same report, run for real
+    assert _check(capsys, tmp_path) == first and runs[0] == 2
+
+
+def test_a_diff_run_and_a_json_report_are_replayed_byte_for_byte(tree, tmp_path, runs, capsys):
+    for argv in (("--diff",), ("--format", "json"), ("--format", "sarif")):
+        first = _check(capsys, tmp_path, *argv)
+        assert _check(capsys, tmp_path, *argv) == first
+    assert runs[0] == 3
+
+
+@pytest.mark.parametrize("change", [
+    "edit the kernel", "edit a file the memo skips", "add a file", "remove a file", "add a folder",
+    "configure the tree", "configure the folder above it", "ignore a file", "a ruff line length",
+])
+def test_a_change_to_what_the_run_read_runs_it_again(tree, tmp_path, runs, capsys, change):
+    first = _check(capsys, tmp_path, "--diff") if change == "a ruff line length" else _check(capsys, tmp_path)
+    kernel = tree / "pkg" / "kernel.py"
+    if change == "edit the kernel":
+        kernel.write_text(kernel.read_text() + LEGACY)
+    elif change == "edit a file the memo skips":
+        (tree / "pkg" / "plain.py").write_text(LEGACY)
+    elif change == "add a file":
+        (tree / "pkg" / "sub" / "new.py").write_text(LEGACY)
+    elif change == "remove a file":
+        (tree / "pkg" / "sub" / "other.py").unlink()
+    elif change == "add a folder":
+        (tree / "pkg" / "deeper").mkdir()
+        (tree / "pkg" / "deeper" / "k.py").write_text(LEGACY)
+    elif change == "configure the tree":
+        (tree / "pyproject.toml").write_text('[tool.cpasync-migrate]\nextend-exclude = ["pkg/sub"]\n')
+    elif change == "configure the folder above it":
+        (tmp_path / "pyproject.toml").write_text('[tool.cpasync-migrate]\nextend-exclude = ["tree/pkg/sub"]\n')
+    elif change == "ignore a file":
+        (tree / "pkg" / ".gitignore").write_text("sub/\n")
+    elif change == "a ruff line length":
+        (tree / "ruff.toml").write_text("line-length = 60\n")
+    second = _check(capsys, tmp_path, "--diff") if change == "a ruff line length" else _check(capsys, tmp_path)
+    assert runs[0] == 2, f"{change}: replayed a stale record"
+    assert second != first
+
+
+def test_a_file_only_a_worker_reads_is_an_input(tree, tmp_path, runs, capsys):
+    """The line length comes from a ruff.toml that the workers (-j 2) look up and read, never the parent."""
+    (tree / "ruff.toml").write_text("line-length = 60\n")
+    first = _check(capsys, tmp_path, "--diff", "-j", "2")
+    assert "@@" in first[1]
+    assert _check(capsys, tmp_path, "--diff", "-j", "2") == first and runs[0] == 1
+    (tree / "ruff.toml").write_text("line-length = 100\n")
+    assert _check(capsys, tmp_path, "--diff", "-j", "2") != first and runs[0] == 2
+
+
+def test_another_invocation_or_environment_is_its_own_record(tree, tmp_path, runs, capsys, monkeypatch):
+    _check(capsys, tmp_path)
+    _check(capsys, tmp_path, "--target", "0.1.9")
+    assert runs[0] == 2
+    monkeypatch.setenv("CPASYNC_MIGRATE_SOMETHING", "1")
+    _check(capsys, tmp_path)
+    assert runs[0] == 3
+    monkeypatch.delenv("CPASYNC_MIGRATE_SOMETHING")
+    _check(capsys, tmp_path)
+    assert runs[0] == 3  # the first record again
+
+
+@pytest.mark.parametrize("argv", [
+    ("--no-cache",), ("-o", "out.txt"), ("--report", "json:out.json"), ("write mode",), ("--verify",),
+])
+def test_a_run_with_side_effects_or_without_the_cache_leaves_no_record(tree, tmp_path, runs, capsys, argv):
+    if argv == ("write mode",):
+        argv = ()  # write mode: the default without --check/--diff
+        run = lambda: _main(capsys, "--cache-dir", str(tmp_path / "cache"), "pkg")  # noqa: E731
+    else:
+        run = lambda: _check(capsys, tmp_path, *argv)  # noqa: E731
+    run()
+    run()
+    assert runs[0] == 2
+
+
+def test_a_configuration_that_turns_the_cache_off_leaves_no_record(tree, tmp_path, runs, capsys):
+    (tree / "pyproject.toml").write_text("[tool.cpasync-migrate]\ncache = false\n")
+    _check(capsys, tmp_path)
+    _check(capsys, tmp_path)
+    assert runs[0] == 2
+
+
+def test_a_tree_with_a_link_or_a_fresh_file_leaves_no_record(tree, tmp_path, runs, capsys, monkeypatch):
+    (tree / "pkg" / "link.py").symlink_to(tree / "pkg" / "plain.py")
+    _check(capsys, tmp_path)
+    _check(capsys, tmp_path)
+    assert runs[0] == 2
+    (tree / "pkg" / "link.py").unlink()
+    monkeypatch.setattr(replay, "RACY_NS", 5 * 10**9)  # the real margin: the tree was written a moment ago
+    _check(capsys, tmp_path)
+    _check(capsys, tmp_path)
+    assert runs[0] == 4
+
+
+def test_in_a_git_work_tree_git_is_asked_again(tree, tmp_path, runs, capsys):
+    """The files of a git work tree are git's answer: a replay runs git again and compares.  An exclude that only
+    git reads (``.git/info/exclude``, no input of the run) changes the answer: the run runs again."""
+    subprocess.run(["git", "init", "-q", str(tree)], check=True)
+    first = _check(capsys, tmp_path)
+    assert _check(capsys, tmp_path) == first and runs[0] == 1
+    (tree / ".git" / "info").mkdir(exist_ok=True)
+    (tree / ".git" / "info" / "exclude").write_text("pkg/sub/\n")
+    second = _check(capsys, tmp_path)
+    assert runs[0] == 2 and second != first and "other.py" not in second[1]
+
+
+def test_a_program_other_than_git_leaves_no_record(tree, tmp_path, runs, capsys, monkeypatch):
+    """A run that starts a program whose answer no record holds (here the GPU probe of --verify's device
+    choice, made to run a program) is never recorded."""
+    real_main = cli.main
+
+    def with_program(argv=None):
+        subprocess.run(["true"], check=True)
+        return real_main(argv)
+
+    monkeypatch.setattr(cli, "main", with_program)
+    _check(capsys, tmp_path)
+    _check(capsys, tmp_path)
+    assert runs[0] == 2
+
+
+def test_a_record_that_is_not_this_machines_is_never_replayed(tree, tmp_path, runs, capsys):
+    first = _check(capsys, tmp_path)
+    entries = [p for p in (tmp_path / "cache").rglob("*.json") if b'"inputs"' in p.read_bytes()]
+    assert len(entries) == 1
+    raw = entries[0].read_bytes()
+    forged = raw.replace(b'"code":1', b'"code":0')
+    assert forged != raw
+    entries[0].write_bytes(forged)  # the same record, its exit code changed: the MAC no longer checks
+    assert _check(capsys, tmp_path) == first and runs[0] == 2
+
+
+def test_the_record_names_every_file_of_the_walk_and_the_folders_above(tree, tmp_path, runs, capsys):
+    from cpasync_migrate import cache_store
+
+    _check(capsys, tmp_path)
+    entries = [p for p in (tmp_path / "cache").rglob("*.json") if b'"inputs"' in p.read_bytes()]
+    k = entries[0].parent.name + entries[0].name[:-len(".json")]
+    rec = cache_store.read_json(str(tmp_path / "cache"), k)
+    recorded = dict(map(tuple, rec["inputs"]))
+    for p in ("pkg/kernel.py", "pkg/plain.py", "pkg/sub/other.py", "pkg/helper.cc", "pkg", "pkg/sub"):
+        assert str(tree / p) in recorded or os.path.join(str(tree), p) in recorded, p
+    assert str(tree) in recorded and str(tmp_path) in recorded
+    assert not any(p.startswith(str(tmp_path / "cache")) for p in recorded), "the cache's own files are inputs"
+    assert json.dumps(rec["out"])
+
+
+def test_the_console_script_replays_in_a_new_process(tmp_path):
+    """End to end through the console script: the second run is replayed (it imports none of the command line's
+    modules) and prints the same.  The tree lives in the user's cache folder, not under pytest's folder for
+    temporary files, which other tests change all the time (a folder above the tree changed less than 5 s before a
+    run: no record); where a folder above it changed all the same, that is the one reason a replay may not
+    happen."""
+    import shutil
+    import time
+
+    cmd = [str(Path(sys.executable).parent / "cpasync-migrate"), "--check", "."]
+    if not os.path.exists(cmd[0]):
+        pytest.skip("no console script next to this interpreter")
+    # not in a git work tree (this checkout is one), not below pytest's folder for temporary files
+    base = Path.home() / ".cache" / "cpasync-migrate-tests" / f"replay-{os.getpid()}"
+    t = base / "tree"
+    t.mkdir(parents=True)
+    try:
+        (t / "k.py").write_text(LEGACY)
+        env = dict(os.environ, CPASYNC_MIGRATE_CACHE_DIR=str(tmp_path / "cache"))  # not above the tree
+        time.sleep(5.2)  # the tree's status-change times must be older than the margin
+        since = time.time_ns() - replay.RACY_NS
+        first = subprocess.run(cmd, cwd=t, env=env, capture_output=True, text=True)
+        assert first.returncode == 1 and "CPA001" in first.stdout, first.stderr
+        replayed = False
+        for _ in range(3):
+            again = subprocess.run([sys.executable, "-X", "importtime", *cmd], cwd=t, env=env,
+                                   capture_output=True, text=True)
+            assert again.returncode == 1 and again.stdout == first.stdout
+            assert [ln for ln in again.stderr.splitlines() if not ln.startswith("import time:")] == \
+                first.stderr.splitlines()
+            replayed = not any("cpasync_migrate.cli" in ln for ln in again.stderr.splitlines()
+                               if ln.startswith("import time:"))
+            if replayed:
+                break
+        if not replayed:
+            moved = [str(a) for a in t.parents if os.lstat(a).st_ctime_ns > since]
+            assert moved, "an unchanged second run was never replayed"
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_what_either_stream_is_given_is_kept_in_order_and_passed_on():
+    """``writelines`` too (passed on to the stream unseen, its text would be missing from a replay); asking for the
+    binary buffer spoils the record."""
+    import io
+
+    out, spoilt = [], []
+    a, b = io.StringIO(), io.StringIO()
+    o, e = replay._Kept(a, 1, out, spoilt), replay._Kept(b, 2, out, spoilt)
+    o.write("one\n")
+    e.writelines(["two\n", "three\n"])
+    o.write("four\n")
+    assert out == [[1, "one\n"], [2, "two\n"], [2, "three\n"], [1, "four\n"]]
+    assert a.getvalue() == "one\nfour\n" and b.getvalue() == "two\nthree\n" and not spoilt
+    assert o.getvalue() == "one\nfour\n"  # everything else is the stream's own
+    with pytest.raises(AttributeError):
+        o.buffer  # noqa: B018 - a StringIO has none; asking is what spoils
+    assert spoilt == ["the binary stream of fd 1"]
