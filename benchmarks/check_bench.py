@@ -400,9 +400,10 @@ def bench_check(args, tool, rg, sg, trees: list[Path]) -> dict:
                 f"{fmt(ser.paired(D, B), '.2f')}x | {fmt(ser.paired(A, D), '.2f')}x | {fmt(ser.paired(W, D), '.2f')}x |")
     say("\nratios are paired: the median over rounds of the two commands' time ratio in that round")
     say("cold: every file that names the intrinsic is parsed (a first run, or --no-cache); warm: the same tree "
-        "again with its results cache and stat memo (a second local run, a pre-commit hook); a CI job that restores "
-        "the cache into a fresh checkout reads every file again (new inodes and times: the stat memo misses), as the "
-        "row with CPASYNC_MIGRATE_STAT_MEMO=0 does (--warm-switch-off)")
+        "again with its results cache, stat memo and run record (a second local run, a pre-commit hook: the record "
+        "is replayed where no input changed); a CI job that restores the cache into a fresh checkout reads every file "
+        "again (new inodes and times: the memo and the record miss), as the row with CPASYNC_MIGRATE_STAT_MEMO=0 and "
+        "CPASYNC_MIGRATE_REPLAY=0 does (--warm-switch-off, once per switch)")
     return {"series": ser.times, "maxrss": ser.maxrss, "tree_mb": tree_mb, "verdicts": verdicts, "reps": reps,
             "trees": {label[t]: str(t) for t in trees}}
 
