@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from . import budget, files
+from .inputs import refuse
 from .codes import FILE_ERROR
 from .findings import Edit, FileOutcome, Finding, FrontEndOptions, Status, apply_edits, line_starts, offset_to_linecol
 
@@ -228,9 +229,12 @@ def _analyze(path: str, language: str, text: str, settings: RunSettings, line_le
             if suppress.spelling(opts.rules.suppress_comment).marker in text:  # suppression comments (suppress.py)
                 analysis = suppress.resolve(text, path, language, analysis,
                                             lambda t: fe.analyze(t, path, opts, **kw), opts.rules)
-    except (RecursionError, MemoryError):  # nesting past what files.nesting bounds (a long chain of a + a + ...)
+    except (RecursionError, MemoryError) as e:  # nesting past what files.nesting bounds (a long chain of a + a + ...)
+        if isinstance(e, MemoryError):
+            refuse("a file's analysis ran out of memory (another run may not)")  # no run record (replay.py)
         return error_outcome(path, language, "nested too deep for the parser or its passes; not analysed")
     except budget.OverBudget:
+        refuse("a file went over its CPU budget (another run may not)")
         return error_outcome(path, language, budget.message(limit))
     return analysis
 

@@ -123,7 +123,14 @@ def _hook(event: str, args) -> None:
             return
         _state.add(*got)
         return
-    if _logdir is None or (got[0] == "r" and got[1] in _expected):
+    if not (got[0] == "r" and got[1] in _expected):
+        _log(got)
+
+
+def _log(got: tuple) -> None:
+    """In a worker: one event, appended to this process's log at once."""
+    global _busy, _logfd
+    if _logdir is None:
         return
     _busy = True
     try:
@@ -230,10 +237,15 @@ def ran(call: list, answer: bytes) -> None:
 
 
 def refuse(why: str) -> None:
-    """Something the run did that no record of its reads can vouch for (a progress bar, the cache off); nothing
-    more is gathered (a run with anything unsupported leaves no record)."""
-    if _state is not None:
+    """Something the run did that no record of its reads can vouch for (a progress bar, the cache off, an answer
+    that depends on time); nothing more is gathered (a run with anything unsupported leaves no record).  In a
+    worker too (its log tells the parent)."""
+    if _state is None:
+        return
+    if os.getpid() == _parent:
         _state.unsupported.append(why)
+    elif not _busy:
+        _log(("u", why))
 
 
 def unobserved(fn):

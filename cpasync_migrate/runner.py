@@ -23,7 +23,7 @@ from .engine import NOT_CACHED, RunSettings, error_outcome, forget_folders, lang
 from .findings import FileOutcome
 from .cost import cost_of
 from .gitrev import changed_since, since_filter
-from .inputs import expect, note
+from .inputs import expect, note, refuse
 from .tree import leads_outside
 from .pool import ForkPool as _ForkPool  # looked up at run time, so a run can be given another pool
 from .progress import progress as _progress
@@ -206,6 +206,7 @@ DEPTH = 8  # prefilter tasks outstanding per worker: a worker never waits for th
 
 
 def _crash_outcome(path: str, why: str) -> FileOutcome:
+    refuse(f"a worker ended while checking {path}")  # no run record (replay.py): another run may not crash
     return error_outcome(path, language_of(path) or "python", f"internal error: {why}; file left unchanged")
 
 

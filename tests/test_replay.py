@@ -28,6 +28,7 @@ def tree(tmp_path, monkeypatch):
     (t / "pkg" / "helper.cc").write_text("int f() { return 1; }\n")
     monkeypatch.setattr(replay, "RACY_NS", -3600 * 10**9)
     monkeypatch.setattr(replay, "TOP", str(tmp_path))
+    (tmp_path / "cache").mkdir()  # made by a run, it would change tmp_path, an input: the record would miss once
     monkeypatch.chdir(t)
     return t
 
@@ -271,3 +272,13 @@ def test_what_either_stream_is_given_is_kept_in_order_and_passed_on():
     with pytest.raises(AttributeError):
         o.buffer  # noqa: B018 - a StringIO has none; asking is what spoils
     assert spoilt == ["the binary stream of fd 1"]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_file_over_its_cpu_budget_leaves_no_record(tree, tmp_path, runs, capsys, jobs):
+    """Whether a file goes over its budget depends on the machine's load: such a run is never replayed (with -j 2
+    the worker that met it tells the parent through its log)."""
+    first = _check(capsys, tmp_path, "-j", jobs, "--file-cpu-limit", "0.000001")
+    assert "CPA900" in first[1] + first[2], first
+    _check(capsys, tmp_path, "-j", jobs, "--file-cpu-limit", "0.000001")
+    assert runs[0] == 2
