@@ -189,7 +189,11 @@ class _Kept:
         self._stream, self._fd, self._out, self._spoilt = stream, fd, out, spoilt
 
     def write(self, text):
-        n = self._stream.write(text)
+        try:
+            n = self._stream.write(text)
+        except BaseException:  # the reader went away (`| head`): what was printed is not the run's output
+            self._spoilt.append(f"a write to fd {self._fd} failed")
+            raise
         self._out.append([self._fd, text])
         return n
 
@@ -208,7 +212,6 @@ class _Kept:
 
 def _record(where: str, k: str, argv: list) -> int:
     from . import inputs
-    from .cli import main as cli_main
 
     start = time.time_ns()
     out: list = []
@@ -217,6 +220,8 @@ def _record(where: str, k: str, argv: list) -> int:
     sys.stdout, sys.stderr = _Kept(real[0], 1, out, spoilt), _Kept(real[1], 2, out, spoilt)
     inputs.observe()
     try:
+        from .cli import main as cli_main  # under observation: whatever its imports read is an input
+
         code = cli_main(argv)
     except BaseException:
         inputs.collect()

@@ -282,3 +282,25 @@ def test_a_file_over_its_cpu_budget_leaves_no_record(tree, tmp_path, runs, capsy
     assert "CPA900" in first[1] + first[2], first
     _check(capsys, tmp_path, "-j", jobs, "--file-cpu-limit", "0.000001")
     assert runs[0] == 2
+
+
+def test_a_run_whose_reader_went_away_leaves_no_record(tree, tmp_path, runs, capsys, monkeypatch):
+    """`... | head`: the run printed part of its report; that part is not what a replay may print.  The stream is
+    the same one in both runs (the key reads its encoding), only its writes fail the first time."""
+    real = sys.stdout
+
+    class Gone:
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def fileno(self):
+            raise ValueError("no descriptor")
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+    monkeypatch.setattr(sys, "stdout", Gone())
+    assert _check(capsys, tmp_path)[0] == 1
+    monkeypatch.setattr(sys, "stdout", real)
+    code, out, _ = _check(capsys, tmp_path)
+    assert runs[0] == 2 and code == 1 and "CPA001" in out, "the half-printed run was replayed"
