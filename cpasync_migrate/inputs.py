@@ -76,6 +76,7 @@ _quiet = 0  # > 0 inside ``unobserved`` functions
 _busy = False  # the hook's own calls raise events too
 _installed = False
 _announced = 0  # programs announced by ``announce`` whose start is not an unsupported event
+_alarm: tuple | None = None  # (read end, write end) of a pipe: a worker that cannot log writes a byte
 _expected: frozenset = frozenset()  # in a worker: the paths of its task, which the parent notes itself (``expect``)
 
 
@@ -139,7 +140,10 @@ def _log(got: tuple) -> None:
                              os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         os.write(_logfd, (json.dumps(got) + "\n").encode("utf-8", "surrogatepass"))
     except OSError:
-        pass
+        try:  # the event is lost: the parent must not leave a record
+            os.write(_alarm[1], b"!")
+        except (OSError, TypeError):
+            pass
     finally:
         _busy = False
 
@@ -151,13 +155,32 @@ def _before_fork() -> None:
         return
     import tempfile
 
+    global _alarm
     _busy = True
     try:
         _logdir = tempfile.mkdtemp(prefix="cpasync-migrate-inputs-")
+        _alarm = os.pipe()
     except OSError:
         _state.add("u", "no folder for the workers' event logs")
     finally:
         _busy = False
+
+
+def _alarmed() -> bool:
+    """Whether a worker wrote to the alarm pipe (read without waiting); the pipe is closed."""
+    global _alarm
+    r, w = _alarm
+    _alarm = None
+    try:
+        os.set_blocking(r, False)
+        return bool(os.read(r, 1))
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(r)
+        os.close(w)
 
 
 def _install() -> None:
@@ -169,10 +192,10 @@ def _install() -> None:
 
 def observe() -> None:
     """Start gathering this process's events (and those of the workers it forks from now on)."""
-    global _state, _parent, _cwd, _logdir, _logfd
+    global _state, _parent, _cwd, _logdir, _logfd, _announced, _alarm
     _install()
-    global _announced
-    _state, _parent, _cwd, _logdir, _logfd, _announced = Observed(), os.getpid(), os.getcwd(), None, None, 0
+    _state, _parent, _cwd, _logdir, _logfd, _announced, _alarm = (Observed(), os.getpid(), os.getcwd(), None, None,
+                                                                   0, None)
 
 
 def collect() -> Observed | None:
@@ -182,6 +205,8 @@ def collect() -> Observed | None:
     got, _state = _state, None
     if got is not None and got.started != len(got.programs):
         got.add("u", "a program started that did not tell its answer")
+    if got is not None and _alarm is not None and _alarmed():
+        got.add("u", "a worker could not write its event log")
     if got is None or _logdir is None:
         return got
     try:

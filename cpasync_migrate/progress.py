@@ -24,12 +24,11 @@ class Progress:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            from .inputs import refuse
-
-            refuse("a progress bar was shown (its output depends on time)")
 
             self.bar = Progress(TextColumn("cpasync-migrate"), BarColumn(), MofNCompleteColumn(),
-                                TimeElapsedColumn(), transient=True, console=Console(stderr=True))
+                                TimeElapsedColumn(), transient=True,
+                                # transient: not the run's output, so not in its record (replay._Kept.transient)
+                                console=Console(file=getattr(sys.stderr, "transient", sys.stderr)))
             self.bar.start()
             self.task = self.bar.add_task("files", total=self.total, completed=self.done)
         elif self.bar is not None:

@@ -6,8 +6,8 @@ observed (``inputs.py``: the interpreter's audit events, in this process and its
 stderr are kept as written.  When it ends normally it leaves a *record* in the results cache under the key of
 the invocation (below): its inputs, each path with its ``lstat`` (type and permission bits, size, modification
 and status-change times in nanoseconds, inode, device), or "absent"; what it wrote on each stream, in order;
-its exit code.  The inputs are every file it opened for reading and every folder it listed (imports included),
-every file the walk found (``inputs.note``: a file the stat memo lets the run skip is found, never opened),
+its exit code (the progress bar on a terminal erases itself and is not kept).  The inputs are every file it
+opened for reading and every folder it listed (imports included), every file the walk found (``inputs.note``: a file the stat memo lets the run skip is found, never opened),
 every path named on the command line, every module loaded in this process, and every folder above any of
 them up to ``/`` (a configuration file, a ``.git`` or a ``pyproject.toml`` created anywhere a lookup looks is a
 new entry in one of those folders, which changes the folder's times).  No record is left by a run that:
@@ -17,7 +17,7 @@ new entry in one of those folders, which changes the folder's times).  No record
   (a GPU probe; git from a worker), opened a socket or changed its folder (``inputs.Observed.unsupported``), or
   ran without the results cache (``--no-cache``, the configuration's ``cache = false``, no machine key) or with
   ``--verify`` (a verdict is always made afresh; ``run.Run._no_record``);
-* wrote to a stream's binary buffer (not kept), read stdin (the path ``-``), or printed a progress bar;
+* wrote to a stream's binary buffer (not kept), or read stdin (the path ``-``);
 * has an input that is a symbolic link, or lies below one (a lookup may follow it elsewhere), or that cannot
   be looked at (only "absent" is an answer), or that changed less than ``RACY_NS`` (5 s) before the run
   started: every write sets a file's status-change time to the current time and nothing sets it back, so an
@@ -200,6 +200,11 @@ class _Kept:
     def writelines(self, lines):
         for line in lines:
             self.write(line)
+
+    @property
+    def transient(self):
+        """The stream itself, for what is not the run's output (the progress bar, which erases itself)."""
+        return self._stream
 
     @property
     def buffer(self):

@@ -304,3 +304,50 @@ def test_a_run_whose_reader_went_away_leaves_no_record(tree, tmp_path, runs, cap
     monkeypatch.setattr(sys, "stdout", real)
     code, out, _ = _check(capsys, tmp_path)
     assert runs[0] == 2 and code == 1 and "CPA001" in out, "the half-printed run was replayed"
+
+
+def test_a_worker_that_cannot_log_what_it_read_leaves_no_record(tree, tmp_path, runs, capsys, monkeypatch):
+    """Its reads would be missing from the record: the worker says so through the alarm pipe."""
+    import json as real_json
+
+    class Broken:
+        loads = staticmethod(real_json.loads)
+
+        @staticmethod
+        def dumps(obj):
+            raise OSError(28, "No space left on device")
+
+    (tree / "ruff.toml").write_text("line-length = 60\n")  # read by the workers only
+    monkeypatch.setattr(inputs, "json", Broken)
+    _check(capsys, tmp_path, "--diff", "-j", "2")
+    monkeypatch.setattr(inputs, "json", real_json)
+    _check(capsys, tmp_path, "--diff", "-j", "2")
+    assert runs[0] == 2
+
+
+def test_the_progress_bar_of_a_terminal_is_not_part_of_the_record(tree, tmp_path, runs, capsys, monkeypatch):
+    """On a terminal a long run shows a bar on stderr that erases itself: the record keeps the report only, and the
+    replay prints what the terminal shows once the bar is gone."""
+    import io
+
+    from cpasync_migrate import progress
+
+    for i in range(progress.PROGRESS_MIN_FILES):
+        (tree / "pkg" / f"k{i}.py").write_text(LEGACY)
+
+    class Terminal(io.StringIO):
+        encoding, errors = "utf-8", "strict"
+
+        def isatty(self):
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    first = replay.main(["--check", "--cache-dir", str(tmp_path / "cache"), "pkg"])
+    shown = terminal.getvalue()
+    assert "\x1b[" in shown and "cpasync-migrate" in shown, "no progress bar was drawn"
+    terminal.seek(0)
+    terminal.truncate()
+    assert replay.main(["--check", "--cache-dir", str(tmp_path / "cache"), "pkg"]) == first and runs[0] == 1
+    again = terminal.getvalue()
+    assert "\x1b[" not in again and again and again in shown  # the report's lines, in the order printed
