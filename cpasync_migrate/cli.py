@@ -163,9 +163,12 @@ def tree_definition(paths, rules) -> Optional[tuple]:
     folder holds the definition where TileLang keeps it, or its parameters match no generation."""
     import ast
 
+    from .inputs import note
+
     for p in paths:
         for rel in _DEFINITION_PLACES:
             f = Path(p) / rel
+            note(str(f))  # looked at, found or not: an input of a run record (replay.py), also in an unwalked folder
             try:
                 if not f.is_file():
                     continue

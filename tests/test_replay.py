@@ -351,3 +351,17 @@ def test_the_progress_bar_of_a_terminal_is_not_part_of_the_record(tree, tmp_path
     assert replay.main(["--check", "--cache-dir", str(tmp_path / "cache"), "pkg"]) == first and runs[0] == 1
     again = terminal.getvalue()
     assert "\x1b[" not in again and again and again in shown  # the report's lines, in the order printed
+
+
+def test_the_tree_s_own_api_definition_is_an_input_where_the_walk_does_not_look(tree, tmp_path, runs, capsys):
+    """The target follows the intrinsic's definition in the scanned tree (``cli.tree_definition``), looked for
+    in a folder the walk may skip (ignored here): a definition made there after a record runs the run again."""
+    (tree / "pkg" / ".gitignore").write_text("language/\n")
+    (tree / "pkg" / "language").mkdir()
+    first = _check(capsys, tmp_path)
+    assert _check(capsys, tmp_path) == first and runs[0] == 1
+    (tree / "pkg" / "language" / "tir").mkdir()
+    (tree / "pkg" / "language" / "tir" / "op.py").write_text(
+        "def ptx_cp_async(dst_access_ptr, src_access_ptr, num_elems, predicate=None):\n    pass\n")
+    second = _check(capsys, tmp_path)
+    assert runs[0] == 2 and "defines the 0.1.9 API itself" in second[2], second[2][-400:]
