@@ -49,7 +49,7 @@ class Observed:
     """The events of one observed run: ``reads`` (paths), ``changes`` and ``unsupported`` (what happened, for a
     message), ``programs`` (the git processes it ran, each as ``ran`` told it)."""
 
-    __slots__ = ("reads", "changes", "unsupported", "programs", "started")
+    __slots__ = ("reads", "changes", "unsupported", "programs", "started", "suspects")
 
     def __init__(self):
         self.reads: set = set()
@@ -57,6 +57,7 @@ class Observed:
         self.unsupported: list = []
         self.programs: list = []
         self.started = 0  # announced programs that started (each must have told its answer)
+        self.suspects: list = []  # inputs likely changed just before the run (``suspect``)
 
     def add(self, kind: str, what: str) -> None:
         if kind == "r":
@@ -234,6 +235,13 @@ def note(path: str) -> None:
     """A path this process found and the run depends on without opening it (a file the walk found): a read."""
     if _state is not None:
         _state.reads.add(path if os.path.isabs(path) else os.path.join(_cwd, path))
+
+
+def suspect(paths) -> None:
+    """Inputs the run found changed since an earlier one (analysed afresh, not from the cache): a record looks at
+    them first, so that one changed a moment ago (the edit before the run) refuses it at once."""
+    if _state is not None:
+        _state.suspects.extend(paths)
 
 
 def expect(paths) -> None:

@@ -281,6 +281,13 @@ def _save(where: str, k: str, argv: list, seen, out: list, code: int, start: int
     from .cache_store import write_json
 
     limit = start - RACY_NS
+    for p in seen.suspects:  # the file edited just before the run refuses the record before the others are looked at
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        if st.st_mtime_ns > limit or st.st_ctime_ns > limit:
+            return
     recorded = []
     for p in sorted(_input_paths(argv, seen, where)):
         try:

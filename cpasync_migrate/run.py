@@ -21,6 +21,7 @@ import sys
 from typing import Optional
 
 from .errors import UsageError
+from .inputs import suspect
 
 # A switch (CPASYNC_MIGRATE_FREE_FOLDERS=0: every file a walk finds is asked about through Run.keep, as before;
 # a measuring switch).  On: once Run.keep has found that the files of a folder (as written) take a
@@ -579,6 +580,7 @@ class Run:
         args, settings = self.args, self.settings
         self._probe(lambda s: self._run_all(s, False)[0])
         outcomes, scanned = self._run_all(settings, args.verbose)
+        suspect(o.path for o in outcomes if not o.cached)  # analysed afresh: likely just edited (replay.py)
         if self.missing:
             from .engine import error_outcome, language_of
 

@@ -365,3 +365,22 @@ def test_the_tree_s_own_api_definition_is_an_input_where_the_walk_does_not_look(
         "def ptx_cp_async(dst_access_ptr, src_access_ptr, num_elems, predicate=None):\n    pass\n")
     second = _check(capsys, tmp_path)
     assert runs[0] == 2 and "defines the 0.1.9 API itself" in second[2], second[2][-400:]
+
+
+def test_a_file_edited_just_before_the_run_refuses_the_record_first(tmp_path, monkeypatch):
+    """The files the run analysed afresh are looked at first: the one just edited refuses the record before the
+    thousands of other inputs are looked at, as looking at all of them would."""
+    fresh = tmp_path / "edited.py"
+    fresh.write_text("x = 1\n")
+    seen = inputs.Observed()
+    seen.reads.add(str(fresh))
+    seen.suspects.append(str(fresh))
+    saved = []
+    monkeypatch.setattr("cpasync_migrate.cache_store.write_json", lambda *a: saved.append(a))
+    import time
+
+    replay._save(str(tmp_path / "cache"), "0" * 64, [], seen, [], 0, time.time_ns())  # all of them: refused
+    assert saved == []
+    monkeypatch.setattr(replay, "_input_paths", lambda *a: pytest.fail("looked at every input"))
+    replay._save(str(tmp_path / "cache"), "0" * 64, [], seen, [], 0, time.time_ns())
+    assert saved == []
