@@ -7,6 +7,8 @@ process and of the worker processes it forks:
   each folder listed (``os.listdir``, ``os.scandir``);
 * **changes**: each path opened for writing, created, truncated or appended to, and each event that changes the
   file system (rename, remove, mkdir, chmod, chown, utime, link, symlink, truncate, extended attributes);
+  but the interpreter's bytecode cache (``__pycache__``): a bytecode file read stands for its source, and
+  writing one (the first run after an install) changes nothing a user asked for;
 * **unsupported**: anything the run did that a record of its reads cannot vouch for: a program started
   (``subprocess.Popen``, ``os.system``, ``os.exec``, ``os.posix_spawn``, ``os.spawn``), a socket, a change of the
   current folder.
@@ -28,6 +30,7 @@ import os
 import sys
 
 _DEVNULL = os.devnull
+_PYCACHE = os.sep + "__pycache__" + os.sep
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 _LISTINGS = frozenset({"os.listdir", "os.scandir"})
 _CHANGES = frozenset({
@@ -91,6 +94,10 @@ def _path(p) -> str | None:
     return p if os.path.isabs(p) else os.path.join(_cwd, p)
 
 
+def _bytecode(path: str) -> bool:
+    return _PYCACHE in path or path.endswith(_PYCACHE[:-1])
+
+
 def _classify(event: str, args) -> tuple | None:
     if event == "open":
         path = _path(args[0])
@@ -98,18 +105,46 @@ def _classify(event: str, args) -> tuple | None:
             return None
         flags = args[2] if len(args) > 2 and isinstance(args[2], int) else 0
         mode = args[1] if len(args) > 1 and isinstance(args[1], str) else ""
-        return ("c" if flags & _WRITE_FLAGS or any(m in mode for m in "wax+") else "r", path)
+        write = flags & _WRITE_FLAGS or any(m in mode for m in "wax+")
+        if _bytecode(path):  # the interpreter's bytecode cache: its source is the input, its writes change nothing
+            return None if write else ("r", _source_of(path))
+        return ("c" if write else "r", path)
     if event in _LISTINGS:
         path = _path(args[0]) if args else _cwd
         return None if path is None else ("r", path)
     if event in _CHANGES:
+        path = _path(args[0]) if args else None
+        if path is not None and _bytecode(path):
+            return None
         return ("c", f"{event} {args[0] if args else ''}")
     if event in _UNSUPPORTED:
         return ("u", f"{event} {args[0] if args else ''}"[:300])
     return None
 
 
+def _source_of(path: str) -> str:
+    """The source a bytecode file was compiled from (``dir/__pycache__/name.TAG.pyc`` -> ``dir/name.py``: the
+    interpreter checks the bytecode against the source's size and time, so the source is what a run depends on).
+    Written out, not ``importlib.util.source_from_cache``: the hook runs inside imports, that one among them."""
+    folder, _, leaf = path.rpartition(_PYCACHE)
+    return os.path.join(folder, leaf.partition(".")[0] + ".py") if leaf.endswith(".pyc") else path
+
+
 def _hook(event: str, args) -> None:
+    """The audit hook: an error of its own is never the audited call's (it would break the run): it makes the run
+    unsupported instead."""
+    if event not in _WATCHED and event != "os.fork":
+        return
+    try:
+        _observe(event, args)
+    except Exception as e:  # noqa: BLE001 - see above
+        try:
+            refuse(f"the observer failed on {event}: {e!r}"[:300])
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _observe(event: str, args) -> None:
     global _busy, _logfd, _announced
     if event not in _WATCHED or _state is None or _state.unsupported or _quiet or _busy:
         if event == "os.fork":

@@ -384,3 +384,29 @@ def test_a_file_edited_just_before_the_run_refuses_the_record_first(tmp_path, mo
     monkeypatch.setattr(replay, "_input_paths", lambda *a: pytest.fail("looked at every input"))
     replay._save(str(tmp_path / "cache"), "0" * 64, [], seen, [], 0, time.time_ns())
     assert saved == []
+
+
+def test_an_observer_that_fails_never_fails_the_run_and_leaves_no_record(tree, tmp_path, runs, capsys, monkeypatch):
+    def broken(event, args):
+        raise RuntimeError("a bug in the observer")
+
+    monkeypatch.setattr(inputs, "_classify", broken)
+    first = _check(capsys, tmp_path)
+    assert first[0] == 1 and "CPA001" in first[1]
+    monkeypatch.undo()
+    monkeypatch.setattr(replay, "RACY_NS", -3600 * 10**9)
+    monkeypatch.setattr(replay, "TOP", str(tmp_path))
+    monkeypatch.chdir(tree)
+    count = [0]
+    real = cli.main
+    monkeypatch.setattr(cli, "main", lambda argv=None: count.__setitem__(0, count[0] + 1) or real(argv))
+    assert _check(capsys, tmp_path) == first and count[0] == 1, "a run the observer failed on was recorded"
+
+
+def test_bytecode_is_not_an_input_but_its_source_is():
+    assert inputs._classify("open", ("/p/q/__pycache__/m.cpython-311.pyc", "rb", 0)) == ("r", "/p/q/m.py")
+    assert inputs._classify("open", ("/p/q/__pycache__/m.cpython-311.opt-2.pyc", "rb", 0)) == ("r", "/p/q/m.py")
+    assert inputs._classify("open", ("/p/q/__pycache__/m.cpython-311.pyc.99", "wb", os.O_WRONLY | os.O_CREAT)) is None
+    assert inputs._classify("os.mkdir", ("/p/q/__pycache__", 0o777, -1)) is None
+    assert inputs._classify("open", ("/p/q/m.py", "w", os.O_WRONLY))[0] == "c"
+    assert inputs._classify("os.mkdir", ("/p/q/out", 0o777, -1))[0] == "c"
