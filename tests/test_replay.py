@@ -275,12 +275,35 @@ def test_what_either_stream_is_given_is_kept_in_order_and_passed_on():
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
-def test_a_file_over_its_cpu_budget_leaves_no_record(tree, tmp_path, runs, capsys, jobs):
+def test_a_file_over_its_cpu_budget_leaves_no_record(tree, tmp_path, runs, capsys, monkeypatch, jobs):
     """Whether a file goes over its budget depends on the machine's load: such a run is never replayed (with -j 2
-    the worker that met it tells the parent through its log)."""
-    first = _check(capsys, tmp_path, "-j", jobs, "--file-cpu-limit", "0.000001")
-    assert "CPA900" in first[1] + first[2], first
-    _check(capsys, tmp_path, "-j", jobs, "--file-cpu-limit", "0.000001")
+    the worker that met it tells the parent through its log).  The C++ front end spins on one file, as an
+    analysis that never ends would; SIGALRM ends the test if the budget does not."""
+    import signal
+
+    from cpasync_migrate import cpp
+
+    (tree / "pkg" / "spins.cc").write_text("// names ptx_cp_async\nint g() { return 0; }\n")
+    real = cpp.analyze
+
+    def spins(text, path, opts, **kw):
+        while path.endswith("spins.cc"):
+            pass
+        return real(text, path, opts, **kw)
+
+    def late(signum, frame):
+        raise AssertionError("the budget did not end the analysis")
+
+    monkeypatch.setattr(cpp, "analyze", spins)
+    old = signal.signal(signal.SIGALRM, late)
+    signal.alarm(60)
+    try:
+        first = _check(capsys, tmp_path, "-j", jobs, "--file-cpu-limit", "0.2")
+        assert "CPA900" in first[1] + first[2], first
+        _check(capsys, tmp_path, "-j", jobs, "--file-cpu-limit", "0.2")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
     assert runs[0] == 2
 
 
