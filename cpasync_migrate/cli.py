@@ -263,6 +263,12 @@ def choose_target(spec: Optional[str], rules, origin: str, paths=()) -> dict:
 def main(argv: Optional[list[str]] = None) -> int:
     streams.tolerant()  # a file name that is not UTF-8 is printed as its bytes
     args_given = sys.argv[1:] if argv is None else list(argv)
+    try:
+        os.getcwd()
+    except OSError as e:  # every relative path, configuration lookup and report path starts from it
+        print(f"cpasync-migrate: error: the current folder cannot be found ({e.strerror}); run in an existing folder",
+              file=sys.stderr)
+        return EXIT_USAGE
     if args_given[:1] == ["rule"]:  # `cpasync-migrate rule CODE`: a code's page (scan a folder named rule as ./rule)
         return rule(args_given[1:])
     parser = build_parser()

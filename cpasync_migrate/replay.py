@@ -62,9 +62,12 @@ def main(argv: list) -> int:
 
     streams.tolerant()  # as the run makes them (cli.main), before the key reads their error handlers
     where = _folder(argv)
+    try:
+        k = _key(argv)
+    except OSError:  # no current folder (it was removed): the run says so, unrecorded
+        return _run(argv)
     if where is None:
         return _run(argv)
-    k = _key(argv)
     code = _replay(where, k)
     if code is not None:
         return code

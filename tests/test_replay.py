@@ -433,3 +433,12 @@ def test_bytecode_is_not_an_input_but_its_source_is():
     assert inputs._classify("os.mkdir", ("/p/q/__pycache__", 0o777, -1)) is None
     assert inputs._classify("open", ("/p/q/m.py", "w", os.O_WRONLY))[0] == "c"
     assert inputs._classify("os.mkdir", ("/p/q/out", 0o777, -1))[0] == "c"
+
+
+def test_a_run_whose_current_folder_is_gone_is_a_usage_error(tmp_path, monkeypatch, capsys):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    code = replay.main(["--check", "--cache-dir", str(tmp_path / "cache"), str(tmp_path)])
+    assert code == 3 and "the current folder cannot be found" in capsys.readouterr().err
