@@ -49,6 +49,9 @@ import sys
 import time
 
 ENABLED = os.environ.get("CPASYNC_MIGRATE_REPLAY", "1") != "0"
+# CPASYNC_MIGRATE_REPLAY=explain: one line on stderr, after the run and outside its record, says whether the run
+# was replayed, left a record, or why it left none (the setting is in the key: such runs have records of their own)
+EXPLAIN = os.environ.get("CPASYNC_MIGRATE_REPLAY") == "explain"
 FORMAT = 1
 RACY_NS = 5 * 10**9  # an input changed less than this long before the run started: no record
 _NOT_INPUTS = ("/proc/", "/sys/", "/dev/")  # the machine's state (the number of workers), not the report's input
@@ -143,14 +146,18 @@ def _replay(where: str, k: str) -> int | None:
     rec = read_json(where, k)
     if not (isinstance(rec, dict) and rec.get("format") == FORMAT and isinstance(rec.get("inputs"), list)
             and isinstance(rec.get("out"), list) and isinstance(rec.get("code"), int)):
+        _explain("not replayed: no record of this command line here (or not this machine's)")
         return None
     try:
         for path, want in rec["inputs"]:
             if _stat_key(path) != want:
+                _explain(f"not replayed: {path} changed")
                 return None
     except (OSError, ValueError, TypeError):
+        _explain("not replayed: an input cannot be looked at")
         return None
     if not _same_answers(rec.get("programs")):
+        _explain("not replayed: git answers differently")
         return None
     from . import streams
 
@@ -162,7 +169,13 @@ def _replay(where: str, k: str) -> int | None:
     except BrokenPipeError:  # as a run does (cli.main)
         streams.quiet_stdout()
         return 1
+    _explain(f"replayed: {len(rec['inputs'])} inputs and {len(rec['programs'])} git answers unchanged")
     return rec["code"]
+
+
+def _explain(line: str) -> None:
+    if EXPLAIN:
+        print(f"cpasync-migrate: run record: {line}", file=sys.stderr)
 
 
 def _same_answers(programs) -> bool:
@@ -240,8 +253,9 @@ def _record(where: str, k: str, argv: list) -> int:
     finally:
         sys.stdout, sys.stderr = real
     seen = inputs.collect()
-    if seen is not None and not seen.changes and not seen.unsupported and not spoilt and isinstance(code, int):
-        _save(where, k, argv, seen, out, code, start)
+    why = ("nothing observed" if seen is None else f"a change ({seen.changes[0]})" if seen.changes
+           else seen.unsupported[0] if seen.unsupported else spoilt[0] if spoilt else None)
+    _explain(f"none left: {why}" if why else _save(where, k, argv, seen, out, code, start))
     return code
 
 
@@ -277,8 +291,9 @@ def _input_paths(argv: list, seen, where: str) -> set:
     return {p for p in paths | folders if not p.startswith(_NOT_INPUTS) and not os.path.join(p, "").startswith(own)}
 
 
-def _save(where: str, k: str, argv: list, seen, out: list, code: int, start: int) -> None:
-    """Leave the record, unless an input is a link, cannot be looked at or changed too recently (see above)."""
+def _save(where: str, k: str, argv: list, seen, out: list, code: int, start: int) -> str:
+    """Leave the record, unless an input is a link, cannot be looked at or changed too recently (see above); what
+    was done, for ``CPASYNC_MIGRATE_REPLAY=explain``."""
     import stat
 
     from .cache_store import write_json
@@ -290,7 +305,7 @@ def _save(where: str, k: str, argv: list, seen, out: list, code: int, start: int
         except OSError:
             continue
         if st.st_mtime_ns > limit or st.st_ctime_ns > limit:
-            return
+            return f"none left: {p} changed less than {RACY_NS / 1e9:g} s before the run"
     recorded = []
     for p in sorted(_input_paths(argv, seen, where)):
         try:
@@ -298,9 +313,12 @@ def _save(where: str, k: str, argv: list, seen, out: list, code: int, start: int
         except (FileNotFoundError, NotADirectoryError):
             recorded.append([p, None])
             continue
-        except (OSError, ValueError):
-            return
-        if stat.S_ISLNK(st.st_mode) or st.st_mtime_ns > limit or st.st_ctime_ns > limit:
-            return
+        except (OSError, ValueError) as e:
+            return f"none left: {p} cannot be looked at ({e})"
+        if stat.S_ISLNK(st.st_mode):
+            return f"none left: {p} is a symbolic link"
+        if st.st_mtime_ns > limit or st.st_ctime_ns > limit:
+            return f"none left: {p} changed less than {RACY_NS / 1e9:g} s before the run"
         recorded.append([p, _as_text(st)])
     write_json(where, k, {"format": FORMAT, "inputs": recorded, "programs": seen.programs, "out": out, "code": code})
+    return f"left: {len(recorded)} inputs, {len(seen.programs)} git answers"

@@ -442,3 +442,17 @@ def test_a_run_whose_current_folder_is_gone_is_a_usage_error(tmp_path, monkeypat
     gone.rmdir()
     code = replay.main(["--check", "--cache-dir", str(tmp_path / "cache"), str(tmp_path)])
     assert code == 3 and "the current folder cannot be found" in capsys.readouterr().err
+
+
+def test_explain_says_what_happened_outside_the_record(tree, tmp_path, runs, capsys, monkeypatch):
+    monkeypatch.setattr(replay, "EXPLAIN", True)
+    first = _check(capsys, tmp_path)
+    assert "run record: not replayed: no record" in first[2] and "run record: left: " in first[2]
+    second = _check(capsys, tmp_path)
+    assert "run record: replayed: " in second[2] and "run record: left" not in second[2]
+    assert second[1] == first[1] and runs[0] == 1
+    (tree / "pkg" / "plain.py").write_text(LEGACY)
+    third = _check(capsys, tmp_path)
+    assert f"run record: not replayed: {tree / 'pkg' / 'plain.py'} changed" in third[2]
+    fourth = _check(capsys, tmp_path, "-o", str(tmp_path / "report.txt"))
+    assert "run record: none left: a change" in fourth[2]
