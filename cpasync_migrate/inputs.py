@@ -13,7 +13,8 @@ process and of the worker processes it forks:
   (``subprocess.Popen``, ``os.system``, ``os.exec``, ``os.posix_spawn``, ``os.spawn``), a socket, a change of the
   current folder.
 
-A worker (forked after :func:`observe`) appends its events to a log file of its own in a private folder, one
+A worker (forked after :func:`observe`) appends its events to a log file of its own in a private folder (made in
+the folder ``observe`` names: the run records' own), one
 JSON line per event, written at once (a worker that is killed loses nothing it wrote); :func:`collect` reads
 them back.  What the cache store does for itself (``cache_store``: the machine's key, entries, the prune) runs
 :func:`unobserved`: bookkeeping, not an input of the run's report nor a change a user asked for.
@@ -75,6 +76,7 @@ _state: Observed | None = None  # the observed run of this process, if any
 _parent = 0  # the process that observes (its workers log to files)
 _cwd = ""
 _logdir: str | None = None
+_logs_in: str | None = None
 _logfd: int | None = None
 _quiet = 0  # > 0 inside ``unobserved`` functions
 _busy = False  # the hook's own calls raise events too
@@ -185,18 +187,20 @@ def _log(got: tuple) -> None:
 
 
 def _before_fork() -> None:
-    """On ``os.fork`` in the observing process: the private folder the workers log to, made once."""
-    global _logdir, _busy
+    """On ``os.fork`` in the observing process: the private folder the workers log to, made once, in the folder
+    ``observe`` was given (the records' own, which is no input: a folder made in a shared one, such as ``/tmp``,
+    would change an input of a tree or an interpreter that lives there)."""
+    global _logdir, _busy, _alarm
     if _state is None or _state.unsupported or _logdir is not None or os.getpid() != _parent:
         return
-    import tempfile
-
-    global _alarm
     _busy = True
     try:
-        _logdir = tempfile.mkdtemp(prefix="cpasync-migrate-inputs-")
+        os.makedirs(_logs_in, exist_ok=True)
+        name = os.path.join(_logs_in, "inputs-" + os.urandom(8).hex())
+        os.mkdir(name, 0o700)
+        _logdir = name
         _alarm = os.pipe()
-    except OSError:
+    except (OSError, TypeError):
         _state.add("u", "no folder for the workers' event logs")
     finally:
         _busy = False
@@ -226,10 +230,12 @@ def _install() -> None:
         _installed = True
 
 
-def observe() -> None:
-    """Start gathering this process's events (and those of the workers it forks from now on)."""
-    global _state, _parent, _cwd, _logdir, _logfd, _announced, _alarm
+def observe(logs_in: str) -> None:
+    """Start gathering this process's events (and those of the workers it forks from now on); the workers' logs
+    go to a private folder made in ``logs_in``."""
+    global _state, _parent, _cwd, _logdir, _logfd, _announced, _alarm, _logs_in
     _install()
+    _logs_in = logs_in
     _state, _parent, _cwd, _logdir, _logfd, _announced, _alarm = (Observed(), os.getpid(), os.getcwd(), None, None,
                                                                    0, None)
 

@@ -242,7 +242,7 @@ def _record(where: str, k: str, argv: list) -> int:
     spoilt: list = []
     real = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Kept(real[0], 1, out, spoilt), _Kept(real[1], 2, out, spoilt)
-    inputs.observe()
+    inputs.observe(where)
     try:
         from .cli import main as cli_main  # under observation: whatever its imports read is an input
 
@@ -262,8 +262,8 @@ def _record(where: str, k: str, argv: list) -> int:
 TOP = "/"  # the highest folder an input's parents are taken up to (tests bound it to their own folder)
 
 
-def _ancestors(path: str, into: set) -> None:
-    while path != TOP:
+def _ancestors(path: str, into: set, top: str) -> None:
+    while path != TOP and path != top:
         parent = os.path.dirname(path)
         if parent == path or parent in into:
             return
@@ -272,21 +272,39 @@ def _ancestors(path: str, into: set) -> None:
 
 
 def _input_paths(argv: list, seen, where: str) -> set:
-    """Every input of the run (see above) but the records' own folder and what lies below it."""
+    """Every input of the run (see above) but the records' own folder and what lies below it.
+
+    The folders above an input are inputs up to ``/`` (the upward lookups of configuration files, ``.git`` and
+    formatter settings start from the tree's files, the arguments and the current folder), but for code: a
+    path below an entry of ``sys.path`` and outside the arguments and the current folder (a module, the rules
+    the package carries) has its folders up to that entry, which is an input itself.  What is above an import
+    path's entry does not change what is imported from it, and an interpreter that lives below a folder that
+    changes all the time (``/tmp``) would otherwise never replay."""
+    from .syspath import as_given
+
     cwd = os.getcwd()
     paths = set(seen.reads)
+    named = [cwd]
     for a in argv:  # every argument that could be a path (an option's value included): absent ones too
         for part in ([a] if not a.startswith("-") else [a.split("=", 1)[1]] if "=" in a else []):
             if part:
-                paths.add(part if os.path.isabs(part) else os.path.join(cwd, part))
-    paths.add(cwd)
+                named.append(part if os.path.isabs(part) else os.path.join(cwd, part))
+    paths.update(named)
     for m in list(sys.modules.values()):
         f = getattr(m, "__file__", None)
         if isinstance(f, str) and os.path.isabs(f):
             paths.add(f)
+    entries = sorted({os.path.abspath(e) for e in as_given() if e}, key=len, reverse=True)  # the longest first
+    paths.update(e for e in entries if os.path.isdir(e))
+    below_named = tuple(os.path.join(n, "") for n in named)
     folders: set = set()
     for p in paths:
-        _ancestors(p, folders)
+        top = TOP
+        if p in entries:
+            continue  # an import path's entry: itself, not what is above it
+        if not os.path.join(p, "").startswith(below_named):
+            top = next((e for e in entries if p.startswith(os.path.join(e, ""))), TOP)
+        _ancestors(p, folders, top)
     own = os.path.join(os.path.abspath(where), "")
     return {p for p in paths | folders if not p.startswith(_NOT_INPUTS) and not os.path.join(p, "").startswith(own)}
 

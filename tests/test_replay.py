@@ -456,3 +456,23 @@ def test_explain_says_what_happened_outside_the_record(tree, tmp_path, runs, cap
     assert f"run record: not replayed: {tree / 'pkg' / 'plain.py'} changed" in third[2]
     fourth = _check(capsys, tmp_path, "-o", str(tmp_path / "report.txt"))
     assert "run record: none left: a change" in fourth[2]
+
+
+def test_the_folders_above_an_import_path_are_no_inputs_but_those_above_the_tree_are(tmp_path, monkeypatch):
+    """A module's folders up to its ``sys.path`` entry are inputs, not those above (an interpreter below /tmp would
+    never replay); a path of the tree keeps every folder above it, whatever ``sys.path`` holds."""
+    lib = tmp_path / "outer" / "venv" / "site"
+    (lib / "pkg").mkdir(parents=True)
+    mod = lib / "pkg" / "m.py"
+    mod.write_text("")
+    tree = tmp_path / "outer" / "tree"
+    tree.mkdir()
+    monkeypatch.setattr("cpasync_migrate.syspath.AS_GIVEN", [str(lib)])
+    monkeypatch.setattr(replay, "TOP", "/")
+    monkeypatch.chdir(tree)
+    seen = inputs.Observed()
+    seen.reads.update({str(mod), str(tree / "k.py")})
+    got = replay._input_paths(["--check", "."], seen, str(tmp_path / "cache"))
+    assert {str(mod), str(lib / "pkg"), str(lib)} <= got
+    assert str(lib.parent) not in got, "a folder above an import path's entry is an input"
+    assert {str(tree), str(tmp_path / "outer"), str(tmp_path), "/"} <= got
