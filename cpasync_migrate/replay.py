@@ -8,9 +8,11 @@ the invocation (below): its inputs, each path with its ``lstat`` (type and permi
 and status-change times in nanoseconds, inode, device), or "absent"; what it wrote on each stream, in order;
 its exit code (the progress bar on a terminal erases itself and is not kept).  The inputs are every file it
 opened for reading and every folder it listed (imports included), every file the walk found (``inputs.note``:
-a file the stat memo lets the run skip is found, never opened), every path named on the command line, every module loaded in this process, and every folder above any of
-them up to ``/`` (a configuration file, a ``.git`` or a ``pyproject.toml`` created anywhere a lookup looks is a
-new entry in one of those folders, which changes the folder's times).  A lookup that only asks whether a
+a file the stat memo lets the run skip is found, never opened), every path named on the command line, every module loaded in this process, every entry of ``sys.path``, and
+every folder above any of them up to ``/`` (a configuration file, a ``.git`` or a ``pyproject.toml`` created
+anywhere a lookup looks is a new entry in one of those folders, which changes the folder's times); for code (a
+path below an entry of ``sys.path``, outside the arguments and the current folder) only up to that entry
+(``_input_paths``).  A lookup that only asks whether a
 path exists, outside the folders the walk lists and those above the inputs, notes the path (``inputs.note``:
 the places of the tree's own API definition); an attempt to open a file that is not there is an ``open`` event,
 so such a file is an input too ("absent").  No record is left by a run that:
