@@ -39,7 +39,8 @@ for a terminal, its size, and the streams' encodings: anything else the output c
 
 The replay answers exactly what the run would: it prints the same bytes on the same streams in the same
 order and exits with the same code.  A fresh checkout (a CI job) has new inodes and times, so there every run
-is a real one.  ``CPASYNC_MIGRATE_REPLAY=0`` turns records off (neither read nor written; a measuring switch,
+is a real one, and a run with ``CI`` set to true (as CI services set it) neither reads nor leaves a record.
+``CPASYNC_MIGRATE_REPLAY=0`` turns records off (neither read nor written; a measuring switch,
 with an equality test in ``tests/test_replay.py``).
 """
 from __future__ import annotations
@@ -86,8 +87,11 @@ def _run(argv: list) -> int:
 
 
 def _recordable(argv: list) -> bool:
-    """Whether the command line can be recorded at all: not stdin (``-``), not ``--no-cache``, not ``rule``."""
+    """Whether the command line can be recorded at all: not stdin (``-``), not ``--no-cache``, not ``rule``, not
+    in CI (``CI`` set to true, as CI services set it: a job's checkout is fresh, so no record could ever be
+    replayed there, and each job's would only grow the cache a later job restores)."""
     return (argv[:1] != ["rule"] and "-" not in argv and "--no-cache" not in argv
+            and os.environ.get("CI", "").strip().lower() not in ("true", "1", "yes")
             and not any(a == "--stdin-filename" or a.startswith("--stdin-filename=") for a in argv))
 
 

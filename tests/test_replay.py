@@ -28,6 +28,7 @@ def tree(tmp_path, monkeypatch):
     (t / "pkg" / "helper.cc").write_text("int f() { return 1; }\n")
     monkeypatch.setattr(replay, "RACY_NS", -3600 * 10**9)
     monkeypatch.setattr(replay, "TOP", str(tmp_path))
+    monkeypatch.delenv("CI", raising=False)  # the project's own CI sets it: no records there
     (tmp_path / "cache").mkdir()  # made by a run, it would change tmp_path, an input: the record would miss once
     monkeypatch.chdir(t)
     return t
@@ -233,6 +234,7 @@ def test_the_console_script_replays_in_a_new_process(tmp_path):
     try:
         (t / "k.py").write_text(LEGACY)
         env = dict(os.environ, CPASYNC_MIGRATE_CACHE_DIR=str(tmp_path / "cache"))  # not above the tree
+        env.pop("CI", None)
         time.sleep(5.2)  # the tree's status-change times must be older than the margin
         since = time.time_ns() - replay.RACY_NS
         first = subprocess.run(cmd, cwd=t, env=env, capture_output=True, text=True)
@@ -419,6 +421,7 @@ def test_an_observer_that_fails_never_fails_the_run_and_leaves_no_record(tree, t
     monkeypatch.undo()
     monkeypatch.setattr(replay, "RACY_NS", -3600 * 10**9)
     monkeypatch.setattr(replay, "TOP", str(tmp_path))
+    monkeypatch.delenv("CI", raising=False)
     monkeypatch.chdir(tree)
     count = [0]
     real = cli.main
@@ -476,3 +479,11 @@ def test_the_folders_above_an_import_path_are_no_inputs_but_those_above_the_tree
     assert {str(mod), str(lib / "pkg"), str(lib)} <= got
     assert str(lib.parent) not in got, "a folder above an import path's entry is an input"
     assert {str(tree), str(tmp_path / "outer"), str(tmp_path), "/"} <= got
+
+
+def test_in_ci_no_record_is_left_nor_read(tree, tmp_path, runs, capsys, monkeypatch):
+    """A CI job's checkout is fresh: a record could never be replayed there, and each would grow the cache."""
+    monkeypatch.setenv("CI", "true")
+    first = _check(capsys, tmp_path)
+    assert _check(capsys, tmp_path) == first and runs[0] == 2
+    assert not [p for p in (tmp_path / "cache").rglob("*.json") if b'"inputs"' in p.read_bytes()]
