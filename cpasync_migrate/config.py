@@ -159,6 +159,9 @@ def _cache_dir_inside(path: Path, value: str) -> tuple[str, str]:
     if not rel:
         raise ConfigError(f"{path}: [tool.cpasync-migrate] cache-dir = {value!r} must name a folder inside "
                           f"{root} (the folder of this file), by a relative path; {elsewhere}")
+    from .inputs import note
+
+    note(os.path.join(root, *rel.split("/")))  # each folder on the way is looked at, maybe outside the walk (replay.py)
     link = safe_write.links_below(root, rel)
     if link is not None:
         raise ConfigError(f"{path}: [tool.cpasync-migrate] cache-dir = {value!r}: {link} is a link or not a "
