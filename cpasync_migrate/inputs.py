@@ -46,7 +46,7 @@ _UNSUPPORTED = frozenset({
     "urllib.Request", "http.client.connect", "ctypes.dlopen",
 })
 
-_WATCHED = _LISTINGS | _CHANGES | _UNSUPPORTED | {"open"}
+_WATCHED = _LISTINGS | _CHANGES | _UNSUPPORTED | {"open", "os.fork"}
 
 
 class Observed:
@@ -135,7 +135,7 @@ def _source_of(path: str) -> str:
 def _hook(event: str, args) -> None:
     """The audit hook: an error of its own is never the audited call's (it would break the run): it makes the run
     unsupported instead."""
-    if event not in _WATCHED and event != "os.fork":
+    if event not in _WATCHED:
         return
     try:
         _observe(event, args)
@@ -147,10 +147,11 @@ def _hook(event: str, args) -> None:
 
 
 def _observe(event: str, args) -> None:
-    global _busy, _logfd, _announced
-    if event not in _WATCHED or _state is None or _state.unsupported or _quiet or _busy:
-        if event == "os.fork":
-            _before_fork()
+    global _announced
+    if event == "os.fork":
+        _before_fork()
+        return
+    if _state is None or _state.unsupported or _quiet or _busy:
         return
     got = _classify(event, args)
     if got is None or got == ("c", _DEVNULL):  # writing to the null device changes nothing
@@ -301,13 +302,11 @@ def announce() -> None:
         _announced = 1
 
 
-def ran(call: list, answer: bytes) -> None:
-    """The announced program ended: ``call`` (what runs it again: JSON values) and a digest of its answer (exit
-    code and output); a replay runs it again and compares (``replay.py``)."""
+def ran(call: list, digest: str) -> None:
+    """The announced program ended: ``call`` (what runs it again: JSON values) and the digest of its answer (exit
+    code and output, ``gitrev.answer``); a replay runs it again and compares (``replay.py``)."""
     if _state is not None and os.getpid() == _parent:
-        import hashlib
-
-        _state.programs.append([call, hashlib.sha256(answer).hexdigest()])
+        _state.programs.append([call, digest])
 
 
 def refuse(why: str) -> None:

@@ -24,7 +24,6 @@ class Progress:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-
             self.bar = Progress(TextColumn("cpasync-migrate"), BarColumn(), MofNCompleteColumn(),
                                 TimeElapsedColumn(), transient=True,
                                 # transient: not the run's output, so not in its record (replay._Kept.transient)

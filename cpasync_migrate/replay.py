@@ -190,8 +190,6 @@ def _same_answers(programs) -> bool:
         return False
     if not programs:
         return True
-    import hashlib
-
     from .gitrev import answer, git
 
     try:
@@ -199,7 +197,7 @@ def _same_answers(programs) -> bool:
             if tool != "git" or not isinstance(args, list) or not all(isinstance(a, str) for a in args):
                 return False
             r = git(args, cwd, bool(filters_off))
-            if hashlib.sha256(answer(r.returncode, r.stdout, r.stderr)).hexdigest() != digest:
+            if answer(r.returncode, r.stdout, r.stderr) != digest:
                 return False
     except (OSError, ValueError, TypeError):
         return False
@@ -303,13 +301,12 @@ def _input_paths(argv: list, seen, where: str) -> set:
     entries = sorted({os.path.abspath(e) for e in as_given() if e}, key=len, reverse=True)  # the longest first
     paths.update(e for e in entries if os.path.isdir(e))
     below_named = tuple(os.path.join(n, "") for n in named)
+    below_entry = [(os.path.join(e, ""), e) for e in entries]
     folders: set = set()
-    for p in paths:
+    for p in paths.difference(entries):  # an import path's entry: itself, not what is above it
         top = TOP
-        if p in entries:
-            continue  # an import path's entry: itself, not what is above it
         if not os.path.join(p, "").startswith(below_named):
-            top = next((e for e in entries if p.startswith(os.path.join(e, ""))), TOP)
+            top = next((e for inside, e in below_entry if p.startswith(inside)), TOP)
         _ancestors(p, folders, top)
     own = os.path.join(os.path.abspath(where), "")
     return {p for p in paths | folders if not p.startswith(_NOT_INPUTS) and not os.path.join(p, "").startswith(own)}
@@ -323,13 +320,14 @@ def _save(where: str, k: str, argv: list, seen, out: list, code: int, start: int
     from .cache_store import write_json
 
     limit = start - RACY_NS
+    racy = f"changed less than {RACY_NS / 1e9:g} s before the run"
     for p in seen.suspects:  # the file edited just before the run refuses the record before the others are looked at
         try:
             st = os.lstat(p)
         except OSError:
             continue
-        if st.st_mtime_ns > limit or st.st_ctime_ns > limit:
-            return f"none left: {p} changed less than {RACY_NS / 1e9:g} s before the run"
+        if max(st.st_mtime_ns, st.st_ctime_ns) > limit:
+            return f"none left: {p} {racy}"
     recorded = []
     for p in sorted(_input_paths(argv, seen, where)):
         try:
@@ -341,8 +339,8 @@ def _save(where: str, k: str, argv: list, seen, out: list, code: int, start: int
             return f"none left: {p} cannot be looked at ({e})"
         if stat.S_ISLNK(st.st_mode):
             return f"none left: {p} is a symbolic link"
-        if st.st_mtime_ns > limit or st.st_ctime_ns > limit:
-            return f"none left: {p} changed less than {RACY_NS / 1e9:g} s before the run"
+        if max(st.st_mtime_ns, st.st_ctime_ns) > limit:
+            return f"none left: {p} {racy}"
         recorded.append([p, _as_text(st)])
     write_json(where, k, {"format": FORMAT, "inputs": recorded, "programs": seen.programs, "out": out, "code": code})
     return f"left: {len(recorded)} inputs, {len(seen.programs)} git answers"
