@@ -309,7 +309,8 @@ _PATTERNS: Optional[dict] = None
 
 # (environment CPASYNC_MIGRATE_NESTING_QUICK=0 turns it off) a text with no long operator run is passed when its
 # deepest bracket, found by C-speed passes (``_depth``), is within the limit; the token loop then runs only to name
-# the line of a text that is too deep.  ``tests/test_nesting.py`` checks the same answers on and off.
+# the line of a text that is too deep; the run pattern is searched only where a search over bytes finds a row of
+# operators long enough (``_may_run``).  ``tests/test_nesting.py`` checks the same answers on and off.
 QUICK = os.environ.get("CPASYNC_MIGRATE_NESTING_QUICK", "1") != "0"
 
 
@@ -381,7 +382,7 @@ def nesting(text: str, python: bool):
     longest run of prefix operators.  A text with few brackets and no such run is passed at once."""
     limit = MAX_BRACKETS[python]
     patterns = _patterns()
-    runs = patterns["run"].search(text) is not None
+    runs = (not QUICK or _may_run(text)) and patterns["run"].search(text) is not None
     if not runs and text.count("(") + text.count("[") + text.count("{") <= limit:
         return None
     if QUICK and not runs and _depth(text, python) <= limit:
@@ -407,6 +408,20 @@ def nesting(text: str, python: bool):
         elif kind != "c":
             run = 0
     return None
+
+
+# (QUICK) Where a run is too long, the text read as bytes, with ``await`` and ``not`` each replaced by one operator
+# character, white space and every non-ASCII byte left out, and every other byte made a letter, holds more than
+# MAX_PREFIX_RUN operator characters in a row: a search in C over a string of one byte per character.  Leaving
+# characters out only joins runs, so a text without such a row has no run, and the run pattern, which tries a match
+# at every operator character, ``n`` and ``a`` of the text, is searched only where there is one.
+_RUN_BYTES = bytes(0x2B if chr(b) in "-+~!*&" else 0x78 for b in range(256))
+_RUN_GAPS = bytes(b for b in range(256) if b >= 0x80 or chr(b).isspace())
+
+
+def _may_run(text: str) -> bool:
+    data = text.encode("utf-8", "surrogatepass").replace(b"await", b"+").replace(b"not", b"+")
+    return data.translate(_RUN_BYTES, _RUN_GAPS).find(b"+" * (MAX_PREFIX_RUN + 1)) != -1
 
 
 # Without this many operator characters or words in a row (white space between), no run can be too long.  The

@@ -377,3 +377,199 @@ def test_many_literals_on_one_line_are_read():
         "bool F(const CallNode* op) { return op->op.same_as(builtin::ptx_cp_async()); }\n"
     ranges = window.plan(text.encode(), CPP)
     assert ranges == [(text.index("bool F"), len(text))]
+
+
+# ------------------------------------------------------------------ class members (MEMBERS)
+
+# A visitor class that names the op in one member only (the access-pointer layout: no site); its other members and
+# the shapes a member scan must read: access labels, a constructor's brace initialisers, a conditional, an anonymous
+# struct member, a lambda member, a macro without its ';', a nested class, a defaulted member.
+VISITOR = r'''
+namespace tvm {
+namespace tl {
+
+template <typename Node, typename = void>
+class AsyncCopyLowerer final : public arith::IRMutatorWithAnalyzer {
+ public:
+  explicit AsyncCopyLowerer(arith::Analyzer* analyzer)
+      : IRMutatorWithAnalyzer(analyzer), depth_{0}, seen_{} {
+    Reset();
+  }
+  TVM_DECLARE_LOWERER(AsyncCopyLowerer)
+  ~AsyncCopyLowerer() = default;
+
+ private:
+  PrimExpr VisitExpr_(const CallNode* op) final {
+    if (op->op.same_as(builtin::ptx_cp_async())) {
+      ICHECK(op->args.size() == 3U || op->args.size() == 4U);
+      return Call(op->dtype, op->op, {op->args[0], op->args[1], op->args[2]});
+    }
+    return IRMutatorWithAnalyzer::VisitExpr_(op);
+  }
+#if defined(TL_TRACE)
+  void Trace(const Stmt& s) { LOG(INFO) << s << '}'; }
+#endif
+  Stmt VisitStmt_(const ForNode* op) final {
+    depth_ += 1;
+    Stmt body = IRMutatorWithAnalyzer::VisitStmt_(op);
+    depth_ -= 1;
+    return body;
+  }
+  struct {
+    int copies = 0;
+    const char* note = "{;}";
+  } stats_;
+  std::function<int(int)> scale_ = [](int x) { return x * 2; };
+  class Scope {
+   public:
+    explicit Scope(int* d) : d_(d) { ++*d_; }
+    ~Scope() { --*d_; }
+
+   private:
+    int* d_;
+  };
+  void Reset() { depth_ = 0; }
+  int depth_;
+  std::unordered_set<const VarNode*> seen_;
+};
+
+}  // namespace tl
+}  // namespace tvm
+'''
+
+
+def _kept(text: str) -> bytes:
+    data = text.encode()
+    return b"".join(data[a:b] for a, b in window.plan(data, CPP))
+
+
+@pytest.fixture(params=[True, False], ids=["members", "classes-whole"])
+def members(request, monkeypatch):
+    monkeypatch.setattr(window, "MEMBERS", request.param)
+    return request.param
+
+
+def test_a_class_is_cut_into_the_members_that_name_the_op(members):
+    kept = _kept(VISITOR)
+    assert b"class AsyncCopyLowerer final" in kept and b"PrimExpr VisitExpr_(const CallNode* op)" in kept
+    assert b"};\n}  // namespace tl" in kept  # the class's close (the blank line between is in no item)
+    assert b"#if defined(TL_TRACE)" in kept and b"#endif" in kept  # its conditional lines, as at namespace scope
+    others = [b"Reset();", b"VisitStmt_(const ForNode* op)", b"stats_", b"scale_", b"class Scope", b"seen_;",
+              b"LOG(INFO)", b"TVM_DECLARE_LOWERER"]
+    assert [o for o in others if o in kept] == ([] if members else others)
+
+
+def test_a_class_cut_into_members_answers_for_its_file(members, no_minimum):
+    """Cut, the window is a small part of the file and shows it has no site; whole, the class is most of the file
+    and the window is not tried (``MAX_SHARE``)."""
+    assert _check(VISITOR, "k.cc", OPTS) == members
+    assert _key(cpp.analyze(VISITOR, "k.cc", OPTS)) == _key(CppAnalyzer(VISITOR, "k.cc", OPTS).run())
+
+
+# Each replaces the access-pointer member of VISITOR: a member that is a site, or one the cut must keep whole.
+MEMBER_CASES = {
+    "legacy_reader": (
+        "  void VisitExpr_(const CallNode* op, std::ostream& os) final {\n"
+        "    if (op->op.same_as(builtin::ptx_cp_async())) {\n"
+        "      std::string dst = PrintExpr(op->args[0]);\n"
+        "      std::string dst_offset = PrintExpr(op->args[1]);\n"
+        "      os << dst << \" + \" << dst_offset << PrintExpr(op->args[4]);\n"
+        "    }\n  }\n"),
+    "legacy_builder": (
+        "  Stmt Build(PrimExpr dst, PrimExpr dst_off, PrimExpr src, PrimExpr src_off) {\n"
+        "    return Evaluate(Call(DataType::Handle(), builtin::ptx_cp_async(),\n"
+        "                         {dst->data, dst_off, src->data, src_off, PrimExpr(16)}));\n  }\n"),
+    "printer_helper_member": (
+        "  bool IsCopy(const CallNode* op) { return op->op.same_as(builtin::ptx_cp_async()); }\n"
+        "  static std::string PrintCopy(const std::string& shared_ptr, const std::string& shared_offset,\n"
+        "                               const std::string& global_ptr, const std::string& global_offset,\n"
+        "                               const std::string& bytes) {\n"
+        "    return shared_ptr + shared_offset + global_ptr + global_offset + bytes;\n  }\n"),
+    "legacy_in_a_nested_class": (
+        "  struct Printer {\n"
+        "    void Print(const CallNode* op, std::ostream& os) {\n"
+        "      if (op->op.same_as(builtin::ptx_cp_async())) {\n"
+        "        os << op->args[0] << \" + \" << op->args[1] << op->args[2] << op->args[3] << op->args[4];\n"
+        "      }\n    }\n  };\n"),
+    "constructor_initialiser_names_the_op": (
+        "  AsyncCopyLowerer(int n) : op_{builtin::ptx_cp_async()}, n_{n} { Reset(); }\n"
+        "  const Op op_;\n  int n_;\n"),
+    "op_member_read_elsewhere": (
+        "  const Op& cp_ = builtin::ptx_cp_async();\n"
+        "  void Print(const CallNode* op, std::ostream& os) {\n"
+        "    if (op->op.same_as(cp_)) {\n"
+        "      os << op->args[0] << \" + \" << op->args[1] << op->args[4];\n"
+        "    }\n  }\n"),
+    "legacy_in_a_lambda_member": (
+        "  std::function<void(const CallNode*)> print_ = [this](const CallNode* op) {\n"
+        "    if (op->op.same_as(builtin::ptx_cp_async())) {\n"
+        "      stream_ << op->args[0] << \" + \" << op->args[1] << op->args[4];\n"
+        "    }\n  };\n"),
+    "instance_after_the_class": None,  # the class ends in a declarator: `} kLowerer;`
+}
+
+
+def _member_case(name: str) -> str:
+    start = VISITOR.index("  PrimExpr VisitExpr_(const CallNode* op) final {")
+    end = VISITOR.index("#if defined(TL_TRACE)")
+    member = MEMBER_CASES[name]
+    if member is None:
+        return VISITOR.replace("  std::unordered_set<const VarNode*> seen_;\n};",
+                               "  std::unordered_set<const VarNode*> seen_;\n} kLowerer;").replace(
+            "template <typename Node, typename = void>\n", "")
+    return VISITOR[:start] + member + VISITOR[end:]
+
+
+@pytest.mark.parametrize("name", sorted(MEMBER_CASES))
+def test_members_that_are_sites_or_must_stay_whole(name, members, no_minimum):
+    """The front end's answer equals the whole file's, and where the whole file has a site the window's walk sees
+    one (``_check``), with classes cut into members and kept whole; and both settings answer alike."""
+    text = _member_case(name)
+    _check(text, "k.cc", OPTS)
+    _check(text + PADDING, "k.cc", OPTS)
+
+
+@pytest.mark.parametrize("name", sorted(MEMBER_CASES))
+def test_cutting_classes_changes_no_answer(name, monkeypatch, no_minimum):
+    text = _member_case(name) + PADDING
+    monkeypatch.setattr(window, "MEMBERS", False)
+    whole_classes = _key(cpp.analyze(text, "k.cc", OPTS))
+    monkeypatch.setattr(window, "MEMBERS", True)
+    assert _key(cpp.analyze(text, "k.cc", OPTS)) == whole_classes
+
+
+def test_sites_in_members_are_seen_by_the_cut_window(no_minimum):
+    """The cases the whole file reports: the window cut into members finds a site in each (so it sends the file
+    whole), and the findings are the whole file's."""
+    codes = {}
+    for name in MEMBER_CASES:
+        text = _member_case(name)
+        whole = CppAnalyzer(text, "k.cc", OPTS).run()
+        codes[name] = sorted({f.code for f in whole.findings})
+        if whole.findings:
+            walked = _window_walk(text, "k.cc", OPTS)
+            assert walked is not None and walked[1], name
+    assert codes["legacy_reader"] and codes["legacy_builder"] and codes["printer_helper_member"]
+    assert codes["legacy_in_a_nested_class"] and codes["legacy_in_a_lambda_member"]
+
+
+CLASS_HEADS_KEPT_WHOLE = {
+    "alignas": "struct alignas(16) Lowerer {",  # a parenthesis in the head
+    "function_returning_a_struct": "struct Lowerer* Make() {",
+    "enum": "enum class Lowerer : int {",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLASS_HEADS_KEPT_WHOLE))
+def test_heads_the_cut_does_not_read_keep_the_class_whole(name):
+    head = CLASS_HEADS_KEPT_WHOLE[name]
+    text = (head + "\n  int Unrelated() { return 1; }\n"
+            "  bool F(const CallNode* op) { return op->op.same_as(builtin::ptx_cp_async()); }\n};\n")
+    assert b"Unrelated" in _kept(text)
+
+
+def test_a_class_body_the_scan_cannot_bound_stays_whole():
+    """A conditional that opens in the class body and closes in a member: the body is not cut."""
+    text = ("class Lowerer {\n  int Unrelated() { return 1; }\n#if A\n  void G() {\n#endif\n  }\n"
+            "  bool F(const CallNode* op) { return op->op.same_as(builtin::ptx_cp_async()); }\n};\n")
+    assert window.plan(text.encode(), CPP) is None or b"Unrelated" in _kept(text)

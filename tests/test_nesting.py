@@ -85,3 +85,37 @@ def test_the_unrolled_run_pattern_is_the_repeat_it_replaces():
         assert (a and a.span()) == (b and b.span()), text
         seen.add(a is None)
     assert seen == {True, False}
+
+
+def test_the_byte_row_is_found_wherever_a_run_is():
+    """``_may_run`` is False only where the run pattern finds nothing: on texts made of runs with white space
+    (non-ASCII too), words that end like ``not`` and names between them."""
+    import re
+
+    repeat = re.compile(r"(?:(?:[-+~!*&]|not\b|await\b)\s*){%d}" % (files.MAX_PREFIX_RUN + 1))
+    rng = random.Random(5)
+    pieces = ["-", "+", "~", "!", "*", "&", " ", "\n", "\t", "\u00a0", "\u2028", "not", "await", "x", "cannot",
+              "(", "nota", "é", "\x1c"]
+    seen = set()
+    for _ in range(3000):
+        text = rng.choice(["", " "]).join(
+            rng.choice(pieces[:6] + pieces[11:13]) if rng.random() < 0.985 else rng.choice(pieces)
+            for _ in range(rng.choice([90, 101, 102, 140, 260])))
+        found = repeat.search(text) is not None
+        assert files._may_run(text) or not found, text
+        seen.add(found)
+    assert seen == {True, False}
+
+
+@pytest.mark.parametrize("python", [True, False])
+def test_runs_get_the_same_answer_on_and_off(python, monkeypatch):
+    rng = random.Random(7)
+    texts = ["x = " + " ".join(rng.choice(["-", "not", "~", "await", "+ "]) for _ in range(n)) + " y\n"
+             for n in (99, 100, 101, 150)]
+    texts += ["# " + "-" * 200 + "\n", "/* " + "*" * 300 + " */\n", "a" + " - " * 120 + "b\n", "cannot " * 120]
+    answers = set()
+    for text in texts:
+        off, on = _both(text, python, monkeypatch)
+        assert on == off, text
+        answers.add(on is None)
+    assert answers == {True, False}

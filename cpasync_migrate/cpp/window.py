@@ -31,6 +31,17 @@ top-level declaration (a function, a class, a registration statement), each name
 
 each stretched to whole lines (a declaration sharing a line with a kept one is kept too).
 
+Class members (``MEMBERS``).  A class, struct or union definition that names the intrinsic is cut as a
+namespace body is: its head (up to the body's brace; a template header, the class key, names and bases, no
+parenthesis or ``=``), each member as a declaration (an access label goes with the member after it; a nested
+class that names it is cut alike) and its close (the closing brace to the declaration's end).  The same rules
+keep the head, the close, the members that name it or hold two offset-like names, the conditional lines and the
+``using`` members.  Why it keeps every site: a member function defined in its class is an outermost function
+(``_hot_ranges``), so a member that does not hold the name holds no consumer or construction, as a function at
+namespace scope does not.  A class body the scan cannot bound stays whole.  In the scan, a declaration's
+closing brace followed by ``{`` goes on (a constructor's brace initialiser before its body); a scan that keeps
+two declarations as one only keeps more.
+
 Whole-file lookups.  The checks that look beyond a site's own declaration (CPA105's overload and
 forwarding search, a construction's argument-array helper and its users, the hoisted names'
 search, the emitted spellings, the merge pass's check macro, the fix re-parse) run only where a
@@ -53,7 +64,8 @@ the one case where the two answers could differ.  ``tests/test_cpp_window.py`` c
 every C++ fixture, and (slow) on every C++ file of the benchmark trees and the realcpp trees that
 names a trigger.
 
-``ENABLED`` (environment ``CPASYNC_MIGRATE_CPP_WINDOW=0`` turns it off) is the switch;
+``ENABLED`` (environment ``CPASYNC_MIGRATE_CPP_WINDOW=0`` turns it off) is the switch, ``MEMBERS``
+(``CPASYNC_MIGRATE_CPP_WINDOW_MEMBERS=0``) the cut of classes;
 ``MIN_BYTES`` (``CPASYNC_MIGRATE_CPP_WINDOW_MIN_BYTES``, default 16384) the size from which a file is
 windowed.
 """
@@ -73,6 +85,11 @@ MIN_BYTES = int(os.environ.get("CPASYNC_MIGRATE_CPP_WINDOW_MIN_BYTES", "16384"))
 # both give the same tree and the same analysis.
 REUSE = os.environ.get("CPASYNC_MIGRATE_CPP_WINDOW_REUSE", "1") != "0"
 MAX_SHARE = 0.5  # a window holding more of the file than this is not tried (the whole file is parsed)
+# A class definition that names the op is cut into its head, its members and its close, as a namespace body is into its
+# declarations, so the window keeps the members that name it, not the whole class (most of a pass's file is often one
+# visitor class).  CPASYNC_MIGRATE_CPP_WINDOW_MEMBERS=0 keeps every such class whole, as before; tests/test_cpp_window.py
+# checks that both give the whole file's analysis.
+MEMBERS = os.environ.get("CPASYNC_MIGRATE_CPP_WINDOW_MEMBERS", "1") != "0"
 
 # What the scan stops at, at namespace scope and inside a declaration (where ``;`` does not matter).
 _STOP_NS = re.compile(rb"""[{};"'/#\\]""")
@@ -90,6 +107,9 @@ _CHAR_PREFIXES = (b"L", b"u", b"U", b"u8")
 # After a declaration's closing brace, what continues the same declaration (an initializer, a call on a
 # lambda, the declarators after a class body are handled by _CLASS_HEAD).
 _CONTINUES = b",=().-+*/&|<>?:!%^"
+# A class definition's head (``MEMBERS``): a template header, then ``class``, ``struct`` or ``union`` and what names it and
+# its bases, up to the body's brace; no parenthesis or ``=`` (a function returning a class, ``alignas(...)``: not cut).
+_CLASS_DEF = re.compile(rb"(?:template\s*<[^{};]*>\s*)?(?:class|struct|union)\b[^{};=()]*")
 
 
 class _Unbounded(Exception):
@@ -103,6 +123,7 @@ class Item:
     kind: str  # "decl", "open", "close", "directive"
     conditional: bool = False  # a preprocessor conditional line (#if ... #endif)
     using: bool = False  # a using declaration at namespace scope
+    head: int = -1  # (a declaration) its first brace at its own depth, -1: none
 
 
 def _skip_space(data: bytes, i: int, n: int) -> int:
@@ -202,7 +223,13 @@ def _char_end(data: bytes, i: int, n: int) -> Optional[int]:
 
 
 def scan(data: bytes) -> list[Item]:
-    """The file's items at namespace scope, in order (``_Unbounded`` when they cannot be bounded).
+    """The file's items at namespace scope, in order (``_Unbounded`` when they cannot be bounded)."""
+    return _scan(data, 0, False)[0]
+
+
+def _scan(data: bytes, start: int, body: bool) -> tuple[list[Item], int]:
+    """(items, end): the items from ``start`` at namespace scope; ``body``: ``start`` is inside a class body, whose
+    members are read as a namespace's declarations, and ``end`` is its closing brace (else the file's length).
 
     Over 80 lines: one pass of a byte lexer whose states (comment, literal, preprocessor line, brace depth,
     open ``#if``, the declaration being scanned) are shared by every branch; split, each step would take and
@@ -215,7 +242,8 @@ def scan(data: bytes) -> list[Item]:
     decl = -1  # start of the declaration being scanned (-1: at namespace scope, between items)
     decl_depth = 0  # namespace depth the declaration started at
     head_end = -1  # where the declaration's first brace at its own depth is (-1: none yet)
-    i = 0
+    i = start
+    stop = -1  # (body) the class body's closing brace
     while True:
         if decl == -1:
             i = _skip_space(data, i, n)
@@ -232,6 +260,9 @@ def scan(data: bytes) -> list[Item]:
                 i = e
                 continue
             if data[i] == 0x7D:  # '}' closing a namespace
+                if body and not scopes and not depth:
+                    stop = i  # the class body's end
+                    break
                 if not scopes or scopes[-1] != depth:
                     raise _Unbounded("a closing brace without its opening")
                 if any(d == depth and s == -1 for s, d in conds):
@@ -262,7 +293,7 @@ def scan(data: bytes) -> list[Item]:
             i = j + 1
         elif c == 0x7D:  # }
             if depth == decl_depth:  # the namespace's end after a declaration without its ';' (a macro)
-                _end_decl(items, conds, decl, j)
+                _end_decl(items, conds, decl, j, head_end)
                 decl, i = -1, j
                 continue
             depth -= 1
@@ -271,16 +302,16 @@ def scan(data: bytes) -> list[Item]:
                 k = _skip_space(data, i, n)
                 nxt = data[k:k + 1]
                 if nxt == b";":
-                    _end_decl(items, conds, decl, k + 1)
+                    _end_decl(items, conds, decl, k + 1, head_end)
                     decl, i = -1, k + 1
-                elif nxt and (nxt in _CONTINUES or (
+                elif nxt and (nxt in _CONTINUES or (nxt == b"{" and MEMBERS) or (
                         (nxt.isalpha() or nxt == b"_") and _CLASS_HEAD.search(data, decl, head_end))):
                     pass  # the declaration goes on: an initializer, declarators after a class body
                 else:
-                    _end_decl(items, conds, decl, i)
+                    _end_decl(items, conds, decl, i, head_end)
                     decl = -1
         elif c == 0x3B:  # ; at the declaration's own depth
-            _end_decl(items, conds, decl, j + 1)
+            _end_decl(items, conds, decl, j + 1, head_end)
             decl, i = -1, j + 1
         elif c == 0x22:  # "
             w = _WORD_END.search(data, max(0, j - 8), j)
@@ -309,9 +340,9 @@ def scan(data: bytes) -> list[Item]:
             if data.startswith(b"\n", j + 1) or data.startswith(b"\r\n", j + 1):
                 raise _Unbounded("a line splice outside a preprocessor line")
             i = j + 1
-    if decl != -1 or scopes or depth or conds:
+    if decl != -1 or scopes or depth or conds or body and stop == -1:
         raise _Unbounded("the file ends inside a declaration, a namespace or a conditional")
-    return items
+    return items, (n if stop == -1 else stop)
 
 
 def _conditional(word: bytes, conds: list, decl: int, depth: int) -> None:
@@ -324,10 +355,30 @@ def _conditional(word: bytes, conds: list, decl: int, depth: int) -> None:
         conds.pop()
 
 
-def _end_decl(items: list, conds: list, start: int, end: int) -> None:
+def _end_decl(items: list, conds: list, start: int, end: int, head: int = -1) -> None:
     if conds and conds[-1][0] == start:
         raise _Unbounded("a declaration that ends inside its own conditional")
-    items.append(Item(start, end, "decl"))
+    items.append(Item(start, end, "decl", head=head))
+
+
+def _members(data: bytes, items: list[Item], name: bytes) -> list[Item]:
+    """``items`` with each class definition that names the op cut into its head (an ``open`` item), its members
+    (read as a namespace body's declarations, nested classes cut alike) and its close (``}`` to the end of the
+    declaration, a ``close`` item); a class whose body the scan cannot bound stays whole (``MEMBERS``)."""
+    out: list[Item] = []
+    for it in items:
+        parts = None
+        if it.kind == "decl" and it.head != -1 and data.find(name, it.start, it.end) != -1 and \
+                _CLASS_DEF.fullmatch(data, it.start, it.head):
+            try:
+                members, close = _scan(data, it.head + 1, True)
+                if close < it.end:
+                    parts = [Item(it.start, it.head + 1, "open"), *_members(data, members, name),
+                             Item(close, it.end, "close")]
+            except (_Unbounded, IndexError):
+                parts = None
+        out.extend(parts or (it,))
+    return out
 
 
 def _offset_regex(cpp) -> Optional[re.Pattern]:
@@ -350,9 +401,11 @@ def plan(data: bytes, cpp) -> Optional[list[tuple[int, int]]]:
         items = scan(data)
     except (_Unbounded, IndexError):
         return None
+    name = cpp.op_name.encode()
+    if MEMBERS:
+        items = _members(data, items, name)
     starts = [it.start for it in items]
     keep = [False] * len(items)
-    name = cpp.op_name.encode()
     i = data.find(name)
     while i != -1:  # every occurrence of the name: its item
         k = bisect.bisect_right(starts, i) - 1
