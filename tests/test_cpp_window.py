@@ -573,3 +573,25 @@ def test_a_class_body_the_scan_cannot_bound_stays_whole():
     text = ("class Lowerer {\n  int Unrelated() { return 1; }\n#if A\n  void G() {\n#endif\n  }\n"
             "  bool F(const CallNode* op) { return op->op.same_as(builtin::ptx_cp_async()); }\n};\n")
     assert window.plan(text.encode(), CPP) is None or b"Unrelated" in _kept(text)
+
+
+def test_class_heads_are_read_in_linear_time():
+    """A head the pattern does not take (many '>' and class keys, then an '='): refused without trying each '>'."""
+    import time
+
+    head = b"template <" + b"> class A " * 20000 + b"= 1 {\n"
+    t0 = time.process_time()
+    assert window._CLASS_DEF.fullmatch(head, 0, len(head) - 2) is None
+    assert time.process_time() - t0 < 5  # quadratic backtracking took minutes
+    for ok in (b"template <typename T, typename U = Pair<T, int>>\nclass X final : public Base<T> ",
+               b"struct TVM_DLL Lowerer : public StmtExprMutator ", b"union Bits "):
+        assert window._CLASS_DEF.fullmatch(ok)
+
+
+def test_classes_nested_deeper_than_the_cut_goes_stay_whole(monkeypatch):
+    text = "bool F(const CallNode* op) { return op->op.same_as(builtin::ptx_cp_async()); }\nint Unrelated() { return 1; }\n"
+    for k in range(window._MEMBER_DEPTH + 2):
+        text = f"struct S{k} {{\n{text}}};\n"
+    assert b"Unrelated" in _kept(text)  # the innermost classes are kept whole
+    monkeypatch.setattr(window, "_MEMBER_DEPTH", window._MEMBER_DEPTH + 2)
+    assert b"Unrelated" not in _kept(text)

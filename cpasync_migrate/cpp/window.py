@@ -109,7 +109,9 @@ _CHAR_PREFIXES = (b"L", b"u", b"U", b"u8")
 _CONTINUES = b",=().-+*/&|<>?:!%^"
 # A class definition's head (``MEMBERS``): a template header, then ``class``, ``struct`` or ``union`` and what names it and
 # its bases, up to the body's brace; no parenthesis or ``=`` (a function returning a class, ``alignas(...)``: not cut).
-_CLASS_DEF = re.compile(rb"(?:template\s*<[^{};]*>\s*)?(?:class|struct|union)\b[^{};=()]*")
+# Linear in the head: a template header's angle brackets nest one deep at most (deeper ones: not cut).
+_CLASS_DEF = re.compile(rb"(?:template\s*<[^{};<>]*+(?:<[^{};<>]*+>[^{};<>]*+)*+>\s*+)?(?:class|struct|union)\b[^{};=()]*+")
+_MEMBER_DEPTH = 4  # classes nested deeper than this in a cut class stay whole (each level scans its body again)
 
 
 class _Unbounded(Exception):
@@ -361,19 +363,19 @@ def _end_decl(items: list, conds: list, start: int, end: int, head: int = -1) ->
     items.append(Item(start, end, "decl", head=head))
 
 
-def _members(data: bytes, items: list[Item], name: bytes) -> list[Item]:
+def _members(data: bytes, items: list[Item], name: bytes, level: int = 0) -> list[Item]:
     """``items`` with each class definition that names the op cut into its head (an ``open`` item), its members
     (read as a namespace body's declarations, nested classes cut alike) and its close (``}`` to the end of the
     declaration, a ``close`` item); a class whose body the scan cannot bound stays whole (``MEMBERS``)."""
     out: list[Item] = []
     for it in items:
         parts = None
-        if it.kind == "decl" and it.head != -1 and data.find(name, it.start, it.end) != -1 and \
-                _CLASS_DEF.fullmatch(data, it.start, it.head):
+        if level < _MEMBER_DEPTH and it.kind == "decl" and it.head != -1 and data.find(name, it.start, it.end) != -1 \
+                and _CLASS_DEF.fullmatch(data, it.start, it.head):
             try:
                 members, close = _scan(data, it.head + 1, True)
                 if close < it.end:
-                    parts = [Item(it.start, it.head + 1, "open"), *_members(data, members, name),
+                    parts = [Item(it.start, it.head + 1, "open"), *_members(data, members, name, level + 1),
                              Item(close, it.end, "close")]
             except (_Unbounded, IndexError):
                 parts = None
