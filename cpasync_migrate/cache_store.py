@@ -11,7 +11,8 @@ every tree (``$XDG_CACHE_HOME/cpasync-migrate/key``, else ``~/.cache/cpasync-mig
 created once with mode 0600, ``O_EXCL`` and no link followed); an entry whose MAC does not check (one committed
 to the scanned repository, one another machine wrote, an edited one) is a miss.  Without a usable key the cache
 is neither read nor written.  Every file of the cache is written and read through :mod:`.safe_write` (no link
-followed); the prune deletes only entry files (``??/<62 hex digits>.json``) inside the folder.
+followed); the prune deletes only entry files (``??/<62 hex digits>.json``) inside the folder, and the log
+folders a killed run's workers left (``inputs-<16 hex digits>/<process id>``, a day old).
 
 What the store reads and writes is the tool's own bookkeeping, never an input of a run's report: it is done
 unobserved (``inputs.unobserved``), so a run record does not count it among the run's inputs or side effects.
@@ -114,6 +115,10 @@ PRUNE_EVERY_S = 24 * 3600  # how often a run looks for such entries
 
 
 _ENTRY = r"[0-9a-f]{62}\.json"  # the name of an entry file (the prune deletes nothing else)
+# the private folder of a run's workers' event logs (inputs.py), left behind only by a run that was killed; the
+# prune deletes one a day old, with the logs in it (files named by a worker's process id)
+_LOGS = r"inputs-[0-9a-f]{16}"
+_LOG = r"[0-9]{1,10}"
 
 
 @unobserved
@@ -183,8 +188,8 @@ def _prune(dir_fd: int, now: float | None = None) -> None:
     """At most once a day: delete the entries nobody read or wrote for ``MAX_AGE_DAYS``.
 
     ``dir_fd``: the results folder, open.  Only entry files are deleted (``??/<62 hex>.json``,
-    regular files), in sub-folders that are not links; the marker ``last-pruned`` is replaced,
-    never written through."""
+    regular files), in sub-folders that are not links, and the workers' log folders a killed run left
+    (``_prune_logs``); the marker ``last-pruned`` is replaced, never written through."""
     import re
     import stat
     import time
@@ -200,6 +205,9 @@ def _prune(dir_fd: int, now: float | None = None) -> None:
                                                     "days are deleted\n" % MAX_AGE_DAYS).encode())
         os.utime("last-pruned", (now, now), dir_fd=dir_fd, follow_symlinks=False)
         for sub in os.scandir(dir_fd):
+            if re.fullmatch(_LOGS, sub.name) and sub.is_dir(follow_symlinks=False):
+                _prune_logs(dir_fd, sub.name, now)
+                continue
             if len(sub.name) != 2 or not sub.is_dir(follow_symlinks=False):
                 continue
             try:
@@ -215,6 +223,33 @@ def _prune(dir_fd: int, now: float | None = None) -> None:
                         os.unlink(e.name, dir_fd=sfd)
             finally:
                 os.close(sfd)
+    except OSError:
+        pass
+
+
+def _prune_logs(dir_fd: int, name: str, now: float) -> None:
+    """Delete the log folder ``name`` of a run that was killed (a live run's is minutes old): when it was last
+    changed a day ago or more, its log files (regular files named by a process id; nothing else is deleted),
+    then the folder, which is left where anything else is in it."""
+    import re
+    import stat
+
+    try:
+        if now - os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mtime < PRUNE_EVERY_S:
+            return
+        sfd = safe_write.open_subdir(dir_fd, name, create=False)
+    except OSError:
+        return
+    try:
+        for e in os.scandir(sfd):
+            if re.fullmatch(_LOG, e.name) and stat.S_ISREG(e.stat(follow_symlinks=False).st_mode):
+                os.unlink(e.name, dir_fd=sfd)
+    except OSError:
+        pass
+    finally:
+        os.close(sfd)
+    try:
+        os.rmdir(name, dir_fd=dir_fd)
     except OSError:
         pass
 

@@ -169,6 +169,37 @@ def test_entries_unused_for_a_month_are_pruned_once_a_day(tree, tmp_path):
     assert (cache / "ab" / ("0" * 62 + ".json")).exists() and (cache / "cd" / ("0" * 62 + ".json")).exists()
 
 
+def test_the_log_folders_of_killed_runs_are_pruned(tree, tmp_path):
+    """A run killed while observed leaves its workers' log folder (``inputs-<16 hex>``) in the records' folder: the
+    daily prune deletes one a day old, its logs and then itself; a fresh one, anything but a log file, a link and
+    what it points to are left."""
+    import os
+    import time
+
+    from cpasync_migrate import cache as c
+
+    cache = tmp_path / "cache"
+    _report(tree, cache)
+    old = time.time() - 2 * 86400
+    stale, fresh, foreign = (cache / f"inputs-{k * 16}" for k in "abc")
+    for folder in (stale, fresh, foreign):
+        folder.mkdir()
+        (folder / "4242").write_text('["r", "/x"]\n')
+    (foreign / "notes").write_text("not a log\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "4243").write_text("kept\n")
+    (cache / ("inputs-" + "d" * 16)).symlink_to(outside, target_is_directory=True)
+    for folder in (stale, foreign):
+        os.utime(folder, (old, old))
+    os.utime(cache / "last-pruned", (old, old))
+    c._write(str(cache), "ab" + "0" * 62, {"format": c.FORMAT, "value": None})
+    assert not stale.exists()
+    assert (fresh / "4242").is_file()
+    assert sorted(p.name for p in foreign.iterdir()) == ["notes"]
+    assert (outside / "4243").is_file() and (cache / ("inputs-" + "d" * 16)).is_symlink()
+
+
 def test_default_folder(monkeypatch, tmp_path):
     import os
 

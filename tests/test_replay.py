@@ -519,7 +519,8 @@ _LOOKUPS = {
         "safe_write.py:_refuse",
     ],
     "the cache's own bookkeeping and the records themselves (no inputs)": [
-        "cache_store.py:_prune", "replay.py:_input_paths", "replay.py:_save", "replay.py:_stat_key",
+        "cache_store.py:_prune", "cache_store.py:_prune_logs", "replay.py:_input_paths", "replay.py:_save",
+        "replay.py:_stat_key",
     ],
     "notes its paths (inputs.note)": [
         "cli.py:tree_definition",
