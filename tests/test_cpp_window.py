@@ -99,7 +99,7 @@ def _window_walk(text: str, path: str, opts):
     if ranges is None:
         return None
     an = CppAnalyzer(text, path, opts, window=ranges)
-    if an.errors or an.src.root.has_error:
+    if an.errors or an.src.root.has_error or an.file_op_vars():  # (an Op variable outside a function: whole)
         return None
     an.collect()
     return ranges, an.sites
@@ -500,6 +500,12 @@ MEMBER_CASES = {
         "    if (op->op.same_as(cp_)) {\n"
         "      os << op->args[0] << \" + \" << op->args[1] << op->args[4];\n"
         "    }\n  }\n"),
+    "member_set_by_the_constructor_read_elsewhere": (
+        "  AsyncCopyLowerer(int n) : cp_(builtin::ptx_cp_async()), n_{n} {}\n"
+        "  void Print(const CallNode* op, std::ostream& os) {\n"
+        "    if (op->op.same_as(this->cp_)) {\n"
+        "      os << op->args[0] << \" + \" << op->args[1] << op->args[4];\n"
+        "    }\n  }\n  Op cp_;\n  int n_;\n"),
     "legacy_in_a_lambda_member": (
         "  std::function<void(const CallNode*)> print_ = [this](const CallNode* op) {\n"
         "    if (op->op.same_as(builtin::ptx_cp_async())) {\n"
@@ -546,11 +552,13 @@ def test_sites_in_members_are_seen_by_the_cut_window(no_minimum):
         text = _member_case(name)
         whole = CppAnalyzer(text, "k.cc", OPTS).run()
         codes[name] = sorted({f.code for f in whole.findings})
-        if whole.findings:
+        if whole.findings:  # the window's walk sees a site, or the window is not used (an Op member)
             walked = _window_walk(text, "k.cc", OPTS)
-            assert walked is not None and walked[1], name
+            assert (walked is None and window.analyze(text, "k.cc", OPTS) is None) or walked[1], name
     assert codes["legacy_reader"] and codes["legacy_builder"] and codes["printer_helper_member"]
     assert codes["legacy_in_a_nested_class"] and codes["legacy_in_a_lambda_member"]
+    # a consumer that reaches the op through an Op member is reported, left for a person
+    assert codes["op_member_read_elsewhere"] == codes["member_set_by_the_constructor_read_elsewhere"] == ["CPA104"]
 
 
 CLASS_HEADS_KEPT_WHOLE = {

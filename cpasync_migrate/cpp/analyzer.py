@@ -32,6 +32,7 @@ import os
 import re
 from typing import Optional
 
+from .. import codes
 from ..findings import Analysis, Edit, Finding, Fix, FrontEndOptions, Status, apply_edits
 from .constructions import ConstructionChecks
 from .consumers import ConsumerChecks
@@ -271,8 +272,9 @@ class CppAnalyzer(CppContext):
             else:
                 tops[top.id] = top
         spans = sorted((t.start_byte, t.end_byte) for t in tops.values())
-        hot = sorted(spans + [(o, o + width) for o in loose_at])
-        self._words = self._declared_words(decls.values())
+        hot = sorted(set(spans + [(o, o + width) for o in loose_at] + self._outer_var_functions()))
+        self._words = sorted(set(self._declared_words(decls.values())) |
+                             {n.encode("utf-8", "surrogatepass") for n in self.file_op_vars()})
         self._word_nodes(nodes, hot)
         ifs, calls = [], []
         for n in sorted(nodes.values(), key=lambda n: (n.start_byte, -n.end_byte)):
@@ -362,14 +364,26 @@ class CppAnalyzer(CppContext):
         return fdecls
 
     def _tagged(self, method, node) -> None:
-        """Run ``method(node)``; the sites it adds get the op and role it left in ``self.tag``."""
+        """Run ``method(node)``; the sites it adds get the op and role it left in ``self.tag``, and are left for a
+        person where it reached the op through an Op variable declared outside the function (``_outside``)."""
         n0 = len(self.sites)
         self.tag = (None, None)
+        self.outer_op_uses = []
         method(node)
         op, role = self.tag
         for site in self.sites[n0:]:
             site.op = site.op or op
             site.role = site.role or role
+            if self.outer_op_uses and not site.info:
+                self._outside(site, self.outer_op_uses[0])
+
+    def _outside(self, site, var: str) -> None:
+        """A site whose op is an Op variable declared outside its function: reported, never edited (the fixes
+        read the op where the function names it)."""
+        if site.code == codes.CPP_CONSUMER_REWRITABLE:
+            site.code = codes.CPP_CONSUMER_MANUAL
+        site.fixable, site.edits, site.fix_note = False, [], None
+        site.leave(f"its op is `{var}`, an Op variable declared outside the function: not rewritten")
 
     def _hot_ranges(self) -> list[tuple[int, int]]:
         """Byte ranges outside which no if statement or call can be a consumer or a construction.
@@ -400,7 +414,26 @@ class CppAnalyzer(CppContext):
             k = bisect.bisect_right(ranges, (o, len(data) + 1)) - 1
             if k < 0 or not (ranges[k][0] <= o and o + len(name) <= ranges[k][1]):
                 loose.append((o, o + len(name)))
-        return sorted(ranges + loose)
+        return sorted(set(ranges + loose + self._outer_var_functions()))
+
+    def _outer_var_functions(self) -> list[tuple[int, int]]:
+        """The spans of the outermost functions that name an Op variable declared outside every function
+        (``file_op_vars``): their ifs and calls may reach the op through it, so they are hot too."""
+        names = self.file_op_vars()
+        if not names:
+            return []
+        pat = re.compile(rb"(?<![A-Za-z0-9_])(?:" + b"|".join(
+            re.escape(n.encode("utf-8", "surrogatepass")) for n in sorted(names)) + rb")(?![A-Za-z0-9_])")
+        at = [m.start() for m in pat.finditer(self.src.data)]
+        out, end = [], -1
+        for f in self.fns:  # document order: a nested definition starts inside its outer one
+            if f.start_byte < end:
+                continue
+            end = f.end_byte
+            j = bisect.bisect_left(at, f.start_byte)
+            if j < len(at) and at[j] < end:
+                out.append((f.start_byte, end))
+        return out
 
     def _whole_file_error(self) -> Optional[Analysis]:
         if "\x00" in self.text:

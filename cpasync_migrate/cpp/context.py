@@ -156,6 +156,8 @@ class CppContext:
         self.target = options.target
         self.style = getattr(options, "cpp_style", None) or Style()  # LLVM's 80 columns without a .clang-format
         self._op_vars: dict = {}
+        self._file_op_vars: Optional[dict] = None  # name -> op call node (file_op_vars)
+        self.outer_op_uses: list = []  # the Op variables of file_op_vars the site being built reached its op through
         self.dead_ranges = []
         self._fns: Optional[list] = None
         self._fn_starts: Optional[list[int]] = None
@@ -281,6 +283,59 @@ class CppContext:
             self._op_vars[key] = found
         return self._op_vars[key]
 
+    def file_op_vars(self) -> dict:
+        """Op variables declared outside every function: at namespace scope (``static const Op& kCp =
+        builtin::ptx_cp_async();``, a static member's definition), as a class's members (``const Op& cp_ = ...;``,
+        ``Op cp_{...};``) or set by a constructor's initialiser list (``: cp_(builtin::ptx_cp_async())``): name ->
+        the op call.  A function that reads one names no op itself, so its sites are found only through these
+        (``CppAnalyzer``: the functions that name one are hot, and their sites are left for a person).  A name
+        also declared otherwise is still taken: a site too many is reported, never one too few."""
+        if self._file_op_vars is None:
+            found: dict = {}
+            data, name = self.src.data, self.cpp.op_name.encode()
+            occ = []
+            i = data.find(name)
+            while i != -1:
+                occ.append((i, i + len(name)))
+                i = data.find(name, i + 1)
+            kinds = ("declaration", "field_declaration", "field_initializer")
+            seen = {n.id: n for around in nodes_around(self.src.root, kinds, occ) for n in around} if occ else {}
+            for n in sorted(seen.values(), key=lambda n: n.start_byte):
+                for var, val in self._declared_op_vars(n):
+                    found.setdefault(var, val)
+            self._file_op_vars = found
+        return self._file_op_vars
+
+    def _declared_op_vars(self, n) -> list:
+        """(name, op call) of each Op variable the declaration or member initialiser ``n`` sets outside a function."""
+        if n.type == "field_initializer":
+            kids = named(n)
+            val = self._op_value(kids[-1]) if len(kids) == 2 and kids[0].type == "field_identifier" else None
+            return [(self.text_of(kids[0]), val)] if val is not None else []
+        if self.func_of(n) is not None:
+            return []  # a local variable (op_vars)
+        ty = n.child_by_field_name("type")
+        quals = "".join(self.text_of(c) for c in n.children if c.type == "type_qualifier")
+        if ty is None or not self.cpp.is_op_type(quals + self.text_of(ty)):
+            return []
+        out = []
+        if n.type == "field_declaration":
+            val = self._op_value(n.child_by_field_name("default_value"))
+            if val is not None:
+                out = [(self.leaf_name(d), val) for d in n.children_by_field_name("declarator")]
+        else:
+            for d in n.children_by_field_name("declarator"):
+                val = self._op_value(d.child_by_field_name("value")) if d.type == "init_declarator" else None
+                if val is not None:
+                    out.append((self.leaf_name(d.child_by_field_name("declarator")), val))
+        return [(k, v) for k, v in out if k]
+
+    def _op_value(self, v):
+        """The op call an initialiser is (``= op()``, ``{op()}``, ``(op())``), else None."""
+        if v is not None and v.type in ("initializer_list", "argument_list") and len(named(v)) == 1:
+            v = named(v)[0]
+        return v if self.is_op_call(v) else None
+
     def definitions_named(self, name: str) -> list:
         """(definition, its declarator) of each function definition of the file whose declarator's name, without
         its qualifiers, is ``name``, in the file's order (the file's definitions listed once)."""
@@ -318,11 +373,22 @@ class CppContext:
         return self.text_of(decl) if decl is not None else ""
 
     def op_node(self, node, fn):
-        """The op-call node ``node`` denotes (itself, or an Op variable's initialiser)."""
+        """The op-call node ``node`` denotes (itself, or an Op variable's initialiser: a local one of ``fn``, else one
+        declared outside every function, noted in ``outer_op_uses``)."""
         if self.is_op_call(node):
             return node
-        if node is not None and node.type == "identifier":
-            return self.op_vars(fn).get(self.text_of(node))
+        if node is not None and node.type == "field_expression" and self.text_of(
+                node.child_by_field_name("argument")) == "this":
+            node = node.child_by_field_name("field")  # `this->cp_`
+        if node is not None and node.type in ("identifier", "field_identifier"):
+            text = self.text_of(node)
+            local = self.op_vars(fn).get(text) if node.type == "identifier" else None
+            if local is not None:
+                return local
+            outer = self.file_op_vars().get(text)
+            if outer is not None:
+                self.outer_op_uses.append(text)
+            return outer
         return None
 
     def ir_op(self, opcall) -> Optional[str]:

@@ -42,6 +42,11 @@ namespace scope does not.  A class body the scan cannot bound stays whole.  In t
 closing brace followed by ``{`` goes on (a constructor's brace initialiser before its body); a scan that keeps
 two declarations as one only keeps more.
 
+An Op variable declared outside every function (``CppContext.file_op_vars``: at namespace scope, as a class's
+member, or set by a constructor's initialiser list) makes every function that names it hot, though the function
+need not name the op: its declaration names the op, so it is in the window, and the window then sends the file
+whole.
+
 Whole-file lookups.  The checks that look beyond a site's own declaration (CPA105's overload and
 forwarding search, a construction's argument-array helper and its users, the hoisted names'
 search, the emitted spellings, the merge pass's check macro, the fix re-parse) run only where a
@@ -536,6 +541,8 @@ def attempt(text: str, path: str, options, data: Optional[bytes] = None):
         return None, tree
     if not _helper_calls_closed(an, ranges):
         return None, tree
+    if an.file_op_vars():  # an Op variable declared outside every function: the functions that read it are hot,
+        return None, tree  # and need not name the op (CppAnalyzer._outer_var_functions)
     an.probe = True  # sites are only counted
     an.collect(until_site=True)
     if an.sites:
