@@ -312,8 +312,6 @@ class CppContext:
             kids = named(n)
             val = self._op_value(kids[-1]) if len(kids) == 2 and kids[0].type == "field_identifier" else None
             return [(self.text_of(kids[0]), val)] if val is not None else []
-        if self.func_of(n) is not None:
-            return []  # a local variable (op_vars)
         ty = n.child_by_field_name("type")
         quals = "".join(self.text_of(c) for c in n.children if c.type == "type_qualifier")
         if ty is None or not self.cpp.is_op_type(quals + self.text_of(ty)):
@@ -328,6 +326,8 @@ class CppContext:
                 val = self._op_value(d.child_by_field_name("value")) if d.type == "init_declarator" else None
                 if val is not None:
                     out.append((self.leaf_name(d.child_by_field_name("declarator")), val))
+        if not out or self.func_of(n) is not None:
+            return []  # none, or local variables (op_vars)
         return [(k, v) for k, v in out if k]
 
     def _op_value(self, v):

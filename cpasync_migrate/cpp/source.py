@@ -223,7 +223,7 @@ _KIND_QUERIES: dict = {}
 # before they are told apart by type.  tests/test_cpp_speedups.py checks the same analyses on and off.
 ONE_QUERY = os.environ.get("CPASYNC_MIGRATE_CPP_ONE_QUERY", "1") != "0"
 KINDS = ("function_definition", "function_declarator", "preproc_def", "preproc_function_def", "declaration",
-         "if_statement", "call_expression", "using_declaration")
+         "if_statement", "call_expression", "using_declaration", "field_declaration", "field_initializer")
 
 
 def _query(types: tuple[str, ...]):
