@@ -364,6 +364,7 @@ _LAYOUTS = {
         "op": _Table({
             "qualifiers": _STRS, "call_constructors": _STRS, "array_types": _STRS, "append_methods": _STRS,
             "op_types": _STRS, "ops": _Data(kind="str"), "access_pointer_calls": _STRS, "access_pointer_name": _STR,
+            "getters": _opt("strs"), "registered": _Data(required=False, kind="str"),
             "context": _Table({"default": _STR, "namespaces": _Data(kind="str"), "using": _Data(kind="str")}),
         }),
         "consumer": _Table({"same_as": _STR, "op_field": _STR, "args_field": _STR, "check_macros": _STRS,

@@ -377,13 +377,13 @@ class CppAnalyzer(CppContext):
             if self.outer_op_uses and not site.info:
                 self._outside(site, self.outer_op_uses[0])
 
-    def _outside(self, site, var: str) -> None:
-        """A site whose op is an Op variable declared outside its function: reported, never edited (the fixes
-        read the op where the function names it)."""
+    def _outside(self, site, how: str) -> None:
+        """A site whose op is an Op variable declared outside its function or a lookup by the op's registered name
+        (``how`` says which): reported, never edited (the fixes read the op where the function spells it)."""
         if site.code == codes.CPP_CONSUMER_REWRITABLE:
             site.code = codes.CPP_CONSUMER_MANUAL
         site.fixable, site.edits, site.fix_note = False, [], None
-        site.leave(f"its op is `{var}`, an Op variable declared outside the function: not rewritten")
+        site.leave(f"its op is {how}: not rewritten")
 
     def _hot_ranges(self) -> list[tuple[int, int]]:
         """Byte ranges outside which no if statement or call can be a consumer or a construction.

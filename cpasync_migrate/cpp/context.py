@@ -157,7 +157,9 @@ class CppContext:
         self.style = getattr(options, "cpp_style", None) or Style()  # LLVM's 80 columns without a .clang-format
         self._op_vars: dict = {}
         self._file_op_vars: Optional[dict] = None  # name -> op call node (file_op_vars)
-        self.outer_op_uses: list = []  # the Op variables of file_op_vars the site being built reached its op through
+        # how the site being built reached its op, where the fixes do not follow it: an Op variable of file_op_vars,
+        # a lookup by the registered name (op_getter); each a phrase for the message
+        self.outer_op_uses: list = []
         self.dead_ranges = []
         self._fns: Optional[list] = None
         self._fn_starts: Optional[list[int]] = None
@@ -247,6 +249,19 @@ class CppContext:
             return False
         return self.cpp.is_op_spelling(self.text_of(fn))
 
+    def op_getter(self, node) -> Optional[str]:
+        """The IR op of ``Op::Get("tl.ptx_cp_async")`` (a getter of ``[op] getters`` called with one string that
+        is a name of ``[op.registered]``), else None."""
+        if node is None or node.type != "call_expression" or not self.cpp.op_getters:
+            return None
+        fn, args = node.child_by_field_name("function"), node.child_by_field_name("arguments")
+        a = named(args) if args is not None else []
+        if fn is None or len(a) != 1 or a[0].type != "string_literal" or squash(self.text_of(fn)) not in \
+                self.cpp.op_getters:
+            return None
+        text = self.text_of(a[0])
+        return self.cpp.op_registered.get(text[1:-1]) if text.startswith('"') and text.endswith('"') else None
+
     def op_vars(self, fn) -> dict:
         """Local variables of ``fn`` that hold the intrinsic's Op: name -> op call node."""
         if fn is None:
@@ -278,7 +293,8 @@ class CppContext:
                     if d.type != "init_declarator":
                         continue
                     val = d.child_by_field_name("value")
-                    if self.is_op_call(val) and ty is not None and self.cpp.is_op_type(quals + self.text_of(ty)):
+                    if (self.is_op_call(val) or self.op_getter(val)) and ty is not None and \
+                            self.cpp.is_op_type(quals + self.text_of(ty)):
                         found[self.leaf_name(d.child_by_field_name("declarator"))] = val
             self._op_vars[key] = found
         return self._op_vars[key]
@@ -334,7 +350,7 @@ class CppContext:
         """The op call an initialiser is (``= op()``, ``{op()}``, ``(op())``), else None."""
         if v is not None and v.type in ("initializer_list", "argument_list") and len(named(v)) == 1:
             v = named(v)[0]
-        return v if self.is_op_call(v) else None
+        return v if self.is_op_call(v) or self.op_getter(v) else None
 
     def definitions_named(self, name: str) -> list:
         """(definition, its declarator) of each function definition of the file whose declarator's name, without
@@ -377,22 +393,30 @@ class CppContext:
         declared outside every function, noted in ``outer_op_uses``)."""
         if self.is_op_call(node):
             return node
+        if self.op_getter(node):
+            self.outer_op_uses.append(f"looked up by its registered name (`{squash(self.text_of(node))}`)")
+            return node
         if node is not None and node.type == "field_expression" and self.text_of(
                 node.child_by_field_name("argument")) == "this":
             node = node.child_by_field_name("field")  # `this->cp_`
         if node is not None and node.type in ("identifier", "field_identifier"):
             text = self.text_of(node)
-            local = self.op_vars(fn).get(text) if node.type == "identifier" else None
-            if local is not None:
-                return local
-            outer = self.file_op_vars().get(text)
-            if outer is not None:
-                self.outer_op_uses.append(text)
-            return outer
+            found = self.op_vars(fn).get(text) if node.type == "identifier" else None
+            if found is None:
+                found = self.file_op_vars().get(text)
+                if found is not None:
+                    self.outer_op_uses.append(f"`{text}`, an Op variable declared outside the function")
+            if found is not None and self.op_getter(found):
+                self.outer_op_uses.append(f"`{text}`, set by a lookup of its registered name "
+                                          f"(`{squash(self.text_of(found))}`)")
+            return found
         return None
 
     def ir_op(self, opcall) -> Optional[str]:
         """The IR op an op-call node names: by its qualifier, else by its context."""
+        got = self.op_getter(opcall)
+        if got is not None:
+            return got
         fn = opcall.child_by_field_name("function") if opcall is not None else None
         if fn is None:
             return self.cpp.context_default

@@ -37,6 +37,8 @@ class CppRules:
     rules_version: str
     # Which IR op each qualifier names, and the rule for an unqualified spelling ([op.context]).
     op_ops: dict
+    op_getters: tuple  # callees that look an op up by its registered name (Op::Get)
+    op_registered: dict  # registered name -> the IR op
     context_default: str
     context_namespaces: dict
     context_using: dict
@@ -105,6 +107,8 @@ def _load(path: Path, op_name: str, suppress_comment: str) -> CppRules:
         suppress_comment=suppress_comment,
         rules_version=str(data["rules_version"]),
         op_ops=dict(op["ops"]),
+        op_getters=tuple(squash(g) for g in op.get("getters", ())),
+        op_registered=dict(op.get("registered", {})),
         context_default=context["default"],
         context_namespaces=dict(context["namespaces"]),
         context_using={squash(k): v for k, v in context["using"].items()},
