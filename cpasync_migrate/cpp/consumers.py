@@ -56,19 +56,24 @@ class ConsumerChecks:
 
     # ---------------------------------------------------------- consumers
     def _op_tests(self, cond, fn) -> list[str]:
-        """Objects ``X`` in ``X->op.same_as(<op>)`` tests inside ``cond``."""
+        """Objects ``X`` in ``X->op.same_as(<op>)`` tests inside ``cond`` (and in ``X->op == <op>``, noted in
+        ``outer_op_uses``: such a branch is reported and left for a person)."""
         objs = []
         for n in walk(cond):
-            if n.type != "call_expression":
+            if n.type == "binary_expression":
+                inner, opnode = self._compared(n, fn)
+            elif n.type == "call_expression":
+                f = n.child_by_field_name("function")
+                if f is None or f.type != "field_expression" or \
+                        self.ctx.text_of(f.child_by_field_name("field")) != self.ctx.cpp.same_as:
+                    continue
+                a = named(n.child_by_field_name("arguments"))
+                opnode = self.ctx.op_node(a[0], fn) if len(a) == 1 else None
+                inner = f.child_by_field_name("argument")
+            else:
                 continue
-            f = n.child_by_field_name("function")
-            if f is None or f.type != "field_expression" or self.ctx.text_of(f.child_by_field_name("field")) != self.ctx.cpp.same_as:
-                continue
-            a = named(n.child_by_field_name("arguments"))
-            opnode = self.ctx.op_node(a[0], fn) if len(a) == 1 else None
             if opnode is None:
                 continue
-            inner = f.child_by_field_name("argument")
             if inner is not None and inner.type == "field_expression" and self.ctx.text_of(
                 inner.child_by_field_name("field")
             ) == self.ctx.cpp.op_field:
@@ -77,6 +82,20 @@ class ConsumerChecks:
                 if len(objs) == 1:
                     self.ctx.tested_opnode = opnode
         return objs
+
+    def _compared(self, n, fn):
+        """(``X->op``, the op node) of ``X->op == <op>`` or ``!=`` (either way round), else (None, None)."""
+        if self.ctx.text_of(n.child_by_field_name("operator")) not in ("==", "!="):
+            return None, None
+        left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
+        for obj, other in ((left, right), (right, left)):
+            if obj is not None and obj.type == "field_expression" and \
+                    self.ctx.text_of(obj.child_by_field_name("field")) == self.ctx.cpp.op_field:
+                opnode = self.ctx.op_node(other, fn)
+                if opnode is not None:
+                    self.ctx.outer_op_uses.append("compared with `==` or `!=`, not tested with `same_as`")
+                    return obj, opnode
+        return None, None
 
     def _chain_conditions(self, s) -> list[str]:
         """Conditions of the earlier branches of the if/else-if chain ``s`` is in, each also as its
@@ -112,10 +131,18 @@ class ConsumerChecks:
         body = s.child_by_field_name("consequence")
         if cond is None or body is None or self.ctx.in_dead(s):
             return
-        if self.ctx.cpp.same_as not in self.ctx.text_of(cond):
-            return  # no `X->op.same_as(...)` test in the condition (cheap text check before the tree walk)
+        text = self.ctx.text_of(cond)
+        if self.ctx.cpp.same_as not in text and "==" not in text:
+            return  # no `X->op.same_as(...)` test (nor `==`) in the condition (cheap text check before the tree walk)
         fn = self.ctx.func_of(s)
         self.ctx.tested_ops = []
+        guarded = self._guarded(s, cond, body)
+        if guarded is not None:
+            self._guard(s, cond, guarded, fn)
+            return
+        tests = self._polarities(cond)
+        if tests and all(negated for _, negated in tests):
+            return  # the body runs for every other op: no reader of this one
         objs = self._op_tests(cond, fn)
         if not objs:
             return
@@ -154,6 +181,85 @@ class ConsumerChecks:
             self.ctx.sites.append(site)
             return
         self._printed_or_left(site, why)
+        self.ctx.sites.append(site)
+
+    # ---------------------------------------------------------- readers past a guard
+    _JUMPS = ("return_statement", "continue_statement", "break_statement", "throw_statement")
+
+    def _guarded(self, s, cond, body) -> Optional[list]:
+        """The statements after ``s`` in its block when ``s`` is a guard that leaves for every other op
+        (``if (!X->op.same_as(<op>)) return ...;``, ``!(A || X->op.same_as(<op>))``, ``X->op != <op>``, with other
+        ``||`` terms such as ``!X``, no else, its body ending in a jump): they run only for the op.  None otherwise
+        (a test that is not negated, or one under ``&&``: the branch is the if's own body, as before)."""
+        if s.child_by_field_name("alternative") is not None or s.parent is None or \
+                s.parent.type != "compound_statement":
+            return None
+        last = named(body)[-1] if body.type == "compound_statement" and named(body) else body
+        if last.type not in self._JUMPS:
+            return None
+        tests = self._polarities(cond)
+        if not tests or not all(negated for _, negated in tests):
+            return None
+        siblings = named(s.parent)
+        return siblings[siblings.index(s) + 1:]
+
+    def _polarities(self, cond) -> list:
+        """(the test, negated?) of each op test in ``cond`` that is a ``same_as`` call or a ``==``/``!=``
+        comparison of ``X->op``, reached through parentheses, ``||`` and ``!`` only; [] where any test lies
+        under another operator."""
+        out = []
+
+        def visit(n, neg: bool) -> bool:
+            while n.type in ("parenthesized_expression", "condition_clause") and len(named(n)) == 1:
+                n = named(n)[0]
+            if n.type == "unary_expression" and self.ctx.text_of(n.child_by_field_name("operator")) == "!":
+                return visit(n.child_by_field_name("argument"), not neg)
+            if n.type == "binary_expression":
+                op = self.ctx.text_of(n.child_by_field_name("operator"))
+                if op == "||":
+                    return visit(n.child_by_field_name("left"), neg) and visit(n.child_by_field_name("right"), neg)
+                if op in ("==", "!=") and self._names_op_field(n):
+                    out.append((n, neg != (op == "!=")))
+                    return True
+            if n.type == "call_expression" and self.ctx.text_of(n).find(self.ctx.cpp.same_as) != -1:
+                f = n.child_by_field_name("function")
+                if f is not None and f.type == "field_expression" and \
+                        self.ctx.text_of(f.child_by_field_name("field")) == self.ctx.cpp.same_as:
+                    out.append((n, neg))
+                    return True
+            # anything else: a term with no op test in it (a null check), else a test under another operator
+            return self.ctx.cpp.same_as not in self.ctx.text_of(n) and not any(
+                m.type == "binary_expression" and self._names_op_field(m) for m in walk(n))
+
+        return out if visit(cond, False) else []
+
+    def _names_op_field(self, n) -> bool:
+        return any(c is not None and c.type == "field_expression" and
+                   self.ctx.text_of(c.child_by_field_name("field")) == self.ctx.cpp.op_field
+                   for c in (n.child_by_field_name("left"), n.child_by_field_name("right")))
+
+    def _guard(self, s, cond, after: list, fn) -> None:
+        """A reader past a guard (``_guarded``): the statements after it read ``X->args`` in the legacy layout.
+        Reported and left for a person (the tool rewrites the body of a branch, not the rest of a block)."""
+        objs = self._op_tests(cond, fn)
+        if not objs:
+            return
+        self.ctx.tag = (self.ctx.tested_ops[0], "reader")
+        reads, sizes, _ = self.args_uses(objs[0], [cond, *after])
+        legacy_n = {v for _, v in sizes if v in self.ctx.legacy.cpp_arity}
+        new_n = {v for _, v in sizes if v in self.ctx.target.cpp_arity}
+        offsets = any(self._offset_reads(objs[0], st) for st in after)
+        legacy = bool({i for _, i in reads if i >= max(self.ctx.target.cpp_arity)} or legacy_n or offsets)
+        if legacy and new_n:
+            self.ctx.sites.append(self._dual_layout_site(s))
+            return
+        if not legacy:
+            return
+        site = PendingSite(s, codes.CPP_CONSUMER_MANUAL)
+        if not self.ctx.probe:
+            site.message = (f"`{self.ctx.cpp.op_name}` consumer reads the legacy layout after a guard that leaves for "
+                            f"every other op; {self.ctx.index_map()}")
+            site.leave("its reads are the rest of the block after the guard: not rewritten")
         self.ctx.sites.append(site)
 
     def _dual_layout_site(self, head) -> PendingSite:
