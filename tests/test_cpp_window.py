@@ -99,7 +99,8 @@ def _window_walk(text: str, path: str, opts):
     if ranges is None:
         return None
     an = CppAnalyzer(text, path, opts, window=ranges)
-    if an.errors or an.src.root.has_error or an.file_op_vars():  # (an Op variable outside a function: whole)
+    if an.errors or an.src.root.has_error or not window._names_closed(
+            an, ranges, [*an.file_op_vars(), *an.op_predicates()]):  # (read outside the window: whole)
         return None
     an.collect()
     return ranges, an.sites
@@ -603,3 +604,20 @@ def test_classes_nested_deeper_than_the_cut_goes_stay_whole(monkeypatch):
     assert b"Unrelated" in _kept(text)  # the innermost classes are kept whole
     monkeypatch.setattr(window, "_MEMBER_DEPTH", window._MEMBER_DEPTH + 2)
     assert b"Unrelated" not in _kept(text)
+
+
+@pytest.mark.parametrize("holder", [
+    "bool IsCopy(const CallNode* c) { return c->op.same_as(builtin::ptx_cp_async()); }\n",  # a predicate
+    "static const Op& kCopy = builtin::ptx_cp_async();\nbool IsCopy(const CallNode* c) { return c->op.same_as(kCopy); }\n",
+])
+def test_a_reader_that_names_only_a_predicate_or_an_op_variable_sends_the_file_whole(holder, no_minimum):
+    """The reader names no op, so the window leaves it out; the name it calls occurs outside the window, so the window
+    does not answer, and the whole file's analysis finds the reader (left for a person)."""
+    reader = ("void Count(const CallNode* call, int* n) {\n  if (!IsCopy(call)) return;\n"
+              "  *n += Downcast<IntImm>(call->args[4])->value;\n}\n")
+    text = holder + PADDING + reader
+    assert b"Count(const CallNode" not in _kept(text)
+    assert window.analyze(text, "k.cc", OPTS) is None
+    got = cpp.analyze(text, "k.cc", OPTS)
+    assert [(f.code, f.line) for f in got.findings] == [("CPA104", text[:text.index("if (!IsCopy")].count("\n") + 1)]
+    assert _check(text, "k.cc", OPTS) is False

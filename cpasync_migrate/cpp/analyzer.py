@@ -274,7 +274,7 @@ class CppAnalyzer(CppContext):
         spans = sorted((t.start_byte, t.end_byte) for t in tops.values())
         hot = sorted(set(spans + [(o, o + width) for o in loose_at] + self._outer_var_functions()))
         self._words = sorted(set(self._declared_words(decls.values())) |
-                             {n.encode("utf-8", "surrogatepass") for n in self.file_op_vars()})
+                             {n.encode("utf-8", "surrogatepass") for n in (*self.file_op_vars(), *self.op_predicates())})
         self._word_nodes(nodes, hot)
         ifs, calls = [], []
         for n in sorted(nodes.values(), key=lambda n: (n.start_byte, -n.end_byte)):
@@ -418,8 +418,9 @@ class CppAnalyzer(CppContext):
 
     def _outer_var_functions(self) -> list[tuple[int, int]]:
         """The spans of the outermost functions that name an Op variable declared outside every function
-        (``file_op_vars``): their ifs and calls may reach the op through it, so they are hot too."""
-        names = self.file_op_vars()
+        (``file_op_vars``) or a predicate of the file that tests for the op (``op_predicates``): their ifs and
+        calls may reach the op through it, so they are hot too."""
+        names = {*self.file_op_vars(), *self.op_predicates()}
         if not names:
             return []
         pat = re.compile(rb"(?<![A-Za-z0-9_])(?:" + b"|".join(

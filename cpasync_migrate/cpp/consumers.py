@@ -62,6 +62,14 @@ class ConsumerChecks:
         for n in walk(cond):
             if n.type == "binary_expression":
                 inner, opnode = self._compared(n, fn)
+            elif n.type == "call_expression" and self._predicate_of(n) is not None:
+                obj, opnode = self._predicate_test(n)
+                if obj is not None:
+                    objs.append(obj)
+                    self.ctx.tested_ops.append(self.ctx.ir_op(opnode))
+                    if len(objs) == 1:
+                        self.ctx.tested_opnode = opnode
+                continue
             elif n.type == "call_expression":
                 f = n.child_by_field_name("function")
                 if f is None or f.type != "field_expression" or \
@@ -82,6 +90,38 @@ class ConsumerChecks:
                 if len(objs) == 1:
                     self.ctx.tested_opnode = opnode
         return objs
+
+    def _predicate_of(self, n) -> Optional[tuple]:
+        """(kind, op call nodes) of the predicate of the file (``op_predicates``) the call ``n`` calls, else None."""
+        preds = self.ctx.op_predicates()
+        f = n.child_by_field_name("function")
+        if not preds or f is None or f.type not in ("identifier", "qualified_identifier", "field_expression"):
+            return None
+        key = f.child_by_field_name("field") if f.type == "field_expression" else f  # `this->IsCpAsync(...)`
+        return preds.get(self.ctx.short_name(key)) if key is not None else None
+
+    def _predicate_test(self, n):
+        """(``X``, the predicate's first op node) of a call of a predicate on ``X->op`` (or ``Downcast<Op>(X->op)``,
+        kind "op") or on ``X`` (kind "call"), noted in ``outer_op_uses``; else (None, None)."""
+        kind, ops = self._predicate_of(n)
+        a = named(n.child_by_field_name("arguments"))
+        if len(a) != 1 or not ops:
+            return None, None
+        arg = a[0]
+        if kind == "op" and arg.type == "call_expression" and arg.child_by_field_name("arguments") is not None and \
+                len(named(arg.child_by_field_name("arguments"))) == 1 and \
+                squash(self.ctx.text_of(arg.child_by_field_name("function"))).endswith("Downcast<Op>"):
+            arg = named(arg.child_by_field_name("arguments"))[0]
+        if kind == "op" and arg.type == "field_expression" and \
+                self.ctx.text_of(arg.child_by_field_name("field")) == self.ctx.cpp.op_field:
+            obj = squash(self.ctx.text_of(arg.child_by_field_name("argument")))
+        elif kind == "call" and arg.type == "identifier":
+            obj = self.ctx.text_of(arg)
+        else:
+            return None, None
+        self.ctx.outer_op_uses.append(f"tested by `{self.ctx.short_name(n.child_by_field_name('function'))}`, a "
+                                      "predicate of the file")
+        return obj, ops[0]
 
     def _compared(self, n, fn):
         """(``X->op``, the op node) of ``X->op == <op>`` or ``!=`` (either way round), else (None, None)."""
@@ -132,8 +172,8 @@ class ConsumerChecks:
         if cond is None or body is None or self.ctx.in_dead(s):
             return
         text = self.ctx.text_of(cond)
-        if self.ctx.cpp.same_as not in text and "==" not in text:
-            return  # no `X->op.same_as(...)` test (nor `==`) in the condition (cheap text check before the tree walk)
+        if self.ctx.cpp.same_as not in text and "=" not in text and not any(p in text for p in self.ctx.op_predicates()):
+            return  # no `X->op.same_as(...)` test (nor `==`, `!=`, a predicate) in the condition (cheap text check)
         fn = self.ctx.func_of(s)
         self.ctx.tested_ops = []
         guarded = self._guarded(s, cond, body)
@@ -221,6 +261,9 @@ class ConsumerChecks:
                 if op in ("==", "!=") and self._names_op_field(n):
                     out.append((n, neg != (op == "!=")))
                     return True
+            if n.type == "call_expression" and self._predicate_of(n) is not None:
+                out.append((n, neg))
+                return True
             if n.type == "call_expression" and self.ctx.text_of(n).find(self.ctx.cpp.same_as) != -1:
                 f = n.child_by_field_name("function")
                 if f is not None and f.type == "field_expression" and \
@@ -229,7 +272,8 @@ class ConsumerChecks:
                     return True
             # anything else: a term with no op test in it (a null check), else a test under another operator
             return self.ctx.cpp.same_as not in self.ctx.text_of(n) and not any(
-                m.type == "binary_expression" and self._names_op_field(m) for m in walk(n))
+                (m.type == "binary_expression" and self._names_op_field(m)) or
+                (m.type == "call_expression" and self._predicate_of(m) is not None) for m in walk(n))
 
         return out if visit(cond, False) else []
 

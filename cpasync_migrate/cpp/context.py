@@ -157,6 +157,7 @@ class CppContext:
         self.style = getattr(options, "cpp_style", None) or Style()  # LLVM's 80 columns without a .clang-format
         self._op_vars: dict = {}
         self._file_op_vars: Optional[dict] = None  # name -> op call node (file_op_vars)
+        self._predicates: Optional[dict] = None  # name -> (kind, op call nodes) (op_predicates)
         # how the site being built reached its op, where the fixes do not follow it: an Op variable of file_op_vars,
         # a lookup by the registered name (op_getter); each a phrase for the message
         self.outer_op_uses: list = []
@@ -321,6 +322,88 @@ class CppContext:
                     found.setdefault(var, val)
             self._file_op_vars = found
         return self._file_op_vars
+
+    def op_predicates(self) -> dict:
+        """Functions of the file that only test their one parameter for the op, so that a caller tests a call
+        without naming the op: ``bool IsCpAsync(const Op& op) { return op == builtin::ptx_cp_async() || op ==
+        tl::ptx_cp_async(); }`` (kind "op": called with ``X->op``) or ``bool IsCopy(const CallNode* c) { return
+        c->op.same_as(builtin::ptx_cp_async()); }`` (kind "call": called with ``X``): short name -> (kind, the op
+        call nodes it tests).  Like ``file_op_vars``, a site found through one is left for a person."""
+        if self._predicates is None:
+            found: dict = {}
+            data, name = self.src.data, self.cpp.op_name.encode()
+            occ = []
+            i = data.find(name)
+            while i != -1:
+                occ.append((i, i + len(name)))
+                i = data.find(name, i + 1)
+            if self.file_op_vars():  # a predicate may test through one of them
+                pat = re.compile(rb"(?<![A-Za-z0-9_])(?:" + b"|".join(
+                    re.escape(v.encode("utf-8", "surrogatepass")) for v in sorted(self.file_op_vars()))
+                    + rb")(?![A-Za-z0-9_])")
+                occ = sorted(occ + [m.span() for m in pat.finditer(data)])
+            fns = {f.id: f for around in nodes_around(self.src.root, ("function_definition",), occ) for f in around} \
+                if occ else {}
+            for fn in sorted(fns.values(), key=lambda f: f.start_byte):
+                got = self._predicate(fn)
+                decl = self.fn_declarator(fn) if got is not None else None
+                inner = decl.child_by_field_name("declarator") if decl is not None else None
+                if inner is not None:
+                    found.setdefault(self.short_name(inner), got)
+            self._predicates = found
+        return self._predicates
+
+    def _predicate(self, fn) -> Optional[tuple]:
+        """(kind, op call nodes) when ``fn``'s body is ``return <tests of its one parameter, joined by ||>;``."""
+        body = fn.child_by_field_name("body")
+        stmts = named(body) if body is not None else []
+        decl = self.fn_declarator(fn)
+        params = [p for p in named(decl.child_by_field_name("parameters"))] if decl is not None and \
+            decl.child_by_field_name("parameters") is not None else []
+        if len(stmts) != 1 or stmts[0].type != "return_statement" or not named(stmts[0]) or len(params) != 1:
+            return None
+        pname = self.leaf_name(params[0].child_by_field_name("declarator"))
+        terms, stack = [], [named(stmts[0])[0]]
+        while stack:
+            t = stack.pop()
+            while t.type == "parenthesized_expression" and len(named(t)) == 1:
+                t = named(t)[0]
+            if t.type == "binary_expression" and self.text_of(t.child_by_field_name("operator")) == "||":
+                stack += [t.child_by_field_name("right"), t.child_by_field_name("left")]
+            else:
+                terms.append(t)
+        saved = list(self.outer_op_uses)
+        try:
+            return self._predicate_terms(fn, pname, terms)
+        finally:
+            self.outer_op_uses = saved  # (the predicate's own op reads are not the caller's site's)
+
+    def _predicate_terms(self, fn, pname: str, terms: list) -> Optional[tuple]:
+        kinds, ops = set(), []
+        for t in terms:
+            if t.type == "binary_expression" and self.text_of(t.child_by_field_name("operator")) == "==":
+                pairs = [(t.child_by_field_name("left"), t.child_by_field_name("right")),
+                         (t.child_by_field_name("right"), t.child_by_field_name("left"))]
+            elif t.type == "call_expression" and t.child_by_field_name("function") is not None and \
+                    t.child_by_field_name("function").type == "field_expression" and \
+                    self.text_of(t.child_by_field_name("function").child_by_field_name("field")) == self.cpp.same_as:
+                a = named(t.child_by_field_name("arguments"))
+                pairs = [(t.child_by_field_name("function").child_by_field_name("argument"), a[0])] if len(a) == 1 else []
+            else:
+                return None
+            for subject, other in pairs:
+                kind = "op" if subject is not None and subject.type == "identifier" and self.text_of(subject) == pname \
+                    else "call" if subject is not None and subject.type == "field_expression" and self.text_of(
+                        subject.child_by_field_name("argument")) == pname and self.text_of(
+                        subject.child_by_field_name("field")) == self.cpp.op_field else None
+                opnode = self.op_node(other, fn) if kind is not None else None
+                if opnode is not None:
+                    kinds.add(kind)
+                    ops.append(opnode)
+                    break
+            else:
+                return None
+        return (kinds.pop(), ops) if len(kinds) == 1 else None
 
     def _declared_op_vars(self, n) -> list:
         """(name, op call) of each Op variable the declaration or member initialiser ``n`` sets outside a function."""

@@ -43,9 +43,10 @@ closing brace followed by ``{`` goes on (a constructor's brace initialiser befor
 two declarations as one only keeps more.
 
 An Op variable declared outside every function (``CppContext.file_op_vars``: at namespace scope, as a class's
-member, or set by a constructor's initialiser list) makes every function that names it hot, though the function
-need not name the op: its declaration names the op, so it is in the window, and the window then sends the file
-whole.
+member, or set by a constructor's initialiser list) or a predicate that tests its parameter for the op
+(``CppContext.op_predicates``) makes every function that names it hot, though the function need not name the op:
+its declaration names the op, so it is in the window, and the window sends the file whole when its name occurs
+outside the window (``_names_closed``).
 
 Whole-file lookups.  The checks that look beyond a site's own declaration (CPA105's overload and
 forwarding search, a construction's argument-array helper and its users, the hoisted names'
@@ -512,6 +513,22 @@ def _helper_calls_closed(an, ranges: list[tuple[int, int]]) -> bool:
     return True
 
 
+def _names_closed(an, ranges: list[tuple[int, int]], names: list) -> bool:
+    """No name of ``names`` (Op variables outside every function, predicates testing for the op: a function that
+    names one is hot though it need not name the op, CppAnalyzer._outer_var_functions) occurs outside the window."""
+    if not names:
+        return True
+    data = an.src.data
+    pat = re.compile(rb"(?<![A-Za-z0-9_])(?:" + b"|".join(
+        re.escape(n.encode("utf-8", "surrogatepass")) for n in sorted(names)) + rb")(?![A-Za-z0-9_])")
+    pos = 0
+    for a, b in [*ranges, (len(data), len(data))]:
+        if pos < a and pat.search(data, pos, a):
+            return False
+        pos = b
+    return True
+
+
 def analyze(text: str, path: str, options):
     """The file's analysis when a window shows it has no site (the empty analysis); None otherwise
     (the caller analyses the whole file)."""
@@ -541,8 +558,8 @@ def attempt(text: str, path: str, options, data: Optional[bytes] = None):
         return None, tree
     if not _helper_calls_closed(an, ranges):
         return None, tree
-    if an.file_op_vars():  # an Op variable declared outside every function: the functions that read it are hot,
-        return None, tree  # and need not name the op (CppAnalyzer._outer_var_functions)
+    if not _names_closed(an, ranges, [*an.file_op_vars(), *an.op_predicates()]):
+        return None, tree
     an.probe = True  # sites are only counted
     an.collect(until_site=True)
     if an.sites:
