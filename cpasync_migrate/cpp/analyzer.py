@@ -40,7 +40,7 @@ from . import context
 from .context import CppContext, PendingSite
 from .declarations import DeclarationChecks
 from .merge import MergeRebase
-from .source import error_summary, nodes_around, nodes_around_any, nodes_of_types
+from .source import error_summary, nodes_around, nodes_around_any, nodes_of_types, whole_words
 
 _AROUND_NAME = ("function_definition", "preproc_def", "preproc_function_def", "declaration", "if_statement",
                 "call_expression")
@@ -250,11 +250,7 @@ class CppAnalyzer(CppContext):
         data, root = self.src.data, self.src.root
         name = self.cpp.op_name.encode()
         width = len(name)
-        occ = []
-        i = data.find(name)
-        while i != -1:
-            occ.append(i)
-            i = data.find(name, i + 1)
+        occ = [a for a, _ in self.name_spans()]
         tops: dict = {}
         macros: dict = {}
         decls: dict = {}
@@ -395,11 +391,7 @@ class CppAnalyzer(CppContext):
         (Only the outermost function is known to hold the name; the analysis itself decides.)
         """
         data, name = self.src.data, self.cpp.op_name.encode()
-        occ = []
-        i = data.find(name)
-        while i != -1:
-            occ.append(i)
-            i = data.find(name, i + 1)
+        occ = [a for a, _ in self.name_spans()]
         ranges = []
         end = -1
         for f in self.fns:  # document order: a nested definition starts inside its outer one
@@ -423,9 +415,7 @@ class CppAnalyzer(CppContext):
         names = {*self.file_op_vars(), *self.op_predicates()}
         if not names:
             return []
-        pat = re.compile(rb"(?<![A-Za-z0-9_])(?:" + b"|".join(
-            re.escape(n.encode("utf-8", "surrogatepass")) for n in sorted(names)) + rb")(?![A-Za-z0-9_])")
-        at = [m.start() for m in pat.finditer(self.src.data)]
+        at = [m.start() for m in whole_words(names).finditer(self.src.data)]
         out, end = [], -1
         for f in self.fns:  # document order: a nested definition starts inside its outer one
             if f.start_byte < end:

@@ -30,7 +30,7 @@ from ..findings import Applicability, FrontEndOptions
 from .. import codes
 from . import reparse
 from .cpprules import CppRules, load_cpp_rules
-from .source import Source, ancestors, error_nodes, named, nodes_around, nodes_of_types, squash
+from .source import Source, ancestors, error_nodes, named, nodes_around, nodes_of_types, squash, whole_words
 
 # The lean walk (CPASYNC_MIGRATE_CPP_LEAN=0 turns it off): the nodes the checks read are found around the
 # bytes that matter (the occurrences of the op's name, of an Op variable's name, of the offset-like names)
@@ -158,6 +158,7 @@ class CppContext:
         self._op_vars: dict = {}
         self._file_op_vars: Optional[dict] = None  # name -> op call node (file_op_vars)
         self._predicates: Optional[dict] = None  # name -> (kind, op call nodes) (op_predicates)
+        self._name_spans: Optional[list] = None
         # how the site being built reached its op, where the fixes do not follow it: an Op variable of file_op_vars,
         # a lookup by the registered name (op_getter); each a phrase for the message
         self.outer_op_uses: list = []
@@ -300,6 +301,18 @@ class CppContext:
             self._op_vars[key] = found
         return self._op_vars[key]
 
+    def name_spans(self) -> list[tuple[int, int]]:
+        """The byte spans of every occurrence of the op's name (also inside longer names), in order."""
+        if self._name_spans is None:
+            data, name = self.src.data, self.cpp.op_name.encode()
+            occ = []
+            i = data.find(name)
+            while i != -1:
+                occ.append((i, i + len(name)))
+                i = data.find(name, i + 1)
+            self._name_spans = occ
+        return self._name_spans
+
     def file_op_vars(self) -> dict:
         """Op variables declared outside every function: at namespace scope (``static const Op& kCp =
         builtin::ptx_cp_async();``, a static member's definition), as a class's members (``const Op& cp_ = ...;``,
@@ -309,12 +322,7 @@ class CppContext:
         also declared otherwise is still taken: a site too many is reported, never one too few."""
         if self._file_op_vars is None:
             found: dict = {}
-            data, name = self.src.data, self.cpp.op_name.encode()
-            occ = []
-            i = data.find(name)
-            while i != -1:
-                occ.append((i, i + len(name)))
-                i = data.find(name, i + 1)
+            occ = self.name_spans()
             kinds = ("declaration", "field_declaration", "field_initializer")
             seen = {n.id: n for around in nodes_around(self.src.root, kinds, occ) for n in around} if occ else {}
             for n in sorted(seen.values(), key=lambda n: n.start_byte):
@@ -331,17 +339,9 @@ class CppContext:
         call nodes it tests).  Like ``file_op_vars``, a site found through one is left for a person."""
         if self._predicates is None:
             found: dict = {}
-            data, name = self.src.data, self.cpp.op_name.encode()
-            occ = []
-            i = data.find(name)
-            while i != -1:
-                occ.append((i, i + len(name)))
-                i = data.find(name, i + 1)
+            occ = self.name_spans()
             if self.file_op_vars():  # a predicate may test through one of them
-                pat = re.compile(rb"(?<![A-Za-z0-9_])(?:" + b"|".join(
-                    re.escape(v.encode("utf-8", "surrogatepass")) for v in sorted(self.file_op_vars()))
-                    + rb")(?![A-Za-z0-9_])")
-                occ = sorted(occ + [m.span() for m in pat.finditer(data)])
+                occ = sorted(occ + [m.span() for m in whole_words(self.file_op_vars()).finditer(self.src.data)])
             fns = {f.id: f for around in nodes_around(self.src.root, ("function_definition",), occ) for f in around} \
                 if occ else {}
             for fn in sorted(fns.values(), key=lambda f: f.start_byte):

@@ -265,6 +265,12 @@ def nodes_of_types(root, types: tuple[str, ...], ranges: Optional[list[tuple[int
     return sorted(found, key=lambda n: (n.start_byte, -n.end_byte))
 
 
+def whole_words(names) -> "re.Pattern":
+    """A search for any of ``names`` (strings) as a whole C++ name in bytes."""
+    return re.compile(rb"(?<![A-Za-z0-9_])(?:" + b"|".join(
+        re.escape(n.encode("utf-8", "surrogatepass")) for n in sorted(names)) + rb")(?![A-Za-z0-9_])")
+
+
 def nodes_around(root, types: tuple[str, ...], ranges) -> list[list]:
     """For each byte range ``(lo, hi)``, the nodes of the given types below ``root`` that hold all of it (those
     around it, as a tree-sitter query finds them: in C, descending only into the nodes over the range;

@@ -518,9 +518,9 @@ def _names_closed(an, ranges: list[tuple[int, int]], names: list) -> bool:
     names one is hot though it need not name the op, CppAnalyzer._outer_var_functions) occurs outside the window."""
     if not names:
         return True
-    data = an.src.data
-    pat = re.compile(rb"(?<![A-Za-z0-9_])(?:" + b"|".join(
-        re.escape(n.encode("utf-8", "surrogatepass")) for n in sorted(names)) + rb")(?![A-Za-z0-9_])")
+    from .source import whole_words
+
+    data, pat = an.src.data, whole_words(names)
     pos = 0
     for a, b in [*ranges, (len(data), len(data))]:
         if pos < a and pat.search(data, pos, a):
