@@ -205,6 +205,7 @@ class CppAnalyzer(CppContext):
             if not self.in_dead(c):
                 self._tagged(self.constructions.construction, c)
                 self._tagged(self.constructions.registration, c)
+                self._tagged(self.consumers.asserted, c)
                 if until_site and self.sites:
                     return
         for f in fdecls:

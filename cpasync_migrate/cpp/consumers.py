@@ -282,9 +282,30 @@ class ConsumerChecks:
                    self.ctx.text_of(c.child_by_field_name("field")) == self.ctx.cpp.op_field
                    for c in (n.child_by_field_name("left"), n.child_by_field_name("right")))
 
+    def asserted(self, call) -> None:
+        """A reader past a check that the call is the op (``ICHECK(X->op.same_as(<op>)) << ...;``, a macro of
+        ``[consumer] condition_macros`` whose condition tests for the op through ``||`` only, as a statement of its
+        own): the rest of the block reads ``X->args``.  Reported as a guard's reader (``_guard``)."""
+        f = call.child_by_field_name("function")
+        args = named(call.child_by_field_name("arguments")) if call.child_by_field_name("arguments") else []
+        if f is None or len(args) != 1 or squash(self.ctx.text_of(f)) not in self.ctx.cpp.condition_macros:
+            return
+        stmt = call.parent
+        while stmt is not None and stmt.type == "binary_expression" and stmt.child_by_field_name("left") == call:
+            call, stmt = stmt, stmt.parent  # `ICHECK(cond) << "message"`
+        if stmt is None or stmt.type != "expression_statement" or stmt.parent is None or \
+                stmt.parent.type != "compound_statement":
+            return
+        tests = self._polarities(args[0])
+        if not tests or any(negated for _, negated in tests):
+            return
+        self.ctx.tested_ops = []
+        siblings = named(stmt.parent)
+        self._guard(stmt, args[0], siblings[siblings.index(stmt) + 1:], self.ctx.func_of(stmt))
+
     def _guard(self, s, cond, after: list, fn) -> None:
-        """A reader past a guard (``_guarded``): the statements after it read ``X->args`` in the legacy layout.
-        Reported and left for a person (the tool rewrites the body of a branch, not the rest of a block)."""
+        """A reader past a guard (``_guarded``, ``asserted``): the statements after it read ``X->args`` in the legacy
+        layout.  Reported and left for a person (the tool rewrites the body of a branch, not the rest of a block)."""
         objs = self._op_tests(cond, fn)
         if not objs:
             return
@@ -301,8 +322,9 @@ class ConsumerChecks:
             return
         site = PendingSite(s, codes.CPP_CONSUMER_MANUAL)
         if not self.ctx.probe:
-            site.message = (f"`{self.ctx.cpp.op_name}` consumer reads the legacy layout after a guard that leaves for "
-                            f"every other op; {self.ctx.index_map()}")
+            site.message = (f"`{self.ctx.cpp.op_name}` consumer reads the legacy layout after "
+                            f"{'a check that the call is the op' if s.type == 'expression_statement' else 'a guard that leaves for every other op'}"
+                            f"; {self.ctx.index_map()}")
             site.leave("its reads are the rest of the block after the guard: not rewritten")
         self.ctx.sites.append(site)
 
