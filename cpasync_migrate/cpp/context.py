@@ -30,7 +30,8 @@ from ..findings import Applicability, FrontEndOptions
 from .. import codes
 from . import reparse
 from .cpprules import CppRules, load_cpp_rules
-from .source import Source, ancestors, error_nodes, named, nodes_around, nodes_of_types, squash, whole_words
+from .source import (Source, ancestors, error_nodes, named, nodes_around, nodes_around_any, nodes_of_types, squash,
+                     whole_words)
 
 # The lean walk (CPASYNC_MIGRATE_CPP_LEAN=0 turns it off): the nodes the checks read are found around the
 # bytes that matter (the occurrences of the op's name, of an Op variable's name, of the offset-like names)
@@ -324,8 +325,8 @@ class CppContext:
             found: dict = {}
             occ = self.name_spans()
             kinds = ("declaration", "field_declaration", "field_initializer")
-            seen = {n.id: n for around in nodes_around(self.src.root, kinds, occ) for n in around} if occ else {}
-            for n in sorted(seen.values(), key=lambda n: n.start_byte):
+            # (each node once, in time linear in the file where occurrences lie deep inside one another)
+            for n in sorted(nodes_around_any(self.src.root, kinds, occ) if occ else [], key=lambda n: n.start_byte):
                 for var, val in self._declared_op_vars(n):
                     found.setdefault(var, val)
             self._file_op_vars = found
@@ -339,11 +340,10 @@ class CppContext:
         call nodes it tests).  Like ``file_op_vars``, a site found through one is left for a person."""
         if self._predicates is None:
             found: dict = {}
-            occ = self.name_spans()
-            if self.file_op_vars():  # a predicate may test through one of them
-                occ = sorted(occ + [m.span() for m in whole_words(self.file_op_vars()).finditer(self.src.data)])
-            fns = {f.id: f for around in nodes_around(self.src.root, ("function_definition",), occ) for f in around} \
-                if occ else {}
+            fns = {f.id: f for f in nodes_around_any(self.src.root, ("function_definition",), self.name_spans())}
+            if self.file_op_vars():  # a predicate may test through one of them (whole names: they do not overlap)
+                spans = [m.span() for m in whole_words(self.file_op_vars()).finditer(self.src.data)]
+                fns.update((f.id, f) for f in nodes_around_any(self.src.root, ("function_definition",), spans))
             for fn in sorted(fns.values(), key=lambda f: f.start_byte):
                 got = self._predicate(fn)
                 decl = self.fn_declarator(fn) if got is not None else None

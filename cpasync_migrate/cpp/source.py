@@ -307,10 +307,10 @@ def nodes_around_any(root, types: tuple[str, ...], ranges) -> list:
                 if j < len(rest) and rest[j][1] <= n.end_byte:
                     found[n.id] = n
             break
-        got = _captured(query, keep, root, lo, hi)
-        spent += len(got)
+        got = _captured(query, None, root, lo, hi)  # every node the query hands back counts against the quota,
+        spent += len(got)  # those of kinds not asked for too (the one query of KINDS: an `else if` chain's ifs)
         for n in got:
-            if n.start_byte <= lo and hi <= n.end_byte:
+            if (keep is None or n.type in keep) and n.start_byte <= lo and hi <= n.end_byte:
                 found[n.id] = n
     return list(found.values())
 
