@@ -4,7 +4,12 @@ A consumer is an ``if`` whose condition tests ``X->op.same_as(<op>)`` (the op sp
 held by a local ``Op`` variable).  It reads the legacy layout when it reads ``X->args[K]`` at a
 position the target layout does not have, compares ``X->args.size()`` with a legacy count,
 declares a local named like an offset from ``X->args[K]``, or takes a legacy data position as
-a ``Var`` (``Downcast<Var>(X->args[0])``).  Readers must move with the builders: a tree whose
+a ``Var`` (``Downcast<Var>(X->args[0])``).  Also found, and left for a person (the fixes rewrite a
+``same_as`` branch's own body, reaching the op where the function spells it): a test with ``==``
+or ``!=``, the rest of a block after a guard that leaves for every other op or after
+``ICHECK(X->op.same_as(<op>))`` (``asserted``), a test through a predicate of the file, and an op
+reached through an ``Op`` variable declared outside the function or looked up by its registered
+name (``CppContext.op_node``, ``CppAnalyzer._outside``).  Readers must move with the builders: a tree whose
 passes build the new layout while a code generator still reads the old one is a broken
 compiler (docs/cpp.md, "Assumptions a change set discharges").
 
@@ -172,7 +177,8 @@ class ConsumerChecks:
         if cond is None or body is None or self.ctx.in_dead(s):
             return
         text = self.ctx.text_of(cond)
-        if self.ctx.cpp.same_as not in text and "=" not in text and not any(p in text for p in self.ctx.op_predicates()):
+        if self.ctx.cpp.same_as not in text and "=" not in text and \
+                not any(p in text for p in self.ctx.op_predicates()):
             return  # no `X->op.same_as(...)` test (nor `==`, `!=`, a predicate) in the condition (cheap text check)
         fn = self.ctx.func_of(s)
         self.ctx.tested_ops = []
@@ -322,9 +328,10 @@ class ConsumerChecks:
             return
         site = PendingSite(s, codes.CPP_CONSUMER_MANUAL)
         if not self.ctx.probe:
-            site.message = (f"`{self.ctx.cpp.op_name}` consumer reads the legacy layout after "
-                            f"{'a check that the call is the op' if s.type == 'expression_statement' else 'a guard that leaves for every other op'}"
-                            f"; {self.ctx.index_map()}")
+            after_what = "a check that the call is the op" if s.type == "expression_statement" else \
+                "a guard that leaves for every other op"
+            site.message = (f"`{self.ctx.cpp.op_name}` consumer reads the legacy layout after {after_what}; "
+                            f"{self.ctx.index_map()}")
             site.leave("its reads are the rest of the block after the guard: not rewritten")
         self.ctx.sites.append(site)
 
