@@ -319,8 +319,7 @@ class CppAnalyzer(CppContext):
         extra = [w for w in self._words if w != self.cpp.op_name.encode()]
         if not extra:
             return
-        pat = re.compile(rb"(?<![A-Za-z0-9_])(?:" + b"|".join(re.escape(w) for w in extra) + rb")(?![A-Za-z0-9_])")
-        at = [m.span() for m in pat.finditer(data)]
+        at = [m.span() for m in whole_words(extra).finditer(data)]
         if len(at) > _MAX_WORD_QUERIES:  # a common name: the hot ranges' ifs and calls, by one query over them
             found = [nodes_of_types(root, ("if_statement", "call_expression"), hot)]
         else:
@@ -362,7 +361,8 @@ class CppAnalyzer(CppContext):
 
     def _tagged(self, method, node) -> None:
         """Run ``method(node)``; the sites it adds get the op and role it left in ``self.tag``, and are left for a
-        person where it reached the op through an Op variable declared outside the function (``_outside``)."""
+        person where it reached the op in a way the fixes do not follow (``outer_op_uses``: an Op variable declared
+        outside the function, a lookup by the registered name, ``==``, a predicate of the file; ``_outside``)."""
         n0 = len(self.sites)
         self.tag = (None, None)
         self.outer_op_uses = []
@@ -375,8 +375,7 @@ class CppAnalyzer(CppContext):
                 self._outside(site, self.outer_op_uses[0])
 
     def _outside(self, site, how: str) -> None:
-        """A site whose op is an Op variable declared outside its function or a lookup by the op's registered name
-        (``how`` says which): reported, never edited (the fixes read the op where the function spells it)."""
+        """A site whose op the fixes do not follow (``how`` says how it was reached): reported, never edited."""
         if site.code == codes.CPP_CONSUMER_REWRITABLE:
             site.code = codes.CPP_CONSUMER_MANUAL
         site.fixable, site.edits, site.fix_note = False, [], None
@@ -393,15 +392,7 @@ class CppAnalyzer(CppContext):
         """
         data, name = self.src.data, self.cpp.op_name.encode()
         occ = [a for a, _ in self.name_spans()]
-        ranges = []
-        end = -1
-        for f in self.fns:  # document order: a nested definition starts inside its outer one
-            if f.start_byte < end:
-                continue
-            end = f.end_byte
-            j = bisect.bisect_left(occ, f.start_byte)
-            if j < len(occ) and occ[j] + len(name) <= end:
-                ranges.append((f.start_byte, end))
+        ranges = self._outermost_holding(self.name_spans())
         loose = []
         for o in occ:
             k = bisect.bisect_right(ranges, (o, len(data) + 1)) - 1
@@ -416,14 +407,18 @@ class CppAnalyzer(CppContext):
         names = {*self.file_op_vars(), *self.op_predicates()}
         if not names:
             return []
-        at = [m.start() for m in whole_words(names).finditer(self.src.data)]
+        return self._outermost_holding([m.span() for m in whole_words(names).finditer(self.src.data)])
+
+    def _outermost_holding(self, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """The spans of the outermost function definitions that hold one of ``spans`` (in order, apart)."""
+        starts = [a for a, _ in spans]
         out, end = [], -1
         for f in self.fns:  # document order: a nested definition starts inside its outer one
             if f.start_byte < end:
                 continue
             end = f.end_byte
-            j = bisect.bisect_left(at, f.start_byte)
-            if j < len(at) and at[j] < end:
+            j = bisect.bisect_left(starts, f.start_byte)
+            if j < len(spans) and spans[j][1] <= end:
                 out.append((f.start_byte, end))
         return out
 

@@ -182,11 +182,11 @@ class ConsumerChecks:
             return  # no `X->op.same_as(...)` test (nor `==`, `!=`, a predicate) in the condition (cheap text check)
         fn = self.ctx.func_of(s)
         self.ctx.tested_ops = []
-        guarded = self._guarded(s, cond, body)
+        tests = self._polarities(cond)
+        guarded = self._guarded(s, body, tests)
         if guarded is not None:
             self._guard(s, cond, guarded, fn)
             return
-        tests = self._polarities(cond)
         if tests and all(negated for _, negated in tests):
             return  # the body runs for every other op: no reader of this one
         objs = self._op_tests(cond, fn)
@@ -200,9 +200,7 @@ class ConsumerChecks:
             return
         obj = objs[0]
         reads, sizes, loose = self.args_uses(obj, [cond, body])
-        legacy_idx = {i for _, i in reads if i >= max(self.ctx.target.cpp_arity)}
-        legacy_n = {v for _, v in sizes if v in self.ctx.legacy.cpp_arity}
-        new_n = {v for _, v in sizes if v in self.ctx.target.cpp_arity}
+        legacy_idx, legacy_n, new_n = self._layouts(reads, sizes)
         named_offsets = self._offset_reads(obj, body)
         var_reads = self._data_as_var(reads)
         legacy = bool(legacy_idx or legacy_n or named_offsets or var_reads)
@@ -232,7 +230,14 @@ class ConsumerChecks:
     # ---------------------------------------------------------- readers past a guard
     _JUMPS = ("return_statement", "continue_statement", "break_statement", "throw_statement")
 
-    def _guarded(self, s, cond, body) -> Optional[list]:
+    def _layouts(self, reads, sizes) -> tuple[set, set, set]:
+        """Of ``args_uses``' reads and size literals: the positions the target layout does not have, the legacy
+        counts and the target's counts compared."""
+        return ({i for _, i in reads if i >= max(self.ctx.target.cpp_arity)},
+                {v for _, v in sizes if v in self.ctx.legacy.cpp_arity},
+                {v for _, v in sizes if v in self.ctx.target.cpp_arity})
+
+    def _guarded(self, s, body, tests: list) -> Optional[list]:
         """The statements after ``s`` in its block when ``s`` is a guard that leaves for every other op
         (``if (!X->op.same_as(<op>)) return ...;``, ``!(A || X->op.same_as(<op>))``, ``X->op != <op>``, with other
         ``||`` terms such as ``!X``, no else, its body ending in a jump): they run only for the op.  None otherwise
@@ -243,7 +248,6 @@ class ConsumerChecks:
         last = named(body)[-1] if body.type == "compound_statement" and named(body) else body
         if last.type not in self._JUMPS:
             return None
-        tests = self._polarities(cond)
         if not tests or not all(negated for _, negated in tests):
             return None
         siblings = named(s.parent)
@@ -317,10 +321,8 @@ class ConsumerChecks:
             return
         self.ctx.tag = (self.ctx.tested_ops[0], "reader")
         reads, sizes, _ = self.args_uses(objs[0], [cond, *after])
-        legacy_n = {v for _, v in sizes if v in self.ctx.legacy.cpp_arity}
-        new_n = {v for _, v in sizes if v in self.ctx.target.cpp_arity}
-        offsets = any(self._offset_reads(objs[0], st) for st in after)
-        legacy = bool({i for _, i in reads if i >= max(self.ctx.target.cpp_arity)} or legacy_n or offsets)
+        legacy_idx, legacy_n, new_n = self._layouts(reads, sizes)
+        legacy = bool(legacy_idx or legacy_n or any(self._offset_reads(objs[0], st) for st in after))
         if legacy and new_n:
             self.ctx.sites.append(self._dual_layout_site(s))
             return

@@ -358,8 +358,8 @@ class CppContext:
         body = fn.child_by_field_name("body")
         stmts = named(body) if body is not None else []
         decl = self.fn_declarator(fn)
-        params = [p for p in named(decl.child_by_field_name("parameters"))] if decl is not None and \
-            decl.child_by_field_name("parameters") is not None else []
+        plist = decl.child_by_field_name("parameters") if decl is not None else None
+        params = named(plist) if plist is not None else []
         if len(stmts) != 1 or stmts[0].type != "return_statement" or not named(stmts[0]) or len(params) != 1:
             return None
         pname = self.leaf_name(params[0].child_by_field_name("declarator"))
@@ -392,10 +392,7 @@ class CppContext:
             else:
                 return None
             for subject, other in pairs:
-                kind = "op" if subject is not None and subject.type == "identifier" and self.text_of(subject) == pname \
-                    else "call" if subject is not None and subject.type == "field_expression" and self.text_of(
-                        subject.child_by_field_name("argument")) == pname and self.text_of(
-                        subject.child_by_field_name("field")) == self.cpp.op_field else None
+                kind = self._subject_kind(subject, pname)
                 opnode = self.op_node(other, fn) if kind is not None else None
                 if opnode is not None:
                     kinds.add(kind)
@@ -404,6 +401,17 @@ class CppContext:
             else:
                 return None
         return (kinds.pop(), ops) if len(kinds) == 1 else None
+
+    def _subject_kind(self, subject, pname: str) -> Optional[str]:
+        """What a predicate tests of its parameter ``pname``: "op" (the parameter itself), "call" (``pname->op``)."""
+        if subject is None:
+            return None
+        if subject.type == "identifier" and self.text_of(subject) == pname:
+            return "op"
+        if subject.type == "field_expression" and self.text_of(subject.child_by_field_name("argument")) == pname \
+                and self.text_of(subject.child_by_field_name("field")) == self.cpp.op_field:
+            return "call"
+        return None
 
     def _declared_op_vars(self, n) -> list:
         """(name, op call) of each Op variable the declaration or member initialiser ``n`` sets outside a function."""

@@ -266,9 +266,10 @@ def nodes_of_types(root, types: tuple[str, ...], ranges: Optional[list[tuple[int
 
 
 def whole_words(names) -> "re.Pattern":
-    """A search for any of ``names`` (strings) as a whole C++ name in bytes."""
-    return re.compile(rb"(?<![A-Za-z0-9_])(?:" + b"|".join(
-        re.escape(n.encode("utf-8", "surrogatepass")) for n in sorted(names)) + rb")(?![A-Za-z0-9_])")
+    """A search for any of ``names`` (strings or bytes) as a whole C++ name in bytes."""
+    return re.compile(rb"(?<![A-Za-z0-9_])(?:" + b"|".join(sorted(
+        re.escape(n if isinstance(n, bytes) else n.encode("utf-8", "surrogatepass")) for n in names))
+        + rb")(?![A-Za-z0-9_])")
 
 
 def nodes_around(root, types: tuple[str, ...], ranges) -> list[list]:

@@ -473,11 +473,10 @@ def _helper_calls_closed(an, ranges: list[tuple[int, int]]) -> bool:
 
     A call constructor's callee ends with the last part of one of ``[op] call_constructors``: each
     occurrence of that word in the window is climbed from to the call it names, if any."""
-    from .source import named, squash
+    from .source import named, squash, whole_words
 
     cpp, data, root = an.cpp, an.src.data, an.src.root
-    lasts = sorted({c.split("::")[-1] for c in cpp.call_constructors})
-    word = re.compile(rb"(?<![A-Za-z0-9_])(?:" + b"|".join(re.escape(w.encode()) for w in lasts) + rb")(?![A-Za-z0-9_])")
+    word = whole_words({c.split("::")[-1] for c in cpp.call_constructors})
     outside = []
     pos = 0
     for a, b in ranges:
@@ -506,8 +505,7 @@ def _helper_calls_closed(an, ranges: list[tuple[int, int]]) -> bool:
             short = re.split(r"::|->|\.", text)[-1]
             if not short:
                 return False
-            pat = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(short.encode("utf-8", "surrogatepass"))
-                             + rb"(?![A-Za-z0-9_])")
+            pat = whole_words([short])
             if any(pat.search(data, x, y) for x, y in outside if x < y):
                 return False
     return True
